@@ -1,0 +1,149 @@
+package pkbf
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"time"
+)
+
+// The pkbfv1 file layout. Every integer is big-endian.
+//
+//	offset  size  field
+//	     0     6  magic, the ASCII bytes "pkbfv1" (70 6B 62 66 76 31)
+//	     6     4  revision counter (uint32)
+//	    10     8  last update time, Unix seconds (uint64)
+//	    18     4  entry count (uint32)
+//	    22     1  hash count k (uint8), k >= 1
+//	    23     1  hash length L (uint8), the filter has m = 2^L bits
+//	    24   m/8  bit data
+//
+// Two facts the published description leaves out:
+//
+//   - Bit p of the filter is data byte p/8 under mask 0x80>>(p%8): the most
+//     significant bit of each byte comes first.
+//   - Positions are computed in wrapping uint64 arithmetic and then reduced
+//     mod m = 2^L. Since m divides 2^64 this equals the exact result.
+const (
+	magic = "pkbfv1"
+
+	offMagic      = 0
+	offRevision   = offMagic + len(magic)            // 6
+	offUpdated    = offRevision + 4                  // 10
+	offEntryCount = offUpdated + 8                   // 18
+	offHashCount  = offEntryCount + 4                // 22
+	offHashLength = offHashCount + 1                 // 23
+	headerSize    = offHashLength + 1                // 24
+	offData       = headerSize                       // the bit data follows the header
+	minHashLength = 3                                // m = 8 bits: one data byte
+	maxHashLength = 63                               // m = 2^63 bits, as the format allows
+	minHashCount  = 1                                // at least one probe per key
+	maxHashCount  = math.MaxUint8                    // the field is one byte
+	dataSizeLimit = uint64(math.MaxInt - headerSize) // file size must fit in an int
+)
+
+// HeaderSize is the size in bytes of a pkbfv1 header.
+const HeaderSize = headerSize
+
+// Header is the 24-byte metadata block at the start of every pkbfv1 file.
+//
+// The zero Header is not valid: a filter needs HashCount >= 1 and
+// 3 <= HashLength <= 63.
+type Header struct {
+	// Revision counts editing sessions; each session that adds keys raises
+	// it by one.
+	Revision uint32
+	// Updated is the time of the last change, to the second, in UTC.
+	// A filter that was never changed has the Unix epoch. It is stored as
+	// uint64(Updated.Unix()); the zero time.Time is stored as 0.
+	Updated time.Time
+	// EntryCount is the number of keys added to the filter.
+	EntryCount uint32
+	// HashCount is k, the number of bits probed for each key.
+	HashCount uint8
+	// HashLength is L: the filter has 2^L bits.
+	HashLength uint8
+}
+
+// Bits returns m = 2^HashLength, the number of bits in the filter.
+func (h Header) Bits() uint64 { return 1 << h.HashLength }
+
+// DataSize returns the size in bytes of the bit data, m/8.
+func (h Header) DataSize() uint64 { return h.Bits() / 8 }
+
+// FileSize returns the size in bytes of a file with this header:
+// [HeaderSize] plus [Header.DataSize].
+func (h Header) FileSize() uint64 { return uint64(headerSize) + h.DataSize() }
+
+// validate checks the parameters: it does not look at any data.
+func (h Header) validate() error {
+	if h.HashCount < minHashCount {
+		return fmt.Errorf("%w: hash count is 0, must be at least %d", ErrInvalidFile, minHashCount)
+	}
+	if h.HashLength < minHashLength || h.HashLength > maxHashLength {
+		return fmt.Errorf("%w: hash length is %d, must be %d to %d", ErrInvalidFile, h.HashLength, minHashLength, maxHashLength)
+	}
+	return nil
+}
+
+// ParseHeader decodes and validates the header at the start of b; bytes after
+// the first [HeaderSize] are not looked at. It returns an error wrapping
+// [ErrInvalidFile] if b is shorter than a header (wrapping
+// [io.ErrUnexpectedEOF] too), the magic is not "pkbfv1", the hash count is 0
+// or the hash length is outside 3 to 63.
+func ParseHeader(b []byte) (Header, error) {
+	if len(b) < headerSize {
+		return Header{}, fmt.Errorf("%w: header is %d bytes, need %d: %w", ErrInvalidFile, len(b), headerSize, io.ErrUnexpectedEOF)
+	}
+	if string(b[offMagic:offMagic+len(magic)]) != magic {
+		return Header{}, fmt.Errorf("%w: magic is %q, want %q", ErrInvalidFile, b[offMagic:offMagic+len(magic)], magic)
+	}
+	h := Header{
+		Revision:   binary.BigEndian.Uint32(b[offRevision:]),
+		Updated:    time.Unix(int64(binary.BigEndian.Uint64(b[offUpdated:])), 0).UTC(),
+		EntryCount: binary.BigEndian.Uint32(b[offEntryCount:]),
+		HashCount:  b[offHashCount],
+		HashLength: b[offHashLength],
+	}
+	if err := h.validate(); err != nil {
+		return Header{}, err
+	}
+	return h, nil
+}
+
+// AppendBinary appends the 24-byte encoding of h to b. It returns an error
+// wrapping [ErrInvalidFile] if h has a hash count of 0 or a hash length
+// outside 3 to 63.
+func (h Header) AppendBinary(b []byte) ([]byte, error) {
+	if err := h.validate(); err != nil {
+		return b, err
+	}
+	var secs uint64
+	if !h.Updated.IsZero() {
+		secs = uint64(h.Updated.Unix())
+	}
+	b = append(b, magic...)
+	b = binary.BigEndian.AppendUint32(b, h.Revision)
+	b = binary.BigEndian.AppendUint64(b, secs)
+	b = binary.BigEndian.AppendUint32(b, h.EntryCount)
+	return append(b, h.HashCount, h.HashLength), nil
+}
+
+// MarshalBinary returns the 24-byte encoding of h; see [Header.AppendBinary].
+func (h Header) MarshalBinary() ([]byte, error) {
+	return h.AppendBinary(make([]byte, 0, headerSize))
+}
+
+// UnmarshalBinary sets h from exactly [HeaderSize] bytes; see [ParseHeader].
+func (h *Header) UnmarshalBinary(b []byte) error {
+	if len(b) > headerSize {
+		return fmt.Errorf("%w: header is %d bytes, want %d", ErrInvalidFile, len(b), headerSize)
+	}
+	parsed, err := ParseHeader(b)
+	if err != nil {
+		return err
+	}
+	*h = parsed
+	return nil
+}

@@ -1,0 +1,23 @@
+//go:build unix
+
+package pkbf
+
+import (
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// mapFile maps the first size bytes of file read-only. It falls back to
+// reading the file where the file system cannot be mapped.
+func mapFile(file *os.File, size int) ([]byte, func() error, error) {
+	b, err := unix.Mmap(int(file.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		if err == unix.ENODEV || err == unix.EACCES || err == unix.EINVAL {
+			return readFile(file, size)
+		}
+		return nil, nil, &fs.PathError{Op: "mmap", Path: file.Name(), Err: err}
+	}
+	return b, func() error { return unix.Munmap(b) }, nil
+}
