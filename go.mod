@@ -1,8 +1,10 @@
 module github.com/pkbf/pkbf
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0
 	golang.org/x/sys v0.49.0
 )
+
+require golang.org/x/crypto v0.58.0

@@ -26,10 +26,11 @@ import (
 //   - Positions are computed in wrapping uint64 arithmetic and then reduced
 //     mod m = 2^L. Since m divides 2^64 this equals the exact result.
 const (
-	magic = "pkbfv1"
+	magic    = "pkbfv1"
+	magicLen = 6 // len(magic), kept untyped
 
 	offMagic      = 0
-	offRevision   = offMagic + len(magic)            // 6
+	offRevision   = offMagic + magicLen              // 6
 	offUpdated    = offRevision + 4                  // 10
 	offEntryCount = offUpdated + 8                   // 18
 	offHashCount  = offEntryCount + 4                // 22
@@ -96,8 +97,8 @@ func ParseHeader(b []byte) (Header, error) {
 	if len(b) < headerSize {
 		return Header{}, fmt.Errorf("%w: header is %d bytes, need %d: %w", ErrInvalidFile, len(b), headerSize, io.ErrUnexpectedEOF)
 	}
-	if string(b[offMagic:offMagic+len(magic)]) != magic {
-		return Header{}, fmt.Errorf("%w: magic is %q, want %q", ErrInvalidFile, b[offMagic:offMagic+len(magic)], magic)
+	if string(b[offMagic:offMagic+magicLen]) != magic {
+		return Header{}, fmt.Errorf("%w: magic is %q, want %q", ErrInvalidFile, b[offMagic:offMagic+magicLen], magic)
 	}
 	h := Header{
 		Revision:   binary.BigEndian.Uint32(b[offRevision:]),

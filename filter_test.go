@@ -1,0 +1,394 @@
+package pkbf
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"testing/iotest"
+)
+
+// vectorsDir is the publisher's example files, outside the project.
+const vectorsDir = "../shared/vectors/pwnedkeys"
+
+func vectors(t testing.TB) string {
+	t.Helper()
+	if _, err := os.Stat(vectorsDir); err != nil {
+		t.Skipf("publisher's example vectors not found at %s (they live beside the project, in shared/): %v", vectorsDir, err)
+	}
+	return vectorsDir
+}
+
+var exampleFilters = []struct {
+	name string
+	k, l uint8
+}{
+	{"2_4_filter_example.pkbf", 2, 4},
+	{"3_6_filter_example.pkbf", 3, 6},
+	{"5_12_filter_example.pkbf", 5, 12},
+	{"12_18_filter_example.pkbf", 12, 18},
+}
+
+// The publisher's fingerprints of its three example SPKIs.
+const (
+	fpRSA          = "9e03b56749abe821a6f5299d6f634b35404975f0552eb3347bf3adfad9af1109"
+	fpP256         = "819f7d1dcd9f07bfcb59b7699f68994d89390c3bcd498cf7fb2e1ef3d272b89b"
+	fpP256Compress = "316194405bf1c56c3395c4b6fcf32af83ca0e273fbf0832ef8364069a178ad75"
+)
+
+func mustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// exampleSPKIs returns the publisher's three SPKIs, extracted by SPKI from
+// its key files and checked against the published fingerprints.
+func exampleSPKIs(t testing.TB) [][]byte {
+	dir := vectors(t)
+	var out [][]byte
+	for _, c := range []struct{ file, fp string }{
+		{"rsa2048_key.pem", fpRSA},
+		{"p256_key.pem", fpP256},
+		{"p256_compressed_spki.der", fpP256Compress},
+	} {
+		spki, err := SPKI(mustRead(t, filepath.Join(dir, c.file)))
+		if err != nil {
+			t.Fatalf("SPKI(%s): %v", c.file, err)
+		}
+		if got := Fingerprint(spki); got != c.fp {
+			t.Fatalf("fingerprint of %s = %s, want the published %s", c.file, got, c.fp)
+		}
+		out = append(out, spki)
+	}
+	return out
+}
+
+func TestExampleFilters(t *testing.T) {
+	dir := vectors(t)
+	spkis := exampleSPKIs(t)
+	// Every key, CSR and certificate file, PEM and DER, of both keys.
+	var keyFiles []string
+	for _, base := range []string{"rsa2048", "p256"} {
+		for _, kind := range []string{"key", "csr", "cert"} {
+			for _, ext := range []string{"pem", "der"} {
+				keyFiles = append(keyFiles, fmt.Sprintf("%s_%s.%s", base, kind, ext))
+			}
+		}
+	}
+	keyFiles = append(keyFiles, "p256_compressed_spki.der")
+	for _, ex := range exampleFilters {
+		t.Run(ex.name, func(t *testing.T) {
+			path := filepath.Join(dir, ex.name)
+			f, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			h := f.Header()
+			if h.HashCount != ex.k || h.HashLength != ex.l || h.Revision != 1 || h.EntryCount != 3 || h.Updated.Unix() != 1555799917 {
+				t.Errorf("header = %+v, want k %d, L %d, revision 1, 3 entries, updated 1555799917", h, ex.k, ex.l)
+			}
+			for _, kf := range keyFiles {
+				spki, err := SPKI(mustRead(t, filepath.Join(dir, kf)))
+				if err != nil {
+					t.Errorf("SPKI(%s): %v", kf, err)
+					continue
+				}
+				if !f.Probably(spki) {
+					t.Errorf("Probably(SPKI of %s) = false, want true", kf)
+				}
+			}
+			// The set bits are exactly the union of the three SPKIs' positions,
+			// with bit p in byte p/8 under mask 0x80>>(p%8).
+			want := make([]byte, h.DataSize())
+			var pos []uint64
+			for _, spki := range spkis {
+				for _, p := range Positions(pos[:0], spki, h.HashCount, h.HashLength) {
+					want[p/8] |= 0x80 >> (p % 8)
+				}
+			}
+			if got := mustRead(t, path)[HeaderSize:]; !bytes.Equal(got, want) {
+				t.Errorf("data = %x\nwant union of positions %x", got, want)
+			}
+			// The same through Parse and ReadFilter.
+			raw := mustRead(t, path)
+			for name, open := range map[string]func() (*Filter, error){
+				"Parse":      func() (*Filter, error) { return Parse(raw) },
+				"ReadFilter": func() (*Filter, error) { return ReadFilter(iotest.OneByteReader(bytes.NewReader(raw))) },
+			} {
+				g, err := open()
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if g.Header() != h || !bytes.Equal(g.data, want) {
+					t.Errorf("%s gives a different filter from Open", name)
+				}
+			}
+		})
+	}
+}
+
+// buildFilter makes a whole filter file with the given keys' bits set,
+// from Positions alone (independently of the write side).
+func buildFilter(t testing.TB, k, l uint8, keys ...[]byte) []byte {
+	t.Helper()
+	h := Header{HashCount: k, HashLength: l, EntryCount: uint32(len(keys))}
+	b, err := h.AppendBinary(make([]byte, 0, h.FileSize()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, make([]byte, h.DataSize())...)
+	var pos []uint64
+	for _, key := range keys {
+		for _, p := range Positions(pos[:0], key, k, l) {
+			b[HeaderSize+p/8] |= 0x80 >> (p % 8)
+		}
+	}
+	return b
+}
+
+func TestBadFiles(t *testing.T) {
+	good := buildFilter(t, 3, 6, []byte("a key"))
+	tests := []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"empty", nil, "0 bytes"},
+		{"truncated header", good[:10], "10 bytes"},
+		{"header only", good[:HeaderSize], "data is 0 bytes, header says 8: truncated"},
+		{"truncated data", good[:len(good)-1], "data is 7 bytes, header says 8: truncated"},
+		{"one trailing byte", append(bytes.Clone(good), 0), "data is 9 bytes, header says 8: 1 trailing bytes"},
+		{"bad magic", append([]byte("PKBFV1"), good[6:]...), `magic is "PKBFV1"`},
+		{"hash count 0", append(rawHeader("pkbfv1", 0, 0, 0, 0, 6), make([]byte, 8)...), "hash count is 0"},
+		{"hash length 2", append(rawHeader("pkbfv1", 0, 0, 0, 1, 2), 0), "hash length is 2"},
+		{"hash length 64", append(rawHeader("pkbfv1", 0, 0, 0, 1, 64), make([]byte, 8)...), "hash length is 64"},
+		{"hash length 63, tiny data", append(rawHeader("pkbfv1", 0, 0, 0, 1, 63), make([]byte, 8)...), "header says 1152921504606846976"},
+	}
+	dir := t.TempDir()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			check := func(how string, f *Filter, err error) {
+				t.Helper()
+				if f != nil || !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("%s: got %v, %v; want ErrInvalidFile containing %q", how, f, err, tt.want)
+				}
+			}
+			f, err := Parse(tt.b)
+			check("Parse", f, err)
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".pkbf")
+			if err := os.WriteFile(path, tt.b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err = Open(path)
+			check("Open", f, err)
+			if err != nil && !strings.Contains(err.Error(), path) {
+				t.Errorf("Open error %q does not name the file", err)
+			}
+			if !bytes.HasPrefix(tt.b, []byte("pkbfv1")) || len(tt.b) <= HeaderSize || tt.b[offHashLength] < 3 || tt.b[offHashLength] > 63 || tt.b[offHashCount] == 0 {
+				f, err = ReadFilter(bytes.NewReader(tt.b))
+				if f != nil || !errors.Is(err, ErrInvalidFile) {
+					t.Errorf("ReadFilter: got %v, %v; want ErrInvalidFile", f, err)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	_, err := Open(filepath.Join(t.TempDir(), "missing.pkbf"))
+	var pe *fs.PathError
+	if !errors.Is(err, os.ErrNotExist) || !errors.As(err, &pe) || errors.Is(err, ErrInvalidFile) {
+		t.Errorf("Open(missing) error = %v, want an *fs.PathError for a missing file", err)
+	}
+	if _, err := Open(t.TempDir()); !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Open(directory) error = %v, want ErrInvalidFile: not a regular file", err)
+	}
+}
+
+func TestOpenDoesNotWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.pkbf")
+	b := buildFilter(t, 3, 10, []byte("k"))
+	if err := os.WriteFile(path, b, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path) // works on a read-only file
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Probably([]byte("k")) {
+		t.Error("Probably(k) = false after Open")
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("second Close = %v, want nil", err)
+	}
+	if !bytes.Equal(mustRead(t, path), b) {
+		t.Error("file changed after Open and Close")
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "closed Filter") {
+			t.Errorf("query after Close: recover() = %v, want a panic naming the closed Filter", r)
+		}
+	}()
+	f.Probably([]byte("k"))
+}
+
+func TestReadFilterLyingHeader(t *testing.T) {
+	hdr := rawHeader("pkbfv1", 0, 0, 0, 3, 63)
+	for _, n := range []int{0, 100, 3 << 20} {
+		r := io.MultiReader(bytes.NewReader(hdr), io.LimitReader(zeros{}, int64(n)))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f, err := ReadFilter(r)
+		runtime.ReadMemStats(&after)
+		if f != nil || !errors.Is(err, ErrInvalidFile) || !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("%d data bytes: got %v, %v; want ErrInvalidFile wrapping io.ErrUnexpectedEOF", n, f, err)
+		}
+		// The buffer grows only with what arrived: it holds at most twice the
+		// data (or the first 1 MiB chunk), so all its doublings together
+		// allocate at most four times the data, plus slack for the runtime.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(4*n+readChunk+1<<20) {
+			t.Errorf("%d data bytes: allocated %d bytes", n, alloc)
+		}
+	}
+	// Exactly the declared size is read; the rest of the stream is left.
+	b := append(buildFilter(t, 3, 10, []byte("x")), "next"...)
+	r := bytes.NewReader(b)
+	if _, err := ReadFilter(r); err != nil {
+		t.Fatal(err)
+	}
+	if rest, _ := io.ReadAll(r); string(rest) != "next" {
+		t.Errorf("ReadFilter left %q, want %q", rest, "next")
+	}
+	// Read errors come back as they are.
+	boom := errors.New("boom")
+	if _, err := ReadFilter(io.MultiReader(bytes.NewReader(b[:30]), iotest.ErrReader(boom))); err != boom {
+		t.Errorf("ReadFilter with a failing reader: error = %v, want %v", err, boom)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+func TestProbablyNoFalseNegatives(t *testing.T) {
+	for _, l := range []uint8{3, 10, 26} { // 26: an 8 MiB filter, batched
+		for _, k := range []uint8{1, 7, 17, 40} {
+			var keys [][]byte
+			for i := range 200 {
+				keys = append(keys, fmt.Appendf(nil, "key %d", i))
+			}
+			f, err := Parse(buildFilter(t, k, l, keys...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range keys {
+				if !f.Probably(key) {
+					t.Fatalf("k %d L %d: Probably(%q) = false after adding it", k, l, key)
+				}
+			}
+			if l == 26 {
+				if !f.batched {
+					t.Error("L 26 filter is not batched")
+				}
+				if f.Probably([]byte("never added")) {
+					t.Error("Probably(never added) = true in a nearly empty large filter")
+				}
+			}
+		}
+	}
+}
+
+func TestFalsePositiveRateAndFill(t *testing.T) {
+	empty, _ := Parse(buildFilter(t, 3, 14))
+	if r := empty.FalsePositiveRate(); r != 0 {
+		t.Errorf("empty FalsePositiveRate = %v, want 0", r)
+	}
+	// 1000 keys in 2^14 bits with k=3 (the reference's choice for 1%):
+	// (1 - e^(-3000/16384))^3 = 0.00468.
+	var keys [][]byte
+	for i := range 1000 {
+		keys = append(keys, fmt.Appendf(nil, "fp %d", i))
+	}
+	f, _ := Parse(buildFilter(t, 3, 14, keys...))
+	rate := f.FalsePositiveRate()
+	if want := math.Pow(1-math.Exp(-3000.0/16384), 3); math.Abs(rate-want) > want*1e-3 {
+		t.Errorf("FalsePositiveRate = %v, want %v", rate, want)
+	}
+	fill := f.FillRatio()
+	var set int
+	for _, c := range f.data {
+		for ; c != 0; c &= c - 1 {
+			set++
+		}
+	}
+	if fill != float64(set)/16384 || fill < 0.15 || fill > 0.17 {
+		t.Errorf("FillRatio = %v, want %d/16384 ≈ 1-e^(-3000/16384) = 0.167", fill, set)
+	}
+	// Measured false positives agree with the estimate.
+	var hits int
+	for i := range 100000 {
+		if f.Probably(fmt.Appendf(nil, "absent %d", i)) {
+			hits++
+		}
+	}
+	if measured := float64(hits) / 100000; measured < rate/2 || measured > rate*2 {
+		t.Errorf("measured false-positive rate %v, estimate %v", measured, rate)
+	}
+}
+
+func TestProbablyConcurrent(t *testing.T) {
+	var keys [][]byte
+	for i := range 500 {
+		keys = append(keys, fmt.Appendf(nil, "concurrent %d", i))
+	}
+	f, err := Parse(buildFilter(t, 5, 16, keys...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range keys {
+				if key := keys[(i+g*61)%len(keys)]; !f.Probably(key) {
+					errs <- string(key)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for key := range errs {
+		t.Errorf("concurrent Probably(%q) = false", key)
+	}
+}
+
+func TestProbablyAllocs(t *testing.T) {
+	small, _ := Parse(buildFilter(t, 12, 12, []byte("x")))
+	large, _ := Parse(buildFilter(t, 12, 26, []byte("x")))
+	key := bytes.Repeat([]byte("spki"), 80)
+	for name, f := range map[string]*Filter{"in cache": small, "batched": large} {
+		if n := testing.AllocsPerRun(100, func() { f.Probably(key) }); n != 0 {
+			t.Errorf("%s: Probably allocates %v times per call, want 0", name, n)
+		}
+	}
+}

@@ -1,0 +1,382 @@
+package pkbf
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+)
+
+// Limits that keep a KeyScanner's memory bounded on any input.
+const (
+	maxLineSize   = 64 << 10 // a text line: ample for an OpenSSH RSA-16384 key
+	maxObjectSize = 1 << 20  // a PEM block or DER object
+)
+
+// A Key is one object found by a [KeyScanner]: a PEM block, a DER object or
+// an OpenSSH public key line. Its [Key.SPKI] method decodes it; a Key that
+// could not even be framed (an unterminated PEM block, an overlong line)
+// carries that error instead.
+type Key struct {
+	// Index is the object's 1-based position among the objects of the input.
+	Index int
+	// Line is the 1-based line on which the object starts in text input,
+	// and 0 in DER input.
+	Line int
+	// Offset is the byte offset at which the object starts.
+	Offset int64
+	// Raw is the object as it appears in the input: the PEM block from its
+	// BEGIN line to its END line (after the "EC PARAMETERS" block that
+	// preceded it, if any), the DER object, or the text line. Each Key has
+	// its own Raw.
+	Raw []byte
+
+	kind keyKind
+	err  error
+}
+
+type keyKind uint8
+
+const (
+	kindPEM keyKind = iota + 1
+	kindDER
+	kindLine
+)
+
+// Source says where the key came from: "block 2 (line 31)" for PEM,
+// "line 7" for OpenSSH lines, "object 3 (byte 2048)" for DER.
+func (k *Key) Source() string {
+	switch k.kind {
+	case kindPEM:
+		return fmt.Sprintf("block %d (line %d)", k.Index, k.Line)
+	case kindDER:
+		return fmt.Sprintf("object %d (byte %d)", k.Index, k.Offset)
+	}
+	return fmt.Sprintf("line %d", k.Line)
+}
+
+// SPKI returns the key's DER SubjectPublicKeyInfo, as [SPKI] does for a
+// single input. It is safe to call on different Keys concurrently. Errors
+// wrap [ErrInvalidKey].
+func (k *Key) SPKI() ([]byte, error) {
+	if k.err != nil {
+		return nil, k.err
+	}
+	switch k.kind {
+	case kindPEM:
+		return pemSPKI(k.Raw)
+	case kindDER:
+		return derSPKI(k.Raw)
+	}
+	return sshLineSPKI(k.Raw)
+}
+
+// KeyScanner reads the keys, certificates and requests of one stream one at
+// a time, in bounded memory: a PEM bundle or any concatenation of PEM blocks
+// (text between blocks is ignored), an authorized_keys or known_hosts file,
+// a mix of PEM and OpenSSH lines, or a concatenation of DER objects.
+// Each object is reported as a [Key] with its place in the input; a bad
+// object gets its own error and scanning goes on.
+//
+// Input starting with a DER SEQUENCE (0x30 followed by a DER length and a
+// SEQUENCE, INTEGER or tagged field) is read as DER; anything else as text.
+// A text input that holds no key at all gives one Key with an error.
+//
+// Use it like [bufio.Scanner]:
+//
+//	s := pkbf.NewKeyScanner(r)
+//	for s.Scan() {
+//		key := s.Key()
+//		spki, err := key.SPKI()
+//		...
+//	}
+//	if err := s.Err(); err != nil { ... } // reading r failed
+type KeyScanner struct {
+	r        *bufio.Reader
+	mode     keyKind // 0 until the first byte is seen, then kindDER or kindLine
+	line     int     // lines read so far
+	offset   int64   // bytes read so far
+	count    int     // keys reported so far
+	key      Key
+	err      error
+	done     bool
+	ignored  int    // first line of text that was neither key nor comment
+	ecParams []byte // an "EC PARAMETERS" block waiting for its key
+	pushback *textLine
+}
+
+// textLine is one line of text input, without its line ending.
+type textLine struct {
+	text    []byte
+	number  int
+	start   int64
+	tooLong bool // the line was cut at maxLineSize
+}
+
+// NewKeyScanner returns a KeyScanner reading from r.
+func NewKeyScanner(r io.Reader) *KeyScanner {
+	return &KeyScanner{r: bufio.NewReaderSize(r, maxLineSize)}
+}
+
+// Key returns the key found by the last call to Scan.
+func (s *KeyScanner) Key() Key { return s.key }
+
+// Err returns the first error from the reader, other than io.EOF.
+func (s *KeyScanner) Err() error { return s.err }
+
+// Scan advances to the next key and reports whether there is one. It
+// returns false at the end of the input or when reading fails.
+func (s *KeyScanner) Scan() bool {
+	if s.done {
+		return false
+	}
+	if s.mode == 0 {
+		s.mode = kindLine
+		if head, _ := s.r.Peek(3); len(head) == 3 && looksLikeDER(head) {
+			s.mode = kindDER
+		}
+	}
+	var ok bool
+	if s.mode == kindDER {
+		ok = s.scanDER()
+	} else {
+		ok = s.scanText()
+	}
+	if !ok {
+		s.done = true
+	}
+	return ok
+}
+
+// looksLikeDER reports whether head starts a DER SEQUENCE whose first
+// field is a SEQUENCE, INTEGER or [0]: every form SPKI reads.
+func looksLikeDER(head []byte) bool {
+	if head[0] != 0x30 {
+		return false
+	}
+	if head[1] >= 0x80 && head[1] <= 0x84 { // 0x80: BER, reported as such
+		return true
+	}
+	return head[1] < 0x80 && (head[2] == 0x30 || head[2] == 0x02 || head[2] == 0xa0)
+}
+
+// emit records a key found at the given line and offset.
+func (s *KeyScanner) emit(kind keyKind, line int, offset int64, raw []byte, err error) bool {
+	s.count++
+	s.key = Key{Index: s.count, Line: line, Offset: offset, Raw: raw, kind: kind, err: err}
+	return true
+}
+
+// readLine returns the next line, or the line pushed back. Its text is
+// valid until the next read. It returns io.EOF only when no byte was left.
+func (s *KeyScanner) readLine() (textLine, error) {
+	if l := s.pushback; l != nil {
+		s.pushback = nil
+		return *l, nil
+	}
+	l := textLine{start: s.offset}
+	text, err := s.r.ReadSlice('\n')
+	s.offset += int64(len(text))
+	for err == bufio.ErrBufferFull {
+		l.tooLong = true
+		var more []byte
+		more, err = s.r.ReadSlice('\n')
+		s.offset += int64(len(more))
+	}
+	if err == io.EOF && s.offset > l.start {
+		err = nil
+	}
+	if err != nil {
+		return l, err
+	}
+	s.line++
+	l.number = s.line
+	l.text = bytes.TrimSpace(text)
+	return l, nil
+}
+
+func (s *KeyScanner) scanText() bool {
+	for {
+		l, err := s.readLine()
+		if err != nil {
+			return s.finish(err)
+		}
+		switch {
+		case l.tooLong:
+			return s.emit(kindLine, l.number, l.start, nil, keyErrorf("line is longer than %d bytes", maxLineSize))
+		case bytes.HasPrefix(l.text, []byte("-----BEGIN ")):
+			if k, ok := s.scanPEM(l); ok {
+				return s.emit(kindPEM, k.Line, k.Offset, k.Raw, k.err)
+			}
+			if s.err != nil {
+				return false
+			}
+		case len(l.text) == 0 || l.text[0] == '#':
+		case looksLikeSSHLine(l.text):
+			return s.emit(kindLine, l.number, l.start, bytes.Clone(l.text), nil)
+		default:
+			if s.ignored == 0 {
+				s.ignored = l.number
+			}
+		}
+	}
+}
+
+// finish ends a text scan: at the end of an input with text but no key it
+// reports one Key whose error says so.
+func (s *KeyScanner) finish(err error) bool {
+	if err != io.EOF {
+		s.err = err
+		return false
+	}
+	if s.count == 0 && s.ignored > 0 {
+		return s.emit(kindLine, s.ignored, 0, nil, keyErrorf("no key, certificate or certificate request found (first text on line %d)", s.ignored))
+	}
+	return false
+}
+
+// scanPEM reads the rest of a PEM block whose BEGIN line is begin. It
+// reports ok = false for a complete "EC PARAMETERS" block, which it keeps
+// for the key after it, and when reading fails.
+func (s *KeyScanner) scanPEM(begin textLine) (k Key, ok bool) {
+	k = Key{Line: begin.number, Offset: begin.start}
+	blockType := pemType(begin.text)
+	block := append(make([]byte, 0, 2048), begin.text...)
+	block = append(block, '\n')
+	tooBig := false
+	for {
+		l, err := s.readLine()
+		if err != nil {
+			if err != io.EOF {
+				s.err = err
+				return k, false
+			}
+			s.ecParams = nil
+			k.err = keyErrorf("PEM block %q has no END line: input is truncated", blockType)
+			return k, true
+		}
+		if bytes.HasPrefix(l.text, []byte("-----BEGIN ")) {
+			// Report the unterminated block; the new one is read next.
+			l.text = bytes.Clone(l.text)
+			s.pushback = &l
+			s.ecParams = nil
+			k.err = keyErrorf("PEM block %q has no END line before line %d starts another block", blockType, l.number)
+			return k, true
+		}
+		tooBig = tooBig || l.tooLong || len(block)+len(l.text) >= maxObjectSize
+		if !tooBig {
+			block = append(block, l.text...)
+			block = append(block, '\n')
+		}
+		if bytes.HasPrefix(l.text, []byte("-----END ")) {
+			break
+		}
+	}
+	switch {
+	case tooBig:
+		s.ecParams = nil
+		k.err = keyErrorf("PEM block %q is larger than %d bytes", blockType, maxObjectSize)
+	case blockType == "EC PARAMETERS":
+		s.ecParams = block
+		return k, false
+	default:
+		if s.ecParams != nil && blockType == "EC PRIVATE KEY" {
+			block = append(s.ecParams, block...)
+		}
+		s.ecParams = nil
+		k.Raw = block
+	}
+	return k, true
+}
+
+// looksLikeSSHLine reports whether a text line outside PEM blocks is meant
+// as an OpenSSH public key: one of its first fields names a key type or is
+// base64 of the shape every OpenSSH key blob has ("AAAA...", a length under
+// 2^24). Such lines are decoded, and their errors reported; other text is
+// ignored, as PEM readers ignore it.
+func looksLikeSSHLine(line []byte) bool {
+	rest := line
+	for range 4 {
+		var field []byte
+		field, rest = nextField(rest)
+		if len(field) == 0 {
+			return false
+		}
+		if _, known := sshKeyTypes[string(field)]; known {
+			return true
+		}
+		if len(field) >= 20 && bytes.HasPrefix(field, []byte("AAAA")) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanDER reads the next DER object of a concatenation.
+func (s *KeyScanner) scanDER() bool {
+	start := s.offset
+	head, err := s.r.Peek(2)
+	if len(head) == 0 && err == io.EOF {
+		return false
+	}
+	if err != nil && err != io.EOF {
+		s.err = err
+		return false
+	}
+	if len(head) < 2 || head[0] != 0x30 {
+		s.done = true
+		return s.emit(kindDER, 0, start, nil, keyErrorf("byte %d does not start a DER SEQUENCE: not DER, or junk after the last object", start))
+	}
+	size, headerLen, err := derLength(s.r)
+	if err != nil {
+		s.done = true
+		return s.emit(kindDER, 0, start, nil, err)
+	}
+	total := int64(headerLen) + size
+	if total > maxObjectSize {
+		n, err := io.CopyN(io.Discard, s.r, total)
+		s.offset += n
+		if err != nil {
+			s.done = true
+		}
+		return s.emit(kindDER, 0, start, nil, keyErrorf("DER object is %d bytes, larger than the %d-byte limit", total, maxObjectSize))
+	}
+	obj := make([]byte, total)
+	n, err := io.ReadFull(s.r, obj)
+	s.offset += int64(n)
+	if err != nil {
+		if err != io.ErrUnexpectedEOF && err != io.EOF {
+			s.err = err
+			return false
+		}
+		s.done = true
+		return s.emit(kindDER, 0, start, nil, keyErrorf("DER object declares %d bytes but the input ends after %d: truncated", total, n))
+	}
+	return s.emit(kindDER, 0, start, obj, nil)
+}
+
+// derLength peeks at a DER SEQUENCE header and returns the content length
+// and the header's size. It consumes nothing.
+func derLength(r *bufio.Reader) (size int64, headerLen int, err error) {
+	head, _ := r.Peek(6)
+	if len(head) < 2 {
+		return 0, 0, keyErrorf("DER object is truncated in its header")
+	}
+	l := head[1]
+	switch {
+	case l < 0x80:
+		return int64(l), 2, nil
+	case l == 0x80:
+		return 0, 0, keyErrorf("DER object uses an indefinite length (BER), which DER forbids")
+	case l > 0x84:
+		return 0, 0, keyErrorf("DER object's length takes %d bytes: too large", l&0x7f)
+	}
+	n := int(l & 0x7f)
+	if len(head) < 2+n {
+		return 0, 0, keyErrorf("DER object is truncated in its header")
+	}
+	for _, c := range head[2 : 2+n] {
+		size = size<<8 | int64(c)
+	}
+	return size, 2 + n, nil
+}

@@ -1,0 +1,623 @@
+package pkbf
+
+import (
+	"bytes"
+	"crypto/ecdh"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/sha256"
+	"encoding/asn1"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"strings"
+
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
+)
+
+// SPKI returns the DER SubjectPublicKeyInfo of the one key, certificate or
+// certificate request in data, the form filters store. It accepts, as PEM
+// or DER:
+//
+//   - a SubjectPublicKeyInfo ("PUBLIC KEY"), returned byte for byte, EC keys
+//     with compressed points included;
+//   - a PKCS#1 RSA public key ("RSA PUBLIC KEY");
+//   - a private key in PKCS#1 ("RSA PRIVATE KEY"), PKCS#8 ("PRIVATE KEY") or
+//     SEC 1 ("EC PRIVATE KEY", also after an "EC PARAMETERS" block) form;
+//   - an X.509 certificate or PKCS#10 request, whose SPKI is returned byte
+//     for byte, whatever its algorithm;
+//   - an OpenSSH private key, even one protected by a passphrase (its public
+//     half is stored in clear);
+//   - an OpenSSH public key line: a .pub file, an authorized_keys line with
+//     options, or a known_hosts line; sk- keys give their inner key.
+//
+// Key types are RSA, ECDSA on P-256, P-384 and P-521, and Ed25519; SPKIs,
+// certificates and requests may hold any algorithm. SPKIs built from other
+// forms are in the encoding x509.MarshalPKIXPublicKey writes (EC points
+// uncompressed); see [Encodings] for the others.
+//
+// SPKI checks the structure of what it returns, not the mathematics: it does
+// not check that a point is on its curve. Errors wrap [ErrInvalidKey] and say
+// what is wrong, including that a key is encrypted. To read several keys
+// from one input, use [KeyScanner]. The result does not alias data unless
+// it is the input's own SPKI, which is then a subslice of data.
+func SPKI(data []byte) ([]byte, error) {
+	text := bytes.TrimLeft(data, " \t\r\n")
+	switch {
+	case len(text) == 0:
+		return nil, keyErrorf("empty input")
+	case bytes.HasPrefix(text, []byte("-----BEGIN ")):
+		return pemSPKI(text)
+	case bytes.HasPrefix(text, []byte(opensshMagic)):
+		return opensshPrivateSPKI(text)
+	case data[0] == 0x30:
+		return derSPKI(data)
+	}
+	return sshTextSPKI(text)
+}
+
+// Fingerprint returns the pwnedkeys fingerprint of a DER SubjectPublicKeyInfo:
+// the lowercase hex SHA-256 of its bytes.
+func Fingerprint(spki []byte) string {
+	sum := sha256.Sum256(spki)
+	return hex.EncodeToString(sum[:])
+}
+
+func keyErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidKey}, args...)...)
+}
+
+// Object identifiers of the key algorithms and curves SPKI builds.
+var (
+	oidRSA          = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 1}
+	oidECPublicKey  = asn1.ObjectIdentifier{1, 2, 840, 10045, 2, 1}
+	oidEd25519      = asn1.ObjectIdentifier{1, 3, 101, 112}
+	oidP256         = asn1.ObjectIdentifier{1, 2, 840, 10045, 3, 1, 7}
+	oidP384         = asn1.ObjectIdentifier{1, 3, 132, 0, 34}
+	oidP521         = asn1.ObjectIdentifier{1, 3, 132, 0, 35}
+	oidPBES2        = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 5, 13}
+	ed25519KeyBytes = ed25519.PublicKeySize
+)
+
+// A curve is one of the NIST curves SPKI knows by name.
+type curve struct {
+	name  string // "P-256"
+	ssh   string // "nistp256"
+	oid   asn1.ObjectIdentifier
+	size  int // bytes in a coordinate or scalar
+	ecdh  ecdh.Curve
+	plain elliptic.Curve
+}
+
+var curves = []*curve{
+	{"P-256", "nistp256", oidP256, 32, ecdh.P256(), elliptic.P256()},
+	{"P-384", "nistp384", oidP384, 48, ecdh.P384(), elliptic.P384()},
+	{"P-521", "nistp521", oidP521, 66, ecdh.P521(), elliptic.P521()},
+}
+
+func curveByOID(oid asn1.ObjectIdentifier) *curve {
+	for _, c := range curves {
+		if c.oid.Equal(oid) {
+			return c
+		}
+	}
+	return nil
+}
+
+// pointKind checks the length and prefix of an encoded point on c and
+// reports whether it is compressed.
+func (c *curve) pointKind(point []byte) (compressed bool, err error) {
+	switch {
+	case len(point) == 1+2*c.size && point[0] == 4:
+		return false, nil
+	case len(point) == 1+c.size && (point[0] == 2 || point[0] == 3):
+		return true, nil
+	}
+	return false, keyErrorf("%s point is %d bytes with prefix %#02x, want %d uncompressed or %d compressed", c.name, len(point), first(point), 1+2*c.size, 1+c.size)
+}
+
+func first(b []byte) byte {
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+// pemSPKI reads one key from PEM text: an optional "EC PARAMETERS" block, one
+// key block, and nothing but text outside blocks.
+func pemSPKI(text []byte) ([]byte, error) {
+	var (
+		found   []byte
+		blocks  int
+		ecCurve []byte // the DER OID of a preceding "EC PARAMETERS" block
+		rest    = text
+	)
+	for {
+		block, after := pem.Decode(rest)
+		if block == nil {
+			if blocks == 0 {
+				return nil, keyErrorf("PEM block %q is incomplete or malformed: no matching END line or bad base64", pemType(rest))
+			}
+			if bytes.Contains(rest, []byte("-----BEGIN ")) {
+				return nil, keyErrorf("PEM block %q after block %d is incomplete or malformed", pemType(rest), blocks)
+			}
+			break
+		}
+		rest = after
+		blocks++
+		if block.Type == "EC PARAMETERS" {
+			ecCurve = block.Bytes
+			continue
+		}
+		if found != nil {
+			return nil, keyErrorf("more than one key in PEM input (block %d is %q); read bundles with KeyScanner", blocks, block.Type)
+		}
+		spki, err := pemBlockSPKI(block, ecCurve)
+		if err != nil {
+			return nil, err
+		}
+		found = spki
+	}
+	if found == nil {
+		return nil, keyErrorf("PEM input has only EC PARAMETERS, no key")
+	}
+	return found, nil
+}
+
+// pemType returns the type named on the first BEGIN line of text, for errors.
+func pemType(text []byte) string {
+	_, after, ok := bytes.Cut(text, []byte("-----BEGIN "))
+	if !ok {
+		return ""
+	}
+	name, _, _ := bytes.Cut(after, []byte("-----"))
+	if len(name) > 40 {
+		name = append(name[:40:40], "..."...)
+	}
+	return string(name)
+}
+
+// pemBlockSPKI returns the SPKI of one decoded PEM block. ecParams is the
+// content of a preceding "EC PARAMETERS" block, or nil.
+func pemBlockSPKI(block *pem.Block, ecParams []byte) ([]byte, error) {
+	if strings.Contains(block.Headers["Proc-Type"], "ENCRYPTED") {
+		return nil, keyErrorf("%s is encrypted (Proc-Type %s): its public key cannot be read without the passphrase", block.Type, block.Headers["Proc-Type"])
+	}
+	b := block.Bytes
+	switch block.Type {
+	case "PUBLIC KEY":
+		return checkedSPKI(b)
+	case "RSA PUBLIC KEY":
+		return pkcs1PublicSPKI(b)
+	case "RSA PRIVATE KEY":
+		return pkcs1PrivateSPKI(b)
+	case "PRIVATE KEY":
+		return pkcs8SPKI(b)
+	case "ENCRYPTED PRIVATE KEY":
+		return nil, keyErrorf("ENCRYPTED PRIVATE KEY is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
+	case "EC PRIVATE KEY":
+		var oid asn1.ObjectIdentifier
+		if ecParams != nil {
+			s := cryptobyte.String(ecParams)
+			if !s.ReadASN1ObjectIdentifier(&oid) || !s.Empty() {
+				return nil, keyErrorf("EC PARAMETERS is not a named curve (explicit curve parameters are not supported)")
+			}
+		}
+		return sec1SPKI(b, oid)
+	case "OPENSSH PRIVATE KEY":
+		return opensshPrivateSPKI(b)
+	case "CERTIFICATE", "X509 CERTIFICATE", "TRUSTED CERTIFICATE":
+		return certificateSPKI(b)
+	case "CERTIFICATE REQUEST", "NEW CERTIFICATE REQUEST":
+		return csrSPKI(b)
+	case "DSA PRIVATE KEY":
+		return nil, keyErrorf("DSA keys are not supported")
+	}
+	return nil, keyErrorf("PEM block type %q is not a key, certificate or certificate request", block.Type)
+}
+
+// derSPKI tells the DER structures apart by the tags of their first fields.
+func derSPKI(der []byte) ([]byte, error) {
+	s := cryptobyte.String(der)
+	var body cryptobyte.String
+	if !s.ReadASN1(&body, cbasn1.SEQUENCE) {
+		return nil, keyErrorf("DER input is not a complete ASN.1 SEQUENCE")
+	}
+	if !s.Empty() {
+		return nil, keyErrorf("DER input has %d bytes after its ASN.1 SEQUENCE", len(s))
+	}
+	var firstField, second cryptobyte.String
+	var firstTag, secondTag cbasn1.Tag
+	if !body.ReadAnyASN1(&firstField, &firstTag) || !body.ReadAnyASN1(&second, &secondTag) {
+		return nil, keyErrorf("DER SEQUENCE has fewer than two fields: not a key, certificate or request")
+	}
+	switch {
+	case firstTag == cbasn1.SEQUENCE && secondTag == cbasn1.BIT_STRING:
+		return checkedSPKI(der)
+	case firstTag == cbasn1.SEQUENCE && secondTag == cbasn1.SEQUENCE:
+		// A signed structure: certificate or request, told apart by their
+		// bodies (a certificate has an issuer and validity before the SPKI).
+		if spki, err := certificateSPKI(der); err == nil {
+			return spki, nil
+		}
+		if spki, err := csrSPKI(der); err == nil {
+			return spki, nil
+		}
+		return nil, keyErrorf("DER SEQUENCE is signed data but neither a valid certificate nor a valid certificate request")
+	case firstTag == cbasn1.SEQUENCE && secondTag == cbasn1.OCTET_STRING:
+		return nil, keyErrorf("DER input is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
+	case firstTag == cbasn1.INTEGER && secondTag == cbasn1.SEQUENCE:
+		return pkcs8SPKI(der)
+	case firstTag == cbasn1.INTEGER && secondTag == cbasn1.OCTET_STRING:
+		return sec1SPKI(der, nil)
+	case firstTag == cbasn1.INTEGER && secondTag == cbasn1.INTEGER:
+		if body.Empty() {
+			return pkcs1PublicSPKI(der)
+		}
+		return pkcs1PrivateSPKI(der)
+	}
+	return nil, keyErrorf("DER SEQUENCE of %v, %v... is not a key, certificate or certificate request", firstTag, secondTag)
+}
+
+// checkedSPKI checks the structure of a DER SubjectPublicKeyInfo and returns
+// it unchanged. For RSA, EC on a known curve and Ed25519 it checks the key
+// too; other algorithms are returned after the structural check.
+func checkedSPKI(der []byte) ([]byte, error) {
+	if _, err := parseSPKI(der); err != nil {
+		return nil, err
+	}
+	return der, nil
+}
+
+// spkiInfo is what parseSPKI learns of a SubjectPublicKeyInfo.
+type spkiInfo struct {
+	algorithm asn1.ObjectIdentifier
+	curve     *curve // EC keys on a known curve
+	key       []byte // the BIT STRING's content: the public key
+}
+
+func parseSPKI(der []byte) (spkiInfo, error) {
+	var info spkiInfo
+	s := cryptobyte.String(der)
+	var spki, alg cryptobyte.String
+	var key asn1.BitString
+	if !s.ReadASN1(&spki, cbasn1.SEQUENCE) || !s.Empty() {
+		return info, keyErrorf("SubjectPublicKeyInfo is not one complete ASN.1 SEQUENCE")
+	}
+	if !spki.ReadASN1(&alg, cbasn1.SEQUENCE) || !alg.ReadASN1ObjectIdentifier(&info.algorithm) {
+		return info, keyErrorf("SubjectPublicKeyInfo has no algorithm identifier")
+	}
+	if !spki.ReadASN1BitString(&key) || !spki.Empty() {
+		return info, keyErrorf("SubjectPublicKeyInfo's public key is not a BIT STRING ending the structure")
+	}
+	info.key = key.Bytes
+	switch {
+	case info.algorithm.Equal(oidRSA):
+		var null cryptobyte.String
+		if !alg.Empty() && (!alg.ReadASN1(&null, cbasn1.NULL) || !null.Empty() || !alg.Empty()) {
+			return info, keyErrorf("RSA algorithm parameters are not NULL")
+		}
+		if key.BitLength%8 != 0 {
+			return info, keyErrorf("RSA public key BIT STRING has unused bits")
+		}
+		_, _, err := parsePKCS1Public(key.Bytes)
+		return info, err
+	case info.algorithm.Equal(oidECPublicKey):
+		var curveOID asn1.ObjectIdentifier
+		if !alg.ReadASN1ObjectIdentifier(&curveOID) || !alg.Empty() {
+			return info, keyErrorf("EC algorithm parameters are not a named curve")
+		}
+		if key.BitLength%8 != 0 || len(key.Bytes) == 0 {
+			return info, keyErrorf("EC public key BIT STRING is empty or has unused bits")
+		}
+		if info.curve = curveByOID(curveOID); info.curve != nil {
+			if _, err := info.curve.pointKind(key.Bytes); err != nil {
+				return info, err
+			}
+		}
+	case info.algorithm.Equal(oidEd25519):
+		if !alg.Empty() {
+			return info, keyErrorf("Ed25519 algorithm identifier has parameters")
+		}
+		if key.BitLength != 8*ed25519KeyBytes {
+			return info, keyErrorf("Ed25519 public key is %d bits, want %d", key.BitLength, 8*ed25519KeyBytes)
+		}
+	}
+	return info, nil
+}
+
+// certificateSPKI returns the SPKI of a DER X.509 certificate, byte for
+// byte, without parsing the rest of the certificate.
+func certificateSPKI(der []byte) ([]byte, error) {
+	s := cryptobyte.String(der)
+	var cert, tbs cryptobyte.String
+	if !s.ReadASN1(&cert, cbasn1.SEQUENCE) || !s.Empty() || !cert.ReadASN1(&tbs, cbasn1.SEQUENCE) {
+		return nil, keyErrorf("certificate is not a complete ASN.1 SEQUENCE")
+	}
+	var spki cryptobyte.String
+	if !tbs.SkipOptionalASN1(cbasn1.Tag(0).Constructed().ContextSpecific()) ||
+		!tbs.SkipASN1(cbasn1.INTEGER) || // serial number
+		!tbs.SkipASN1(cbasn1.SEQUENCE) || // signature algorithm
+		!tbs.SkipASN1(cbasn1.SEQUENCE) || // issuer
+		!tbs.SkipASN1(cbasn1.SEQUENCE) || // validity
+		!tbs.SkipASN1(cbasn1.SEQUENCE) || // subject
+		!tbs.ReadASN1Element(&spki, cbasn1.SEQUENCE) {
+		return nil, keyErrorf("certificate's to-be-signed part is malformed before its public key")
+	}
+	if !cert.SkipASN1(cbasn1.SEQUENCE) || !cert.SkipASN1(cbasn1.BIT_STRING) || !cert.Empty() {
+		return nil, keyErrorf("certificate's signature is malformed")
+	}
+	return checkedSPKI(spki)
+}
+
+// csrSPKI returns the SPKI of a DER PKCS#10 certificate request, byte for byte.
+func csrSPKI(der []byte) ([]byte, error) {
+	s := cryptobyte.String(der)
+	var csr, info cryptobyte.String
+	if !s.ReadASN1(&csr, cbasn1.SEQUENCE) || !s.Empty() || !csr.ReadASN1(&info, cbasn1.SEQUENCE) {
+		return nil, keyErrorf("certificate request is not a complete ASN.1 SEQUENCE")
+	}
+	var spki cryptobyte.String
+	if !info.SkipASN1(cbasn1.INTEGER) || // version
+		!info.SkipASN1(cbasn1.SEQUENCE) || // subject
+		!info.ReadASN1Element(&spki, cbasn1.SEQUENCE) ||
+		!info.SkipASN1(cbasn1.Tag(0).Constructed().ContextSpecific()) || // attributes
+		!info.Empty() {
+		return nil, keyErrorf("certificate request's info is malformed")
+	}
+	if !csr.SkipASN1(cbasn1.SEQUENCE) || !csr.SkipASN1(cbasn1.BIT_STRING) || !csr.Empty() {
+		return nil, keyErrorf("certificate request's signature is malformed")
+	}
+	return checkedSPKI(spki)
+}
+
+// readUnsigned reads a DER INTEGER that must be minimally encoded and
+// positive, and returns its magnitude without a leading zero byte.
+func readUnsigned(s *cryptobyte.String, name string) ([]byte, error) {
+	var v cryptobyte.String
+	if !s.ReadASN1(&v, cbasn1.INTEGER) || len(v) == 0 {
+		return nil, keyErrorf("%s is not a DER INTEGER", name)
+	}
+	if len(v) > 1 && (v[0] == 0 && v[1] < 0x80 || v[0] == 0xff && v[1] >= 0x80) {
+		return nil, keyErrorf("%s INTEGER is not minimally encoded", name)
+	}
+	if v[0] >= 0x80 {
+		return nil, keyErrorf("%s is negative", name)
+	}
+	if v[0] == 0 {
+		v = v[1:]
+	}
+	if len(v) == 0 {
+		return nil, keyErrorf("%s is zero", name)
+	}
+	return v, nil
+}
+
+// parsePKCS1Public reads RSAPublicKey ::= SEQUENCE { n INTEGER, e INTEGER }.
+func parsePKCS1Public(der []byte) (n, e []byte, err error) {
+	s := cryptobyte.String(der)
+	var seq cryptobyte.String
+	if !s.ReadASN1(&seq, cbasn1.SEQUENCE) || !s.Empty() {
+		return nil, nil, keyErrorf("RSA public key is not one complete ASN.1 SEQUENCE")
+	}
+	if n, err = readUnsigned(&seq, "RSA modulus"); err != nil {
+		return nil, nil, err
+	}
+	if e, err = readUnsigned(&seq, "RSA public exponent"); err != nil {
+		return nil, nil, err
+	}
+	if !seq.Empty() {
+		return nil, nil, keyErrorf("RSA public key has fields after the exponent")
+	}
+	return n, e, nil
+}
+
+func pkcs1PublicSPKI(der []byte) ([]byte, error) {
+	n, e, err := parsePKCS1Public(der)
+	if err != nil {
+		return nil, err
+	}
+	return rsaSPKI(n, e), nil
+}
+
+// pkcs1PrivateSPKI reads the public half of an RSAPrivateKey:
+// SEQUENCE { version, n, e, d, p, q, dp, dq, qinv, otherPrimeInfos OPTIONAL }.
+func pkcs1PrivateSPKI(der []byte) ([]byte, error) {
+	s := cryptobyte.String(der)
+	var seq cryptobyte.String
+	var version int
+	if !s.ReadASN1(&seq, cbasn1.SEQUENCE) || !s.Empty() || !seq.ReadASN1Integer(&version) {
+		return nil, keyErrorf("RSA private key is not a complete ASN.1 SEQUENCE starting with a version")
+	}
+	if version != 0 && version != 1 {
+		return nil, keyErrorf("RSA private key version is %d, want 0 or 1", version)
+	}
+	n, err := readUnsigned(&seq, "RSA modulus")
+	if err != nil {
+		return nil, err
+	}
+	e, err := readUnsigned(&seq, "RSA public exponent")
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"d", "p", "q", "dp", "dq", "qinv"} {
+		if !seq.SkipASN1(cbasn1.INTEGER) {
+			return nil, keyErrorf("RSA private key lacks INTEGER %s", name)
+		}
+	}
+	if !seq.SkipOptionalASN1(cbasn1.SEQUENCE) || !seq.Empty() {
+		return nil, keyErrorf("RSA private key has unexpected fields after qinv")
+	}
+	return rsaSPKI(n, e), nil
+}
+
+// pkcs8SPKI reads a PKCS#8 PrivateKeyInfo (or OneAsymmetricKey):
+// SEQUENCE { version, AlgorithmIdentifier, OCTET STRING privateKey,
+// [0] attributes OPTIONAL, [1] publicKey OPTIONAL }.
+func pkcs8SPKI(der []byte) ([]byte, error) {
+	s := cryptobyte.String(der)
+	var seq, alg, priv cryptobyte.String
+	var version int
+	var algorithm asn1.ObjectIdentifier
+	if !s.ReadASN1(&seq, cbasn1.SEQUENCE) || !s.Empty() ||
+		!seq.ReadASN1Integer(&version) ||
+		!seq.ReadASN1(&alg, cbasn1.SEQUENCE) || !alg.ReadASN1ObjectIdentifier(&algorithm) ||
+		!seq.ReadASN1(&priv, cbasn1.OCTET_STRING) {
+		return nil, keyErrorf("PKCS#8 private key is malformed")
+	}
+	if version != 0 && version != 1 {
+		return nil, keyErrorf("PKCS#8 private key version is %d, want 0 or 1", version)
+	}
+	switch {
+	case algorithm.Equal(oidRSA):
+		return pkcs1PrivateSPKI(priv)
+	case algorithm.Equal(oidECPublicKey):
+		var curveOID asn1.ObjectIdentifier
+		if !alg.ReadASN1ObjectIdentifier(&curveOID) {
+			return nil, keyErrorf("PKCS#8 EC key has no named curve (explicit curve parameters are not supported)")
+		}
+		return sec1SPKI(priv, curveOID)
+	case algorithm.Equal(oidEd25519):
+		var seed cryptobyte.String
+		if !priv.ReadASN1(&seed, cbasn1.OCTET_STRING) || !priv.Empty() || len(seed) != ed25519.SeedSize {
+			return nil, keyErrorf("PKCS#8 Ed25519 private key is not a %d-byte seed", ed25519.SeedSize)
+		}
+		pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+		return ed25519SPKI(pub), nil
+	case algorithm.Equal(oidPBES2):
+		return nil, keyErrorf("PKCS#8 key is encrypted: its public key cannot be read without the passphrase")
+	}
+	return nil, keyErrorf("PKCS#8 key algorithm %v is not supported (RSA, EC and Ed25519 are)", algorithm)
+}
+
+// sec1SPKI reads an ECPrivateKey: SEQUENCE { version 1, OCTET STRING
+// privateKey, [0] ECParameters OPTIONAL, [1] publicKey OPTIONAL }. The
+// public key is computed from the private scalar, so it is always the true
+// one, in uncompressed form. outer names the curve when the key does not.
+func sec1SPKI(der []byte, outer asn1.ObjectIdentifier) ([]byte, error) {
+	s := cryptobyte.String(der)
+	var seq, scalar, params cryptobyte.String
+	var version int
+	var hasParams bool
+	if !s.ReadASN1(&seq, cbasn1.SEQUENCE) || !s.Empty() ||
+		!seq.ReadASN1Integer(&version) ||
+		!seq.ReadASN1(&scalar, cbasn1.OCTET_STRING) ||
+		!seq.ReadOptionalASN1(&params, &hasParams, cbasn1.Tag(0).Constructed().ContextSpecific()) ||
+		!seq.SkipOptionalASN1(cbasn1.Tag(1).Constructed().ContextSpecific()) || !seq.Empty() {
+		return nil, keyErrorf("EC private key is malformed")
+	}
+	if version != 1 {
+		return nil, keyErrorf("EC private key version is %d, want 1", version)
+	}
+	oid := outer
+	if hasParams {
+		if !params.ReadASN1ObjectIdentifier(&oid) || !params.Empty() {
+			return nil, keyErrorf("EC private key parameters are not a named curve (explicit curve parameters are not supported)")
+		}
+	}
+	if oid == nil {
+		return nil, keyErrorf("EC private key does not name its curve")
+	}
+	c := curveByOID(oid)
+	if c == nil {
+		return nil, keyErrorf("EC curve %v is not supported (P-256, P-384 and P-521 are)", oid)
+	}
+	if len(scalar) > c.size {
+		return nil, keyErrorf("%s private key is %d bytes, want at most %d", c.name, len(scalar), c.size)
+	}
+	padded := make([]byte, c.size)
+	copy(padded[c.size-len(scalar):], scalar)
+	priv, err := c.ecdh.NewPrivateKey(padded)
+	if err != nil {
+		return nil, keyErrorf("%s private key is out of range", c.name)
+	}
+	return ecSPKI(c, priv.PublicKey().Bytes()), nil
+}
+
+// addUnsigned adds a DER INTEGER with the magnitude mag, which has no
+// leading zero bytes.
+func addUnsigned(b *cryptobyte.Builder, mag []byte) {
+	b.AddASN1(cbasn1.INTEGER, func(b *cryptobyte.Builder) {
+		if mag[0] >= 0x80 {
+			b.AddUint8(0)
+		}
+		b.AddBytes(mag)
+	})
+}
+
+func buildSPKI(alg func(*cryptobyte.Builder), key func(*cryptobyte.Builder)) []byte {
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		b.AddASN1(cbasn1.SEQUENCE, alg)
+		b.AddASN1(cbasn1.BIT_STRING, func(b *cryptobyte.Builder) {
+			b.AddUint8(0) // no unused bits
+			key(b)
+		})
+	})
+	return b.BytesOrPanic() // cannot fail: every length is in range
+}
+
+// rsaSPKI builds the SPKI of an RSA key from the magnitudes of n and e.
+func rsaSPKI(n, e []byte) []byte {
+	return buildSPKI(func(b *cryptobyte.Builder) {
+		b.AddASN1ObjectIdentifier(oidRSA)
+		b.AddASN1NULL()
+	}, func(b *cryptobyte.Builder) {
+		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+			addUnsigned(b, n)
+			addUnsigned(b, e)
+		})
+	})
+}
+
+// ecSPKI builds the SPKI of an EC key from its encoded point.
+func ecSPKI(c *curve, point []byte) []byte {
+	return buildSPKI(func(b *cryptobyte.Builder) {
+		b.AddASN1ObjectIdentifier(oidECPublicKey)
+		b.AddASN1ObjectIdentifier(c.oid)
+	}, func(b *cryptobyte.Builder) { b.AddBytes(point) })
+}
+
+func ed25519SPKI(pub []byte) []byte {
+	return buildSPKI(func(b *cryptobyte.Builder) {
+		b.AddASN1ObjectIdentifier(oidEd25519)
+	}, func(b *cryptobyte.Builder) { b.AddBytes(pub) })
+}
+
+// Encodings returns every DER SubjectPublicKeyInfo under which the key of
+// spki may be stored in a filter. For an EC key on P-256, P-384 or P-521 they
+// are the uncompressed and then the compressed point form (the publisher
+// stores both), whichever form spki has; for other keys, spki alone. The
+// point must be on its curve. Errors wrap [ErrInvalidKey].
+func Encodings(spki []byte) ([][]byte, error) {
+	info, err := parseSPKI(spki)
+	if err != nil {
+		return nil, err
+	}
+	c := info.curve
+	if c == nil {
+		return [][]byte{spki}, nil
+	}
+	compressed, _ := c.pointKind(info.key) // checked by parseSPKI
+	var uncompressedPoint []byte
+	if compressed {
+		x, y := elliptic.UnmarshalCompressed(c.plain, info.key)
+		if x == nil {
+			return nil, keyErrorf("compressed %s point is not on the curve", c.name)
+		}
+		uncompressedPoint = make([]byte, 1+2*c.size)
+		uncompressedPoint[0] = 4
+		x.FillBytes(uncompressedPoint[1 : 1+c.size])
+		y.FillBytes(uncompressedPoint[1+c.size:])
+	} else {
+		if _, err := c.ecdh.NewPublicKey(info.key); err != nil {
+			return nil, keyErrorf("%s point is not on the curve", c.name)
+		}
+		uncompressedPoint = info.key
+	}
+	compressedPoint := make([]byte, 1+c.size)
+	compressedPoint[0] = 2 | uncompressedPoint[len(uncompressedPoint)-1]&1
+	copy(compressedPoint[1:], uncompressedPoint[1:1+c.size])
+	return [][]byte{ecSPKI(c, uncompressedPoint), ecSPKI(c, compressedPoint)}, nil
+}

@@ -1,0 +1,264 @@
+package pkbf
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+
+	"golang.org/x/crypto/cryptobyte"
+)
+
+// opensshMagic starts the binary form of an OpenSSH private key
+// (PROTOCOL.key in the OpenSSH sources).
+const opensshMagic = "openssh-key-v1\x00"
+
+// sshKeyTypes maps each key type name that can start an OpenSSH public key
+// to whether SPKI supports it. Certificate types carry the key they certify.
+var sshKeyTypes = map[string]bool{
+	"ssh-rsa":                                     true,
+	"ecdsa-sha2-nistp256":                         true,
+	"ecdsa-sha2-nistp384":                         true,
+	"ecdsa-sha2-nistp521":                         true,
+	"ssh-ed25519":                                 true,
+	"sk-ecdsa-sha2-nistp256@openssh.com":          true,
+	"sk-ssh-ed25519@openssh.com":                  true,
+	"ssh-rsa-cert-v01@openssh.com":                true,
+	"ecdsa-sha2-nistp256-cert-v01@openssh.com":    true,
+	"ecdsa-sha2-nistp384-cert-v01@openssh.com":    true,
+	"ecdsa-sha2-nistp521-cert-v01@openssh.com":    true,
+	"ssh-ed25519-cert-v01@openssh.com":            true,
+	"sk-ecdsa-sha2-nistp256-cert-v01@openssh.com": true,
+	"sk-ssh-ed25519-cert-v01@openssh.com":         true,
+	"ssh-dss":                                     false,
+	"ssh-dss-cert-v01@openssh.com":                false,
+}
+
+const certSuffix = "-cert-v01@openssh.com"
+
+// readSSHString reads an SSH wire-format string: a uint32 length and bytes.
+func readSSHString(s *cryptobyte.String, out *[]byte) bool {
+	var n uint32
+	if !s.ReadUint32(&n) || uint64(n) > uint64(len(*s)) {
+		return false
+	}
+	return s.ReadBytes(out, int(n))
+}
+
+// readMPInt reads an SSH mpint that must be positive and returns its
+// magnitude without leading zero bytes.
+func readMPInt(s *cryptobyte.String, name string) ([]byte, error) {
+	var v []byte
+	if !readSSHString(s, &v) {
+		return nil, keyErrorf("OpenSSH key is truncated before the RSA %s", name)
+	}
+	if len(v) > 0 && v[0] >= 0x80 {
+		return nil, keyErrorf("OpenSSH RSA %s is negative", name)
+	}
+	v = bytes.TrimLeft(v, "\x00")
+	if len(v) == 0 {
+		return nil, keyErrorf("OpenSSH RSA %s is zero", name)
+	}
+	return v, nil
+}
+
+// sshBlobSPKI converts an OpenSSH public key blob (RFC 4253 section 6.6 and
+// PROTOCOL.u2f and PROTOCOL.certkeys) to a DER SubjectPublicKeyInfo.
+func sshBlobSPKI(blob []byte) ([]byte, error) {
+	s := cryptobyte.String(blob)
+	var name []byte
+	if !readSSHString(&s, &name) {
+		return nil, keyErrorf("OpenSSH public key blob is truncated before its type")
+	}
+	typ := string(name)
+	supported, known := sshKeyTypes[typ]
+	switch {
+	case !known:
+		return nil, keyErrorf("OpenSSH key type %q is not supported", shorten(typ))
+	case !supported:
+		return nil, keyErrorf("OpenSSH key type %q (DSA) is not supported", typ)
+	}
+	isCert := strings.HasSuffix(typ, certSuffix)
+	if isCert {
+		var nonce []byte
+		if !readSSHString(&s, &nonce) {
+			return nil, keyErrorf("OpenSSH certificate is truncated before its nonce")
+		}
+		typ = strings.TrimSuffix(typ, certSuffix)
+	}
+	base, sk := strings.CutPrefix(typ, "sk-")
+	if sk {
+		base = strings.TrimSuffix(base, "@openssh.com")
+	}
+	var spki []byte
+	switch base {
+	case "ssh-rsa":
+		e, err := readMPInt(&s, "exponent")
+		if err != nil {
+			return nil, err
+		}
+		n, err := readMPInt(&s, "modulus")
+		if err != nil {
+			return nil, err
+		}
+		spki = rsaSPKI(n, e)
+	case "ssh-ed25519":
+		var pub []byte
+		if !readSSHString(&s, &pub) || len(pub) != ed25519KeyBytes {
+			return nil, keyErrorf("OpenSSH Ed25519 key is not %d bytes", ed25519KeyBytes)
+		}
+		spki = ed25519SPKI(pub)
+	default: // ecdsa-sha2-nistpNNN
+		var curveName, point []byte
+		if !readSSHString(&s, &curveName) || !readSSHString(&s, &point) {
+			return nil, keyErrorf("OpenSSH ECDSA key is truncated")
+		}
+		c := curveBySSHName(strings.TrimPrefix(base, "ecdsa-sha2-"))
+		if c == nil || string(curveName) != c.ssh {
+			return nil, keyErrorf("OpenSSH key type %q names curve %q", typ, shorten(string(curveName)))
+		}
+		if len(point) != 1+2*c.size || point[0] != 4 {
+			return nil, keyErrorf("OpenSSH %s point is %d bytes, want %d uncompressed", c.name, len(point), 1+2*c.size)
+		}
+		spki = ecSPKI(c, point)
+	}
+	if sk {
+		var application []byte
+		if !readSSHString(&s, &application) {
+			return nil, keyErrorf("OpenSSH security key is truncated before its application")
+		}
+	}
+	if !isCert && !s.Empty() {
+		return nil, keyErrorf("OpenSSH %s key has %d bytes after its fields", typ, len(s))
+	}
+	return spki, nil
+}
+
+func curveBySSHName(name string) *curve {
+	for _, c := range curves {
+		if c.ssh == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// shorten keeps untrusted text in error messages short.
+func shorten(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+// opensshPrivateSPKI reads the public key of a binary OpenSSH private key:
+// magic, string cipher, string kdf, string kdf options, uint32 key count,
+// the public key blobs in clear, then the (perhaps encrypted) private part.
+func opensshPrivateSPKI(b []byte) ([]byte, error) {
+	s, ok := bytes.CutPrefix(b, []byte(opensshMagic))
+	if !ok {
+		return nil, keyErrorf("OPENSSH PRIVATE KEY does not start with %q", strings.TrimSuffix(opensshMagic, "\x00"))
+	}
+	in := cryptobyte.String(s)
+	var cipher, kdf, kdfOptions, blob []byte
+	var count uint32
+	if !readSSHString(&in, &cipher) || !readSSHString(&in, &kdf) || !readSSHString(&in, &kdfOptions) || !in.ReadUint32(&count) {
+		return nil, keyErrorf("OpenSSH private key header is truncated")
+	}
+	if count != 1 {
+		return nil, keyErrorf("OpenSSH private key holds %d keys, want 1", count)
+	}
+	if !readSSHString(&in, &blob) {
+		return nil, keyErrorf("OpenSSH private key is truncated in its public key")
+	}
+	return sshBlobSPKI(blob)
+}
+
+// sshTextSPKI reads the one OpenSSH public key line of text; blank lines and
+// lines starting with # are skipped.
+func sshTextSPKI(text []byte) ([]byte, error) {
+	var found []byte
+	for len(text) > 0 {
+		var line []byte
+		line, text, _ = bytes.Cut(text, []byte("\n"))
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 && trimmed[0] != '#' && !looksLikeSSHLine(trimmed) {
+			return nil, keyErrorf("input is not a key, certificate or certificate request in PEM, DER or OpenSSH form")
+		}
+		spki, err := sshLineSPKI(line)
+		if err == errNoKeyLine {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if found != nil {
+			return nil, keyErrorf("more than one OpenSSH key line; read many with KeyScanner")
+		}
+		found = spki
+	}
+	if found == nil {
+		return nil, keyErrorf("input is not a key, certificate or certificate request in PEM, DER or OpenSSH form")
+	}
+	return found, nil
+}
+
+// errNoKeyLine marks a blank or comment line.
+var errNoKeyLine = keyErrorf("no key on this line")
+
+// sshLineSPKI reads one OpenSSH public key line: a .pub file's line, an
+// authorized_keys line (options, type, base64 blob, comment) or a known_hosts
+// line (marker, host patterns, type, blob). The key type is the first field,
+// outside quotes, that names one; the blob follows it.
+func sshLineSPKI(line []byte) ([]byte, error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] == '#' {
+		return nil, errNoKeyLine
+	}
+	rest := line
+	for skipped := 0; ; skipped++ {
+		var field []byte
+		field, rest = nextField(rest)
+		if len(field) == 0 {
+			return nil, keyErrorf("line has no OpenSSH key type (such as ssh-ed25519): not an OpenSSH public key line")
+		}
+		if _, known := sshKeyTypes[string(field)]; !known {
+			if skipped < 2 { // authorized_keys options; known_hosts marker and hosts
+				continue
+			}
+			return nil, keyErrorf("line has no OpenSSH key type (such as ssh-ed25519) in its first three fields")
+		}
+		encoded, _ := nextField(rest)
+		if len(encoded) == 0 {
+			return nil, keyErrorf("OpenSSH %s line has no key after its type", field)
+		}
+		blob := make([]byte, base64.StdEncoding.DecodedLen(len(encoded)))
+		n, err := base64.StdEncoding.Decode(blob, encoded)
+		if err != nil {
+			return nil, keyErrorf("OpenSSH %s key is not valid base64: %v", field, err)
+		}
+		blob = blob[:n]
+		var inner []byte
+		s := cryptobyte.String(blob)
+		if !readSSHString(&s, &inner) || string(inner) != string(field) {
+			return nil, keyErrorf("OpenSSH key line says %s but its key is %q", field, shorten(string(inner)))
+		}
+		return sshBlobSPKI(blob)
+	}
+}
+
+// nextField splits off the first field of s: a run of characters up to
+// unquoted white space, where "..." may hold spaces and \" quotes.
+func nextField(s []byte) (field, rest []byte) {
+	s = bytes.TrimLeft(s, " \t")
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && quoted && i+1 < len(s):
+			i++
+		case c == '"':
+			quoted = !quoted
+		case (c == ' ' || c == '\t') && !quoted:
+			return s[:i], s[i:]
+		}
+	}
+	return s, nil
+}
