@@ -60,23 +60,21 @@ type Filter struct {
 	data    []byte // the bit data, exactly hdr.DataSize() bytes
 	mask    uint64 // m - 1: a position is a hash masked to L bits
 	k       uint64 // hash count
-	batched bool   // compute all positions before loading (large filters)
+	large   bool   // larger than CPU caches: queries prefetch, see Probably
 	release func() error
 }
 
-// batchThreshold is the data size from which a filter is unlikely to be in
-// the CPU caches, so queries compute every position before the first load
-// and the k memory reads overlap instead of waiting one after another.
-const batchThreshold = 4 << 20
+// largeFilter is the data size past which a filter is unlikely to stay in
+// the CPU caches (an EPYC core's share of L3 is 16 to 32 MiB).
+const largeFilter = 16 << 20
 
 // newFilter makes a Filter over data, which must be exactly h.DataSize() bytes.
 func newFilter(h Header, data []byte) *Filter {
 	return &Filter{
-		hdr:     h,
-		data:    data,
-		mask:    h.Bits() - 1,
-		k:       uint64(h.HashCount),
-		batched: len(data) >= batchThreshold,
+		hdr:  h,
+		data: data,
+		mask: h.Bits() - 1,
+		k:    uint64(h.HashCount),
 	}
 }
 

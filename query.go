@@ -5,10 +5,7 @@ import "github.com/cespare/xxhash/v2"
 // hashes returns the two base hashes of a key: h1 = XXH64(spki, seed 0) and
 // h2 = XXH64(spki, seed 1), made odd.
 func hashes(spki []byte) (h1, h2 uint64) {
-	var d xxhash.Digest
-	d.ResetWithSeed(1)
-	d.Write(spki)
-	return xxhash.Sum64(spki), d.Sum64() | 1
+	return xxhash.Sum64(spki), seededHash(spki)
 }
 
 // Positions appends to dst the k bit positions of spki in a filter with
@@ -16,35 +13,24 @@ func hashes(spki []byte) (h1, h2 uint64) {
 // f_i = (h1 + i·h2 + (i³-i)/6) mod 2^L for i = 0..k-1. It is the
 // definition behind [Filter.Probably], for tools and tests that inspect a
 // filter bit by bit. Bit p is data byte p/8 under mask 0x80>>(p%8).
+// hashLength must be at most 63.
 func Positions(dst []uint64, spki []byte, hashCount, hashLength uint8) []uint64 {
 	h1, h2 := hashes(spki)
-	mask := uint64(1)<<hashLength - 1
-	if hashLength >= 64 {
-		mask = ^uint64(0)
-	}
-	p := newProbe(h1, h2)
-	for range hashCount {
-		dst = append(dst, p.next()&mask)
+	mask := uint64(1)<<(hashLength&63) - 1
+	x, y := h1, h2
+	for i := range uint64(hashCount) {
+		dst = append(dst, x&mask)
+		x, y = step(x, y, i)
 	}
 	return dst
 }
 
-// probe walks the positions of one key. The differences between
-// consecutive f_i are h2 + i(i+1)/2, so each step costs two additions: this
-// is the enhanced double hashing of Dillinger and Manolios. All arithmetic
-// wraps mod 2^64, which is exact before the reduction mod 2^L.
-type probe struct{ x, y, i uint64 }
-
-func newProbe(h1, h2 uint64) probe { return probe{x: h1, y: h2} }
-
-// next returns the next position, not yet reduced mod m.
-func (p *probe) next() uint64 {
-	f := p.x
-	p.i++
-	p.x += p.y
-	p.y += p.i
-	return f
-}
+// step advances the probe sequence from position i to i+1. Consecutive
+// positions differ by h2 + i(i+1)/2, so with x = f_i and y = that
+// difference, f_{i+1} = x + y and the next difference is y + i + 1: the
+// enhanced double hashing of Dillinger and Manolios in two additions. All
+// arithmetic wraps mod 2^64, which is exact before the reduction mod 2^L.
+func step(x, y, i uint64) (uint64, uint64) { return x + y, y + i + 1 }
 
 // Probably reports whether spki, a DER SubjectPublicKeyInfo, is probably in
 // the filter. False is definite: the key was never added. True means the key
@@ -52,45 +38,54 @@ func (p *probe) next() uint64 {
 //
 // Probably does not allocate and is safe for concurrent use.
 func (f *Filter) Probably(spki []byte) bool {
-	h1, h2 := hashes(spki)
-	return f.probablyHashes(h1, h2)
-}
-
-// batchSize is how many positions a batched query computes before loading.
-const batchSize = 16
-
-func (f *Filter) probablyHashes(h1, h2 uint64) bool {
 	data, mask := f.data, f.mask
 	if data == nil {
 		panic("pkbf: query on a closed Filter")
 	}
-	p := newProbe(h1, h2)
-	if !f.batched {
-		// In cache: stop at the first clear bit.
-		for range f.k {
-			pos := p.next() & mask
-			if data[pos>>3]&(0x80>>(pos&7)) == 0 {
-				return false
-			}
-		}
-		return true
+	h1 := xxhash.Sum64(spki)
+	if f.large {
+		// Out of cache, the k loads should overlap in one memory round
+		// trip: compute both hashes, then probe.
+		return f.probe(h1, seededHash(spki), 0)
 	}
-	// Out of cache: compute a batch of positions, then load them all with
-	// no branch between the loads, so the cache misses overlap.
-	var pos [batchSize]uint64
-	for left := f.k; left > 0; {
-		n := min(left, batchSize)
-		left -= n
-		for j := range n {
-			pos[j] = p.next() & mask
-		}
-		var clear byte
-		for _, q := range pos[:n] {
-			clear |= ^data[q>>3] & (0x80 >> (q & 7))
-		}
-		if clear != 0 {
+	// In cache, the first position (h1 itself) is tested before the second
+	// hash: when its bit is clear, half the time in a half-full filter, the
+	// answer costs half the hashing. (Out of cache this would put a memory
+	// round trip before the second hash and another after it.)
+	pos := h1 & mask
+	if data[pos>>3]&(0x80>>(pos&7)) == 0 {
+		return false
+	}
+	x, y := step(h1, seededHash(spki), 0)
+	return f.probe(x, y, 1)
+}
+
+// seededHash returns h2: XXH64 with seed 1, made odd.
+func seededHash(spki []byte) uint64 {
+	var d xxhash.Digest
+	d.ResetWithSeed(1)
+	d.Write(spki)
+	return d.Sum64() | 1
+}
+
+// probe tests positions i to k-1 of a key, where x is position i before
+// the reduction mod m and y the difference to the next (see step). The
+// positions depend only on the hashes, never on a loaded bit, and the
+// branch on each bit is predicted taken, so the CPU issues the k loads
+// together: on a filter far larger than the caches they overlap instead of
+// waiting one after another.
+func (f *Filter) probe(x, y, i uint64) bool {
+	data, mask, k := f.data, f.mask, f.k
+	if len(data) == 0 {
+		return false
+	}
+	last := uint64(len(data) - 1) // == mask>>3; masking the index with it
+	for ; i < k; i++ {            // lets the compiler drop bounds checks
+		pos := x & mask
+		if data[pos>>3&last]&(0x80>>(pos&7)) == 0 {
 			return false
 		}
+		x, y = step(x, y, i)
 	}
 	return true
 }

@@ -43,7 +43,10 @@ import (
 // from one input, use [KeyScanner]. The result does not alias data unless
 // it is the input's own SPKI, which is then a subslice of data.
 func SPKI(data []byte) ([]byte, error) {
-	text := bytes.TrimLeft(data, " \t\r\n")
+	if len(data) > 0 && data[0] == 0x30 { // DER: an ASN.1 SEQUENCE
+		return derSPKI(data)
+	}
+	text := trimSpace(data)
 	switch {
 	case len(text) == 0:
 		return nil, keyErrorf("empty input")
@@ -51,10 +54,16 @@ func SPKI(data []byte) ([]byte, error) {
 		return pemSPKI(text)
 	case bytes.HasPrefix(text, []byte(opensshMagic)):
 		return opensshPrivateSPKI(text)
-	case data[0] == 0x30:
-		return derSPKI(data)
 	}
 	return sshTextSPKI(text)
+}
+
+// trimSpace drops leading ASCII white space.
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
+	}
+	return b
 }
 
 // Fingerprint returns the pwnedkeys fingerprint of a DER SubjectPublicKeyInfo:
@@ -68,23 +77,51 @@ func keyErrorf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidKey}, args...)...)
 }
 
-// Object identifiers of the key algorithms and curves SPKI builds.
+// Object identifiers, as the content bytes of their DER encoding, so that
+// parsing compares bytes instead of decoding (and allocating) every OID.
 var (
-	oidRSA          = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 1}
-	oidECPublicKey  = asn1.ObjectIdentifier{1, 2, 840, 10045, 2, 1}
-	oidEd25519      = asn1.ObjectIdentifier{1, 3, 101, 112}
-	oidP256         = asn1.ObjectIdentifier{1, 2, 840, 10045, 3, 1, 7}
-	oidP384         = asn1.ObjectIdentifier{1, 3, 132, 0, 34}
-	oidP521         = asn1.ObjectIdentifier{1, 3, 132, 0, 35}
-	oidPBES2        = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 5, 13}
+	oidRSA         = oidBytes(1, 2, 840, 113549, 1, 1, 1)
+	oidECPublicKey = oidBytes(1, 2, 840, 10045, 2, 1)
+	oidEd25519     = oidBytes(1, 3, 101, 112)
+	oidP256        = oidBytes(1, 2, 840, 10045, 3, 1, 7)
+	oidP384        = oidBytes(1, 3, 132, 0, 34)
+	oidP521        = oidBytes(1, 3, 132, 0, 35)
+	oidPBES2       = oidBytes(1, 2, 840, 113549, 1, 5, 13)
+
 	ed25519KeyBytes = ed25519.PublicKeySize
 )
+
+func oidBytes(arcs ...int) []byte {
+	der, err := asn1.Marshal(asn1.ObjectIdentifier(arcs))
+	if err != nil {
+		panic(err)
+	}
+	return der[2:] // every OID here is short: a 2-byte header
+}
+
+// readOID reads an OBJECT IDENTIFIER's content bytes.
+func readOID(s *cryptobyte.String, oid *cryptobyte.String) bool {
+	return s.ReadASN1(oid, cbasn1.OBJECT_IDENTIFIER) && len(*oid) > 0
+}
+
+// oidString formats OID content bytes for an error message.
+func oidString(content []byte) string {
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.OBJECT_IDENTIFIER, func(b *cryptobyte.Builder) { b.AddBytes(content) })
+	der, _ := b.Bytes()
+	s := cryptobyte.String(der)
+	var oid asn1.ObjectIdentifier
+	if !s.ReadASN1ObjectIdentifier(&oid) {
+		return fmt.Sprintf("(malformed OID %x)", content)
+	}
+	return oid.String()
+}
 
 // A curve is one of the NIST curves SPKI knows by name.
 type curve struct {
 	name  string // "P-256"
 	ssh   string // "nistp256"
-	oid   asn1.ObjectIdentifier
+	oid   []byte
 	size  int // bytes in a coordinate or scalar
 	ecdh  ecdh.Curve
 	plain elliptic.Curve
@@ -96,9 +133,9 @@ var curves = []*curve{
 	{"P-521", "nistp521", oidP521, 66, ecdh.P521(), elliptic.P521()},
 }
 
-func curveByOID(oid asn1.ObjectIdentifier) *curve {
+func curveByOID(oid []byte) *curve {
 	for _, c := range curves {
-		if c.oid.Equal(oid) {
+		if bytes.Equal(c.oid, oid) {
 			return c
 		}
 	}
@@ -197,10 +234,10 @@ func pemBlockSPKI(block *pem.Block, ecParams []byte) ([]byte, error) {
 	case "ENCRYPTED PRIVATE KEY":
 		return nil, keyErrorf("ENCRYPTED PRIVATE KEY is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
 	case "EC PRIVATE KEY":
-		var oid asn1.ObjectIdentifier
+		var oid cryptobyte.String
 		if ecParams != nil {
 			s := cryptobyte.String(ecParams)
-			if !s.ReadASN1ObjectIdentifier(&oid) || !s.Empty() {
+			if !readOID(&s, &oid) || !s.Empty() {
 				return nil, keyErrorf("EC PARAMETERS is not a named curve (explicit curve parameters are not supported)")
 			}
 		}
@@ -219,50 +256,56 @@ func pemBlockSPKI(block *pem.Block, ecParams []byte) ([]byte, error) {
 
 // derSPKI tells the DER structures apart by the tags of their first fields.
 func derSPKI(der []byte) ([]byte, error) {
-	s := cryptobyte.String(der)
-	var body cryptobyte.String
-	if !s.ReadASN1(&body, cbasn1.SEQUENCE) {
+	d := derReader(der)
+	body, ok := d.read(tagSequence)
+	if !ok {
 		return nil, keyErrorf("DER input is not a complete ASN.1 SEQUENCE")
 	}
-	if !s.Empty() {
-		return nil, keyErrorf("DER input has %d bytes after its ASN.1 SEQUENCE", len(s))
+	if !d.empty() {
+		return nil, keyErrorf("DER input has %d bytes after its ASN.1 SEQUENCE", len(d))
 	}
-	var firstField, second cryptobyte.String
-	var firstTag, secondTag cbasn1.Tag
-	if !body.ReadAnyASN1(&firstField, &firstTag) || !body.ReadAnyASN1(&second, &secondTag) {
-		return nil, keyErrorf("DER SEQUENCE has fewer than two fields: not a key, certificate or request")
+	fields := derReader(body)
+	firstTag, _, firstField, ok1 := fields.next()
+	secondTag, _, _, ok2 := fields.next()
+	if !ok1 || !ok2 {
+		return nil, keyErrorf("DER SEQUENCE has fewer than two well-formed fields: not a key, certificate or request")
 	}
 	switch {
-	case firstTag == cbasn1.SEQUENCE && secondTag == cbasn1.BIT_STRING:
+	case firstTag == tagSequence && secondTag == tagBitString:
 		return checkedSPKI(der)
-	case firstTag == cbasn1.SEQUENCE && secondTag == cbasn1.SEQUENCE:
-		// A signed structure: certificate or request, told apart by their
-		// bodies (a certificate has an issuer and validity before the SPKI).
-		if spki, err := certificateSPKI(der); err == nil {
-			return spki, nil
+	case firstTag == tagSequence && secondTag == tagSequence:
+		// A signed structure, body and signature algorithm: a certificate or
+		// a request, told apart by their bodies (a certificate has an issuer
+		// and a validity before its SPKI).
+		if !fields.skip(tagBitString) || !fields.empty() {
+			return nil, keyErrorf("DER signed structure does not end with its signature")
 		}
-		if spki, err := csrSPKI(der); err == nil {
-			return spki, nil
+		if spki, ok := tbsCertificateSPKI(firstField); ok {
+			return checkedSPKI(spki)
 		}
-		return nil, keyErrorf("DER SEQUENCE is signed data but neither a valid certificate nor a valid certificate request")
-	case firstTag == cbasn1.SEQUENCE && secondTag == cbasn1.OCTET_STRING:
+		if spki, ok := certificationRequestInfoSPKI(firstField); ok {
+			return checkedSPKI(spki)
+		}
+		return nil, keyErrorf("DER signed structure is neither a certificate nor a certificate request")
+	case firstTag == tagSequence && secondTag == tagOctetString:
 		return nil, keyErrorf("DER input is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
-	case firstTag == cbasn1.INTEGER && secondTag == cbasn1.SEQUENCE:
+	case firstTag == tagInteger && secondTag == tagSequence:
 		return pkcs8SPKI(der)
-	case firstTag == cbasn1.INTEGER && secondTag == cbasn1.OCTET_STRING:
+	case firstTag == tagInteger && secondTag == tagOctetString:
 		return sec1SPKI(der, nil)
-	case firstTag == cbasn1.INTEGER && secondTag == cbasn1.INTEGER:
-		if body.Empty() {
+	case firstTag == tagInteger && secondTag == tagInteger:
+		if fields.empty() {
 			return pkcs1PublicSPKI(der)
 		}
 		return pkcs1PrivateSPKI(der)
 	}
-	return nil, keyErrorf("DER SEQUENCE of %v, %v... is not a key, certificate or certificate request", firstTag, secondTag)
+	return nil, keyErrorf("DER SEQUENCE starting with tags %#02x, %#02x is not a key, certificate or certificate request", firstTag, secondTag)
 }
 
 // checkedSPKI checks the structure of a DER SubjectPublicKeyInfo and returns
-// it unchanged. For RSA, EC on a known curve and Ed25519 it checks the key
-// too; other algorithms are returned after the structural check.
+// it unchanged. For RSA, EC on a known curve and Ed25519 it checks the shape
+// of the key too (an RSA key's two INTEGERs, a point's size and prefix);
+// other algorithms are returned after the structural check.
 func checkedSPKI(der []byte) ([]byte, error) {
 	if _, err := parseSPKI(der); err != nil {
 		return nil, err
@@ -272,56 +315,64 @@ func checkedSPKI(der []byte) ([]byte, error) {
 
 // spkiInfo is what parseSPKI learns of a SubjectPublicKeyInfo.
 type spkiInfo struct {
-	algorithm asn1.ObjectIdentifier
+	algorithm []byte // OID content bytes
 	curve     *curve // EC keys on a known curve
 	key       []byte // the BIT STRING's content: the public key
 }
 
 func parseSPKI(der []byte) (spkiInfo, error) {
 	var info spkiInfo
-	s := cryptobyte.String(der)
-	var spki, alg cryptobyte.String
-	var key asn1.BitString
-	if !s.ReadASN1(&spki, cbasn1.SEQUENCE) || !s.Empty() {
+	d := derReader(der)
+	spki, ok := d.read(tagSequence)
+	if !ok || !d.empty() {
 		return info, keyErrorf("SubjectPublicKeyInfo is not one complete ASN.1 SEQUENCE")
 	}
-	if !spki.ReadASN1(&alg, cbasn1.SEQUENCE) || !alg.ReadASN1ObjectIdentifier(&info.algorithm) {
+	fields := derReader(spki)
+	algContent, ok1 := fields.read(tagSequence)
+	alg := derReader(algContent)
+	algorithm, ok2 := alg.read(tagOID)
+	if !ok1 || !ok2 || len(algorithm) == 0 {
 		return info, keyErrorf("SubjectPublicKeyInfo has no algorithm identifier")
 	}
-	if !spki.ReadASN1BitString(&key) || !spki.Empty() {
+	key, keyBits, ok := fields.readBitString()
+	if !ok || !fields.empty() {
 		return info, keyErrorf("SubjectPublicKeyInfo's public key is not a BIT STRING ending the structure")
 	}
-	info.key = key.Bytes
+	info.algorithm, info.key = algorithm, key
 	switch {
-	case info.algorithm.Equal(oidRSA):
-		var null cryptobyte.String
-		if !alg.Empty() && (!alg.ReadASN1(&null, cbasn1.NULL) || !null.Empty() || !alg.Empty()) {
-			return info, keyErrorf("RSA algorithm parameters are not NULL")
+	case bytes.Equal(algorithm, oidRSA):
+		if !alg.empty() {
+			if null, ok := alg.read(tagNull); !ok || len(null) != 0 || !alg.empty() {
+				return info, keyErrorf("RSA algorithm parameters are not NULL")
+			}
 		}
-		if key.BitLength%8 != 0 {
-			return info, keyErrorf("RSA public key BIT STRING has unused bits")
+		// Only the structure: certificates with keys Go refuses (a modulus
+		// encoded as negative, say) must still give their SPKI.
+		k := derReader(key)
+		rsaKey, ok := k.read(tagSequence)
+		fields := derReader(rsaKey)
+		if keyBits%8 != 0 || !ok || !k.empty() || !fields.skip(tagInteger) || !fields.skip(tagInteger) || !fields.empty() {
+			return info, keyErrorf("RSA public key is not a SEQUENCE of modulus and exponent")
 		}
-		_, _, err := parsePKCS1Public(key.Bytes)
-		return info, err
-	case info.algorithm.Equal(oidECPublicKey):
-		var curveOID asn1.ObjectIdentifier
-		if !alg.ReadASN1ObjectIdentifier(&curveOID) || !alg.Empty() {
+	case bytes.Equal(algorithm, oidECPublicKey):
+		curveOID, ok := alg.read(tagOID)
+		if !ok || !alg.empty() {
 			return info, keyErrorf("EC algorithm parameters are not a named curve")
 		}
-		if key.BitLength%8 != 0 || len(key.Bytes) == 0 {
+		if keyBits%8 != 0 || len(key) == 0 {
 			return info, keyErrorf("EC public key BIT STRING is empty or has unused bits")
 		}
 		if info.curve = curveByOID(curveOID); info.curve != nil {
-			if _, err := info.curve.pointKind(key.Bytes); err != nil {
+			if _, err := info.curve.pointKind(key); err != nil {
 				return info, err
 			}
 		}
-	case info.algorithm.Equal(oidEd25519):
-		if !alg.Empty() {
+	case bytes.Equal(algorithm, oidEd25519):
+		if !alg.empty() {
 			return info, keyErrorf("Ed25519 algorithm identifier has parameters")
 		}
-		if key.BitLength != 8*ed25519KeyBytes {
-			return info, keyErrorf("Ed25519 public key is %d bits, want %d", key.BitLength, 8*ed25519KeyBytes)
+		if keyBits != 8*ed25519KeyBytes {
+			return info, keyErrorf("Ed25519 public key is %d bits, want %d", keyBits, 8*ed25519KeyBytes)
 		}
 	}
 	return info, nil
@@ -330,46 +381,65 @@ func parseSPKI(der []byte) (spkiInfo, error) {
 // certificateSPKI returns the SPKI of a DER X.509 certificate, byte for
 // byte, without parsing the rest of the certificate.
 func certificateSPKI(der []byte) ([]byte, error) {
-	s := cryptobyte.String(der)
-	var cert, tbs cryptobyte.String
-	if !s.ReadASN1(&cert, cbasn1.SEQUENCE) || !s.Empty() || !cert.ReadASN1(&tbs, cbasn1.SEQUENCE) {
-		return nil, keyErrorf("certificate is not a complete ASN.1 SEQUENCE")
+	tbs, ok := signedBody(der)
+	if !ok {
+		return nil, keyErrorf("certificate is not a complete signed ASN.1 structure")
 	}
-	var spki cryptobyte.String
-	if !tbs.SkipOptionalASN1(cbasn1.Tag(0).Constructed().ContextSpecific()) ||
-		!tbs.SkipASN1(cbasn1.INTEGER) || // serial number
-		!tbs.SkipASN1(cbasn1.SEQUENCE) || // signature algorithm
-		!tbs.SkipASN1(cbasn1.SEQUENCE) || // issuer
-		!tbs.SkipASN1(cbasn1.SEQUENCE) || // validity
-		!tbs.SkipASN1(cbasn1.SEQUENCE) || // subject
-		!tbs.ReadASN1Element(&spki, cbasn1.SEQUENCE) {
+	spki, ok := tbsCertificateSPKI(tbs)
+	if !ok {
 		return nil, keyErrorf("certificate's to-be-signed part is malformed before its public key")
-	}
-	if !cert.SkipASN1(cbasn1.SEQUENCE) || !cert.SkipASN1(cbasn1.BIT_STRING) || !cert.Empty() {
-		return nil, keyErrorf("certificate's signature is malformed")
 	}
 	return checkedSPKI(spki)
 }
 
 // csrSPKI returns the SPKI of a DER PKCS#10 certificate request, byte for byte.
 func csrSPKI(der []byte) ([]byte, error) {
-	s := cryptobyte.String(der)
-	var csr, info cryptobyte.String
-	if !s.ReadASN1(&csr, cbasn1.SEQUENCE) || !s.Empty() || !csr.ReadASN1(&info, cbasn1.SEQUENCE) {
-		return nil, keyErrorf("certificate request is not a complete ASN.1 SEQUENCE")
+	info, ok := signedBody(der)
+	if !ok {
+		return nil, keyErrorf("certificate request is not a complete signed ASN.1 structure")
 	}
-	var spki cryptobyte.String
-	if !info.SkipASN1(cbasn1.INTEGER) || // version
-		!info.SkipASN1(cbasn1.SEQUENCE) || // subject
-		!info.ReadASN1Element(&spki, cbasn1.SEQUENCE) ||
-		!info.SkipASN1(cbasn1.Tag(0).Constructed().ContextSpecific()) || // attributes
-		!info.Empty() {
+	spki, ok := certificationRequestInfoSPKI(info)
+	if !ok {
 		return nil, keyErrorf("certificate request's info is malformed")
 	}
-	if !csr.SkipASN1(cbasn1.SEQUENCE) || !csr.SkipASN1(cbasn1.BIT_STRING) || !csr.Empty() {
-		return nil, keyErrorf("certificate request's signature is malformed")
-	}
 	return checkedSPKI(spki)
+}
+
+// signedBody returns the contents of the body of SEQUENCE { body SEQUENCE,
+// signatureAlgorithm SEQUENCE, signature BIT STRING }, the shape of
+// certificates and requests.
+func signedBody(der []byte) ([]byte, bool) {
+	d := derReader(der)
+	signed, ok := d.read(tagSequence)
+	fields := derReader(signed)
+	body, ok2 := fields.read(tagSequence)
+	return body, ok && d.empty() && ok2 && fields.skip(tagSequence) && fields.skip(tagBitString) && fields.empty()
+}
+
+// tbsCertificateSPKI finds the SPKI in a TBSCertificate's contents:
+// [0] version OPTIONAL, serial, signature, issuer, validity, subject, SPKI.
+func tbsCertificateSPKI(tbs []byte) ([]byte, bool) {
+	d := derReader(tbs)
+	if !d.skipOptional(tagContext0) || // version
+		!d.skip(tagInteger) || // serial number
+		!d.skip(tagSequence) || // signature algorithm
+		!d.skip(tagSequence) || // issuer
+		!d.skip(tagSequence) || // validity
+		!d.skip(tagSequence) { // subject
+		return nil, false
+	}
+	return d.readElement(tagSequence)
+}
+
+// certificationRequestInfoSPKI finds the SPKI in a CertificationRequestInfo's
+// contents: version, subject, SPKI, [0] attributes.
+func certificationRequestInfoSPKI(info []byte) ([]byte, bool) {
+	d := derReader(info)
+	if !d.skip(tagInteger) || !d.skip(tagSequence) { // version, subject
+		return nil, false
+	}
+	spki, ok := d.readElement(tagSequence)
+	return spki, ok && d.skip(tagContext0) && d.empty() // attributes
 }
 
 // readUnsigned reads a DER INTEGER that must be minimally encoded and
@@ -457,12 +527,11 @@ func pkcs1PrivateSPKI(der []byte) ([]byte, error) {
 // [0] attributes OPTIONAL, [1] publicKey OPTIONAL }.
 func pkcs8SPKI(der []byte) ([]byte, error) {
 	s := cryptobyte.String(der)
-	var seq, alg, priv cryptobyte.String
+	var seq, alg, algorithm, priv cryptobyte.String
 	var version int
-	var algorithm asn1.ObjectIdentifier
 	if !s.ReadASN1(&seq, cbasn1.SEQUENCE) || !s.Empty() ||
 		!seq.ReadASN1Integer(&version) ||
-		!seq.ReadASN1(&alg, cbasn1.SEQUENCE) || !alg.ReadASN1ObjectIdentifier(&algorithm) ||
+		!seq.ReadASN1(&alg, cbasn1.SEQUENCE) || !readOID(&alg, &algorithm) ||
 		!seq.ReadASN1(&priv, cbasn1.OCTET_STRING) {
 		return nil, keyErrorf("PKCS#8 private key is malformed")
 	}
@@ -470,32 +539,32 @@ func pkcs8SPKI(der []byte) ([]byte, error) {
 		return nil, keyErrorf("PKCS#8 private key version is %d, want 0 or 1", version)
 	}
 	switch {
-	case algorithm.Equal(oidRSA):
+	case bytes.Equal(algorithm, oidRSA):
 		return pkcs1PrivateSPKI(priv)
-	case algorithm.Equal(oidECPublicKey):
-		var curveOID asn1.ObjectIdentifier
-		if !alg.ReadASN1ObjectIdentifier(&curveOID) {
+	case bytes.Equal(algorithm, oidECPublicKey):
+		var curveOID cryptobyte.String
+		if !readOID(&alg, &curveOID) {
 			return nil, keyErrorf("PKCS#8 EC key has no named curve (explicit curve parameters are not supported)")
 		}
 		return sec1SPKI(priv, curveOID)
-	case algorithm.Equal(oidEd25519):
+	case bytes.Equal(algorithm, oidEd25519):
 		var seed cryptobyte.String
 		if !priv.ReadASN1(&seed, cbasn1.OCTET_STRING) || !priv.Empty() || len(seed) != ed25519.SeedSize {
 			return nil, keyErrorf("PKCS#8 Ed25519 private key is not a %d-byte seed", ed25519.SeedSize)
 		}
 		pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
 		return ed25519SPKI(pub), nil
-	case algorithm.Equal(oidPBES2):
+	case bytes.Equal(algorithm, oidPBES2):
 		return nil, keyErrorf("PKCS#8 key is encrypted: its public key cannot be read without the passphrase")
 	}
-	return nil, keyErrorf("PKCS#8 key algorithm %v is not supported (RSA, EC and Ed25519 are)", algorithm)
+	return nil, keyErrorf("PKCS#8 key algorithm %s is not supported (RSA, EC and Ed25519 are)", oidString(algorithm))
 }
 
 // sec1SPKI reads an ECPrivateKey: SEQUENCE { version 1, OCTET STRING
 // privateKey, [0] ECParameters OPTIONAL, [1] publicKey OPTIONAL }. The
 // public key is computed from the private scalar, so it is always the true
 // one, in uncompressed form. outer names the curve when the key does not.
-func sec1SPKI(der []byte, outer asn1.ObjectIdentifier) ([]byte, error) {
+func sec1SPKI(der []byte, outer []byte) ([]byte, error) {
 	s := cryptobyte.String(der)
 	var seq, scalar, params cryptobyte.String
 	var version int
@@ -510,9 +579,9 @@ func sec1SPKI(der []byte, outer asn1.ObjectIdentifier) ([]byte, error) {
 	if version != 1 {
 		return nil, keyErrorf("EC private key version is %d, want 1", version)
 	}
-	oid := outer
+	oid := cryptobyte.String(outer)
 	if hasParams {
-		if !params.ReadASN1ObjectIdentifier(&oid) || !params.Empty() {
+		if !readOID(&params, &oid) || !params.Empty() {
 			return nil, keyErrorf("EC private key parameters are not a named curve (explicit curve parameters are not supported)")
 		}
 	}
@@ -521,7 +590,7 @@ func sec1SPKI(der []byte, outer asn1.ObjectIdentifier) ([]byte, error) {
 	}
 	c := curveByOID(oid)
 	if c == nil {
-		return nil, keyErrorf("EC curve %v is not supported (P-256, P-384 and P-521 are)", oid)
+		return nil, keyErrorf("EC curve %s is not supported (P-256, P-384 and P-521 are)", oidString(oid))
 	}
 	if len(scalar) > c.size {
 		return nil, keyErrorf("%s private key is %d bytes, want at most %d", c.name, len(scalar), c.size)
@@ -546,6 +615,10 @@ func addUnsigned(b *cryptobyte.Builder, mag []byte) {
 	})
 }
 
+func addOID(b *cryptobyte.Builder, oid []byte) {
+	b.AddASN1(cbasn1.OBJECT_IDENTIFIER, func(b *cryptobyte.Builder) { b.AddBytes(oid) })
+}
+
 func buildSPKI(alg func(*cryptobyte.Builder), key func(*cryptobyte.Builder)) []byte {
 	var b cryptobyte.Builder
 	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
@@ -561,7 +634,7 @@ func buildSPKI(alg func(*cryptobyte.Builder), key func(*cryptobyte.Builder)) []b
 // rsaSPKI builds the SPKI of an RSA key from the magnitudes of n and e.
 func rsaSPKI(n, e []byte) []byte {
 	return buildSPKI(func(b *cryptobyte.Builder) {
-		b.AddASN1ObjectIdentifier(oidRSA)
+		addOID(b, oidRSA)
 		b.AddASN1NULL()
 	}, func(b *cryptobyte.Builder) {
 		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
@@ -574,14 +647,14 @@ func rsaSPKI(n, e []byte) []byte {
 // ecSPKI builds the SPKI of an EC key from its encoded point.
 func ecSPKI(c *curve, point []byte) []byte {
 	return buildSPKI(func(b *cryptobyte.Builder) {
-		b.AddASN1ObjectIdentifier(oidECPublicKey)
-		b.AddASN1ObjectIdentifier(c.oid)
+		addOID(b, oidECPublicKey)
+		addOID(b, c.oid)
 	}, func(b *cryptobyte.Builder) { b.AddBytes(point) })
 }
 
 func ed25519SPKI(pub []byte) []byte {
 	return buildSPKI(func(b *cryptobyte.Builder) {
-		b.AddASN1ObjectIdentifier(oidEd25519)
+		addOID(b, oidEd25519)
 	}, func(b *cryptobyte.Builder) { b.AddBytes(pub) })
 }
 

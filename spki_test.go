@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/cryptobyte"
 )
 
 const keysDir = "testdata/keys"
@@ -183,9 +185,13 @@ func TestBadKeys(t *testing.T) {
 		{"DSA", pemOf("DSA PRIVATE KEY", []byte{0x30, 0}), "DSA keys are not supported"},
 		{"DER truncated", rsaDER[:100], "not a complete ASN.1 SEQUENCE"},
 		{"DER trailing", append(bytes.Clone(rsaDER), 0), "1 bytes after"},
-		{"DER empty SEQUENCE", []byte{0x30, 0}, "fewer than two fields"},
-		{"SPKI as wrong PEM type", pemOf("CERTIFICATE", rsaDER), "certificate's to-be-signed part is malformed"},
+		{"DER empty SEQUENCE", []byte{0x30, 0}, "fewer than two well-formed fields"},
+		{"SPKI as wrong PEM type", pemOf("CERTIFICATE", rsaDER), "certificate is not a complete signed"},
 		{"certificate cut", pemOf("CERTIFICATE", certDER[:len(certDER)-5]), "certificate is not"},
+		{"DER signed structure, no signature", []byte{0x30, 6, 0x30, 2, 5, 0, 0x30, 0}, "signed structure does not end"},
+		{"DER signed structure, bad body", []byte{0x30, 9, 0x30, 2, 5, 0, 0x30, 0, 3, 1, 0}, "neither a certificate nor"},
+		{"SPKI RSA key not a SEQUENCE", spkiRSAKey([]byte{2, 1, 5}), "not a SEQUENCE of modulus and exponent"},
+		{"SPKI RSA key three INTEGERs", spkiRSAKey([]byte{0x30, 9, 2, 1, 5, 2, 1, 3, 2, 1, 3}), "not a SEQUENCE of modulus and exponent"},
 		{"RSA modulus negative", pemOf("RSA PUBLIC KEY", []byte{0x30, 6, 2, 1, 0x80, 2, 1, 3}), "modulus is negative"},
 		{"RSA modulus zero", pemOf("RSA PUBLIC KEY", []byte{0x30, 6, 2, 1, 0, 2, 1, 3}), "modulus is zero"},
 		{"RSA modulus not minimal", pemOf("RSA PUBLIC KEY", []byte{0x30, 7, 2, 2, 0, 1, 2, 1, 3}), "not minimally encoded"},
@@ -213,6 +219,14 @@ func TestBadKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// spkiRSAKey returns an RSA SPKI whose BIT STRING holds key.
+func spkiRSAKey(key []byte) []byte {
+	return buildSPKI(func(b *cryptobyte.Builder) {
+		addOID(b, oidRSA)
+		b.AddASN1NULL()
+	}, func(b *cryptobyte.Builder) { b.AddBytes(key) })
 }
 
 // spkiWithKey returns the SPKI in file with its public key replaced by n

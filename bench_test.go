@@ -1,0 +1,180 @@
+package pkbf
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/binary"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// benchKeys returns a function giving the key for iteration i: the SPKI in
+// file with its last four bytes (inside the key) set to i, so every query
+// probes fresh positions. The keys live in a ring of 64 buffers, each
+// rewritten 32 iterations before it is used: a key written just before it
+// is hashed would make the hash wait for that store behind the previous
+// query's cache misses, which real callers, hashing bytes parsed earlier,
+// never do. The hash baseline uses the same keys.
+func benchKeys(b *testing.B, file string) func(i int) []byte {
+	spki, err := SPKI(mustRead(b, filepath.Join(keysDir, file)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const ring, ahead = 64, 32
+	var keys [ring][]byte
+	for i := range keys {
+		keys[i] = bytes.Clone(spki)
+		binary.LittleEndian.PutUint32(keys[i][len(spki)-4:], uint32(i))
+	}
+	return func(i int) []byte {
+		next := keys[(i+ahead)%ring]
+		binary.LittleEndian.PutUint32(next[len(next)-4:], uint32(i+ahead))
+		return keys[i%ring]
+	}
+}
+
+// benchFilter returns a filter of 2^l bits with k hashes whose data is all
+// ones (fill 1) or random bytes (fill 0.5).
+func benchFilter(b *testing.B, k, l uint8, full bool) *Filter {
+	h := Header{HashCount: k, HashLength: l}
+	buf, _ := h.AppendBinary(make([]byte, 0, h.FileSize()))
+	data := make([]byte, h.DataSize())
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		if full {
+			data[i] = 0xff
+		} else {
+			data[i] = byte(r.Uint32())
+		}
+	}
+	f, err := Parse(append(buf, data...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f
+}
+
+var sink uint64
+
+// BenchmarkHashes is the floor: the two XXH64 hashes alone (cespare Sum64
+// plus a reused seeded Digest), over the same keys as the query benchmarks.
+func BenchmarkHashes(b *testing.B) {
+	for _, kt := range []struct{ name, file string }{{"RSA2048", "rsa2048.spki.der"}, {"P256", "p256.spki.der"}} {
+		b.Run(kt.name, func(b *testing.B) {
+			keys := benchKeys(b, kt.file)
+			d := xxhash.NewWithSeed(1)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				key := keys(i)
+				d.ResetWithSeed(1)
+				d.Write(key)
+				sink += xxhash.Sum64(key) ^ d.Sum64()
+			}
+		})
+	}
+}
+
+func BenchmarkProbably(b *testing.B) {
+	cases := []struct {
+		name string
+		k, l uint8
+		full bool
+		file string
+	}{
+		{"InCache/HalfSet/RSA2048", 12, 20, false, "rsa2048.spki.der"},
+		{"InCache/AllSet/RSA2048", 12, 20, true, "rsa2048.spki.der"},
+		{"InCache/HalfSet/P256", 12, 20, false, "p256.spki.der"},
+		{"InCache/AllSet/P256", 12, 20, true, "p256.spki.der"},
+		{"Large128MiB/AllSet/RSA2048", 12, 30, true, "rsa2048.spki.der"},
+		{"Large128MiB/AllSet/RSA2048/K1", 1, 30, true, "rsa2048.spki.der"},
+		{"Large128MiB/AllSet/P256", 12, 30, true, "p256.spki.der"},
+		{"Large128MiB/HalfSet/RSA2048", 12, 30, false, "rsa2048.spki.der"},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			f := benchFilter(b, c.k, c.l, c.full)
+			keys := benchKeys(b, c.file)
+			b.ReportAllocs()
+			hits := 0
+			for i := 0; b.Loop(); i++ {
+				if f.Probably(keys(i)) {
+					hits++
+				}
+			}
+			if c.full && hits != b.N {
+				b.Fatalf("%d of %d hits in a full filter", hits, b.N)
+			}
+		})
+	}
+	// Negative queries: an empty filter answers after the first probe.
+	b.Run("Negative/Empty/RSA2048", func(b *testing.B) {
+		h := Header{HashCount: 12, HashLength: 20}
+		buf, _ := h.AppendBinary(nil)
+		f, _ := Parse(append(buf, make([]byte, h.DataSize())...))
+		keys := benchKeys(b, "rsa2048.spki.der")
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if f.Probably(keys(i)) {
+				b.Fatal("hit in an empty filter")
+			}
+		}
+	})
+}
+
+// BenchmarkMemoryLatency is the floor under queries on a large filter: one
+// dependent random read in 128 MiB (a pointer chase, one line at a time).
+// A query that hashes and then needs even one such read cannot cost less
+// than BenchmarkHashes plus this.
+func BenchmarkMemoryLatency(b *testing.B) {
+	mem := make([]uint64, 128<<20/8)
+	perm := rand.New(rand.NewPCG(3, 4)).Perm(len(mem) / 8) // one per 64-byte line
+	for i, p := range perm {
+		mem[p*8] = uint64(perm[(i+1)%len(perm)] * 8)
+	}
+	p := uint64(perm[0] * 8)
+	for b.Loop() {
+		p = mem[p]
+	}
+	sink += p
+}
+
+// BenchmarkSPKIFromCertificate compares SPKI's direct walk of a DER
+// certificate with x509.ParseCertificate on the same certificate.
+func BenchmarkSPKIFromCertificate(b *testing.B) {
+	for _, kt := range []struct{ name, file string }{{"RSA2048", "rsa2048.cert.der"}, {"P256", "p256.cert.der"}} {
+		der := mustRead(b, filepath.Join(keysDir, kt.file))
+		b.Run(kt.name+"/SPKI", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := SPKI(der); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(kt.name+"/x509.ParseCertificate", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := x509.ParseCertificate(der); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkSPKI(b *testing.B) {
+	for _, file := range []string{"rsa2048.cert.pem", "p256.spki.pem", "ed25519.pub", "p256.sec1.pem", "rsa2048.pkcs1.der"} {
+		data := mustRead(b, filepath.Join(keysDir, file))
+		b.Run(file, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := SPKI(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
