@@ -39,6 +39,7 @@ import (
 	"math/bits"
 	"os"
 	"slices"
+	"sync"
 )
 
 // ErrInvalidFile is wrapped by every error that reports a malformed filter:
@@ -60,8 +61,14 @@ type Filter struct {
 	data    []byte // the bit data, exactly hdr.DataSize() bytes
 	mask    uint64 // m - 1: a position is a hash masked to L bits
 	k       uint64 // hash count
-	large   bool   // larger than CPU caches: queries prefetch, see Probably
+	large   bool   // larger than the CPU caches: see Probably
 	release func() error
+
+	// Writable filters only (New, or OpenFile with os.O_RDWR).
+	mu      sync.Mutex // serializes changes, and header reads with them
+	words   []uint32   // data as 32-bit words for atomic bit updates, or nil
+	edited  bool       // the revision was raised in this editing session
+	inPlace *inPlace   // the file being edited in place, or nil
 }
 
 // largeFilter is the data size past which a filter is unlikely to stay in
@@ -126,40 +133,54 @@ func Open(path string) (*Filter, error) {
 }
 
 func openFile(file *os.File, path string) (*Filter, error) {
-	fi, err := file.Stat()
+	h, size, err := checkFile(file, path)
 	if err != nil {
 		return nil, err
 	}
+	b, release, err := mapFile(file, size)
+	if err != nil {
+		return nil, err
+	}
+	// The file may have changed between the checks and the mapping.
+	hb, _ := h.MarshalBinary()
+	if len(b) != size || string(b[:headerSize]) != string(hb) {
+		if release != nil {
+			release()
+		}
+		return nil, fmt.Errorf("%w: %s: file changed while it was being opened", ErrInvalidFile, path)
+	}
+	f := newFilter(h, b[offData:len(b):len(b)])
+	f.release = release
+	return f, nil
+}
+
+// checkFile validates an open filter file: a regular file whose header is
+// valid and whose size is exactly what the header says. It returns the
+// header and the file size. Errors name the file.
+func checkFile(file *os.File, path string) (Header, int, error) {
+	fi, err := file.Stat()
+	if err != nil {
+		return Header{}, 0, err
+	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s: not a regular file", ErrInvalidFile, path)
+		return Header{}, 0, fmt.Errorf("%w: %s: not a regular file", ErrInvalidFile, path)
 	}
 	size := fi.Size()
 	var hb [headerSize]byte
 	if n, err := file.ReadAt(hb[:], 0); n < headerSize {
 		if err == io.EOF {
-			return nil, fmt.Errorf("%w: %s: file is %d bytes, shorter than the %d-byte header: %w", ErrInvalidFile, path, n, headerSize, io.ErrUnexpectedEOF)
+			return Header{}, 0, fmt.Errorf("%w: %s: file is %d bytes, shorter than the %d-byte header: %w", ErrInvalidFile, path, n, headerSize, io.ErrUnexpectedEOF)
 		}
-		return nil, err
+		return Header{}, 0, err
 	}
 	h, err := ParseHeader(hb[:])
 	if err == nil {
 		err = checkDataSize(h, uint64(size-int64(headerSize)))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w (%s)", err, path)
+		return Header{}, 0, fmt.Errorf("%w (%s)", err, path)
 	}
-	b, release, err := mapFile(file, int(size))
-	if err != nil {
-		return nil, err
-	}
-	// The file may have changed between the checks and the mapping.
-	if len(b) != int(size) || string(b[:headerSize]) != string(hb[:]) {
-		release()
-		return nil, fmt.Errorf("%w: %s: file changed while it was being opened", ErrInvalidFile, path)
-	}
-	f := newFilter(h, b[offData:len(b):len(b)])
-	f.release = release
-	return f, nil
+	return h, int(size), nil
 }
 
 // readChunk is ReadFilter's first buffer size: past it, the buffer only
@@ -207,20 +228,38 @@ func ReadFilter(r io.Reader) (*Filter, error) {
 	return newFilter(h, data), nil
 }
 
-// Close releases the memory mapping of a filter from [Open]; for other
-// filters it does nothing. Close is idempotent. After Close, queries panic.
+// Close releases the memory mapping of a filter from [Open]. A filter
+// edited in place ([OpenFile] with os.O_RDWR) is first synced to its file,
+// and Close returns any error from editing. For other filters Close does
+// nothing. Close is idempotent; after it, queries and adds panic.
 func (f *Filter) Close() error {
-	release := f.release
-	f.release = nil
-	f.data = nil
-	if release == nil {
-		return nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var err error
+	if f.inPlace != nil {
+		err = f.inPlace.close()
+		f.inPlace = nil
 	}
-	return release()
+	if f.release != nil {
+		if rerr := f.release(); err == nil {
+			err = rerr
+		}
+		f.release = nil
+	}
+	f.data, f.words = nil, nil
+	return err
 }
 
-// Header returns the filter's header.
-func (f *Filter) Header() Header { return f.hdr }
+// Header returns the filter's header. For a filter edited in place it is
+// read from the file, so it includes other processes' changes.
+func (f *Filter) Header() Header {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.inPlace != nil && f.inPlace.lockShared(f) {
+		f.inPlace.unlock()
+	}
+	return f.hdr
+}
 
 // FalsePositiveRate estimates the probability that a key never added to the
 // filter is reported as probably present, from the header alone:

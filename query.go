@@ -42,6 +42,9 @@ func (f *Filter) Probably(spki []byte) bool {
 	if data == nil {
 		panic("pkbf: query on a closed Filter")
 	}
+	if f.words != nil { // writable: Add may be setting bits right now
+		return f.probablyAtomic(spki)
+	}
 	h1 := xxhash.Sum64(spki)
 	if f.large {
 		// Out of cache, the k loads should overlap in one memory round

@@ -1,0 +1,23 @@
+//go:build !unix
+
+package pkbf
+
+import (
+	"errors"
+	"fmt"
+)
+
+// inPlace is not available here: editing in place needs mmap and flock.
+type inPlace struct{ err error }
+
+func openInPlace(path string) (*Filter, error) {
+	return nil, fmt.Errorf("pkbf: OpenFile %s: editing in place needs a Unix system: %w", path, errors.ErrUnsupported)
+}
+
+func (p *inPlace) lock(*Filter) bool       { return false }
+func (p *inPlace) lockShared(*Filter) bool { return false }
+func (p *inPlace) unlock()                 {}
+func (p *inPlace) refresh(*Filter) bool    { return false }
+func (p *inPlace) writeHeader(Header)      {}
+func (p *inPlace) sync() error             { return p.err }
+func (p *inPlace) close() error            { return p.err }

@@ -1,0 +1,144 @@
+package pkbf
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// seedFiles adds every file of testdata/keys (and the filters in
+// testdata/) to a fuzz corpus.
+func seedFiles(f *testing.F, patterns ...string) {
+	for _, p := range patterns {
+		names, _ := filepath.Glob(p)
+		for _, name := range names {
+			if b, err := os.ReadFile(name); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+}
+
+func checkErr(t *testing.T, err, sentinel error) {
+	t.Helper()
+	if !errors.Is(err, sentinel) || !strings.HasPrefix(err.Error(), "pkbf: ") {
+		t.Fatalf("error %q: want %v and the pkbf: prefix", err, sentinel)
+	}
+}
+
+func FuzzParseHeader(f *testing.F) {
+	seedFiles(f, "testdata/*.pkbf")
+	f.Add(rawHeader("pkbfv1", 1, 1555799917, 3, 12, 18))
+	f.Add(rawHeader("pkbfv1", 1<<32-1, 1<<64-1, 1<<32-1, 255, 63))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := ParseHeader(b)
+		if err != nil {
+			checkErr(t, err, ErrInvalidFile)
+			if h != (Header{}) {
+				t.Fatalf("failed parse returned %+v", h)
+			}
+			return
+		}
+		again, err := h.MarshalBinary()
+		if err != nil || !bytes.Equal(again, b[:HeaderSize]) {
+			t.Fatalf("re-encoded %x, %v; want %x", again, err, b[:HeaderSize])
+		}
+	})
+}
+
+func FuzzParse(f *testing.F) {
+	seedFiles(f, "testdata/*.pkbf")
+	f.Add(buildFilter(f, 3, 6, []byte("a"), []byte("b")))
+	f.Add(buildFilter(f, 1, 3))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		flt, err := Parse(b)
+		streamed, streamErr := ReadFilter(bytes.NewReader(b))
+		if err != nil {
+			checkErr(t, err, ErrInvalidFile)
+			if flt != nil {
+				t.Fatal("failed Parse returned a filter")
+			}
+			if streamErr == nil && !strings.Contains(err.Error(), "trailing") {
+				t.Fatalf("ReadFilter accepted what Parse refused: %v", err)
+			}
+			return
+		}
+		if streamErr != nil || !bytes.Equal(streamed.data, flt.data) || streamed.Header() != flt.Header() {
+			t.Fatalf("ReadFilter disagrees with Parse: %v", streamErr)
+		}
+		var out bytes.Buffer
+		hdr, _ := flt.Header().MarshalBinary()
+		out.Write(hdr)
+		out.Write(flt.data)
+		if !bytes.Equal(out.Bytes(), b) {
+			t.Fatal("header and data do not re-encode to the input")
+		}
+		if r := flt.FillRatio(); r < 0 || r > 1 {
+			t.Fatalf("FillRatio = %v", r)
+		}
+		if r := flt.FalsePositiveRate(); r < 0 || r > 1 {
+			t.Fatalf("FalsePositiveRate = %v", r)
+		}
+		flt.Probably(b)
+	})
+}
+
+func FuzzSPKI(f *testing.F) {
+	seedFiles(f, "testdata/keys/*")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		spki, err := SPKI(b)
+		if err != nil {
+			checkErr(t, err, ErrInvalidKey)
+			if spki != nil {
+				t.Fatal("failed SPKI returned bytes")
+			}
+			return
+		}
+		if _, err := parseSPKI(spki); err != nil {
+			t.Fatalf("SPKI returned an invalid SPKI: %v", err)
+		}
+		if again, err := SPKI(spki); err != nil || !bytes.Equal(again, spki) {
+			t.Fatalf("SPKI(SPKI(x)) = %x, %v; want SPKI(x)", again, err)
+		}
+		encs, err := Encodings(spki)
+		if err != nil {
+			checkErr(t, err, ErrInvalidKey)
+			return
+		}
+		for _, e := range encs {
+			if _, err := parseSPKI(e); err != nil {
+				t.Fatalf("Encodings returned an invalid SPKI: %v", err)
+			}
+		}
+	})
+}
+
+func FuzzKeyScanner(f *testing.F) {
+	seedFiles(f, "testdata/keys/*")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := NewKeyScanner(bytes.NewReader(b))
+		n := 0
+		for s.Scan() {
+			n++
+			k := s.Key()
+			if k.Index != n || k.Offset < 0 || k.Offset > int64(len(b)) || len(k.Raw) > len(b)+2 {
+				t.Fatalf("key %d: index %d, offset %d, %d raw bytes of %d", n, k.Index, k.Offset, len(k.Raw), len(b))
+			}
+			if _, err := k.SPKI(); err != nil {
+				checkErr(t, err, ErrInvalidKey)
+			}
+			if k.Source() == "" {
+				t.Fatal("empty Source")
+			}
+		}
+		if s.Err() != nil {
+			t.Fatalf("Err = %v reading from memory", s.Err())
+		}
+		if n > len(b)/2+1 {
+			t.Fatalf("%d keys from %d bytes", n, len(b))
+		}
+	})
+}

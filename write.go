@@ -1,0 +1,362 @@
+package pkbf
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// Limits on the parameters of filters this package creates. Reading accepts
+// any hash length up to 63, as the format allows; creating stops at 2^40
+// bits (128 GiB), far past any real filter and within what a machine can
+// hold or a file system store sparsely.
+const (
+	maxCreateHashLength = 40
+	maxEntryCount       = math.MaxUint32
+)
+
+func checkParameters(hashCount, hashLength int) error {
+	if hashCount < minHashCount || hashCount > maxHashCount {
+		return fmt.Errorf("pkbf: hash count %d out of range %d to %d", hashCount, minHashCount, maxHashCount)
+	}
+	if hashLength < minHashLength || hashLength > maxCreateHashLength {
+		return fmt.Errorf("pkbf: hash length %d out of range %d to %d", hashLength, minHashLength, maxCreateHashLength)
+	}
+	if uint64(1)<<hashLength/8 > dataSizeLimit {
+		return fmt.Errorf("pkbf: hash length %d needs more memory than this platform can address", hashLength)
+	}
+	return nil
+}
+
+// New returns an empty in-memory filter with the given hash count
+// (1 to 255) and hash length (3 to 40): revision 0, update time the Unix
+// epoch, no entries. Add keys with [Filter.Add] and save it with
+// [Filter.WriteFile] or [Filter.WriteTo].
+func New(hashCount, hashLength int) (*Filter, error) {
+	if err := checkParameters(hashCount, hashLength); err != nil {
+		return nil, err
+	}
+	h := Header{Updated: time.Unix(0, 0).UTC(), HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
+	n := int(h.DataSize())
+	words := make([]uint32, (n+3)/4)
+	f := newFilter(h, unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n))
+	f.words = words
+	return f, nil
+}
+
+// bigEndian reports the byte order of this machine, which decides where a
+// data byte sits in the 32-bit word that atomic operations update.
+var bigEndian = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
+
+// wordBit returns the index of the word holding bit p of the data, and the
+// bit's mask within that word (bit p is data byte p/8 under 0x80>>(p%8)).
+func wordBit(p uint64) (uint64, uint32) {
+	b := p >> 3
+	shift := (b & 3) * 8
+	if bigEndian {
+		shift = 24 - shift
+	}
+	return b >> 2, uint32(0x80>>(p&7)) << shift
+}
+
+// probablyAtomic is Probably for writable filters: it loads the words
+// atomically, as Add stores them.
+func (f *Filter) probablyAtomic(spki []byte) bool {
+	words, mask := f.words, f.mask
+	x, y := hashes(spki)
+	for i := range f.k {
+		w, m := wordBit(x & mask)
+		if atomic.LoadUint32(&words[w])&m == 0 {
+			return false
+		}
+		x, y = step(x, y, i)
+	}
+	return true
+}
+
+// Add adds spki, a DER SubjectPublicKeyInfo, to the filter, as the
+// reference implementation does: a key already probably present changes
+// nothing and Add returns false; otherwise Add sets its bits, raises the
+// entry count by one (it stops at 2^32-1), sets the update time to now and,
+// on the first add of this editing session (since New or OpenFile), raises
+// the revision by one. It returns true.
+//
+// Add and Probably are safe to call from many goroutines at once. Add
+// panics on a filter that is not writable (from Open, Parse or ReadFilter).
+//
+// On a filter edited in place, each Add takes an exclusive flock(2) on the
+// file, reads the header there (other processes may have added keys), sets
+// the bits and then writes the header. A crash in between can at worst
+// leave a key's bits set with the count not yet raised. An error from the
+// file makes Add return false; Sync and Close report it.
+func (f *Filter) Add(spki []byte) bool {
+	h1, h2 := hashes(spki)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.words == nil {
+		panic("pkbf: Add on a read-only or closed Filter")
+	}
+	if f.inPlace != nil {
+		if !f.inPlace.lock(f) {
+			return false
+		}
+		defer f.inPlace.unlock()
+	}
+	// Set every bit, noting whether any was clear. Adds are serialized by
+	// f.mu, so if none was, the key was already probably present and the
+	// ORs changed nothing.
+	added := false
+	x, y := h1, h2
+	for i := range f.k {
+		w, m := wordBit(x & f.mask)
+		if atomic.OrUint32(&f.words[w], m)&m == 0 {
+			added = true
+		}
+		x, y = step(x, y, i)
+	}
+	if !added {
+		return false
+	}
+	h := &f.hdr
+	if h.EntryCount < maxEntryCount {
+		h.EntryCount++
+	}
+	h.Updated = time.Now().UTC().Truncate(time.Second)
+	if !f.edited {
+		if h.Revision < math.MaxUint32 {
+			h.Revision++
+		}
+		f.edited = true
+	}
+	if f.inPlace != nil {
+		f.inPlace.writeHeader(f.hdr)
+	}
+	return true
+}
+
+// AddKey adds the key of data, anything [SPKI] accepts, under every
+// encoding [Encodings] lists: an EC key under both point forms, as the
+// publisher does. It returns how many of those encodings were new; errors
+// wrap [ErrInvalidKey], or come from the file of a filter edited in place.
+func (f *Filter) AddKey(data []byte) (int, error) {
+	spki, err := SPKI(data)
+	if err != nil {
+		return 0, err
+	}
+	encodings, err := Encodings(spki)
+	if err != nil {
+		return 0, err
+	}
+	added := 0
+	for _, e := range encodings {
+		if f.Add(e) {
+			added++
+		}
+	}
+	return added, f.fileErr()
+}
+
+// fileErr returns the first error met editing a file in place.
+func (f *Filter) fileErr() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.inPlace == nil {
+		return nil
+	}
+	return f.inPlace.err
+}
+
+// WriteTo writes the filter, header and data, to w: a consistent snapshot,
+// as adds wait until it is done. It implements io.WriterTo.
+func (f *Filter) WriteTo(w io.Writer) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.data == nil {
+		return 0, errors.New("pkbf: WriteTo on a closed Filter")
+	}
+	if f.inPlace != nil {
+		if !f.inPlace.lockShared(f) {
+			return 0, f.inPlace.err
+		}
+		defer f.inPlace.unlock()
+	}
+	hdr, err := f.hdr.MarshalBinary()
+	if err != nil {
+		return 0, err
+	}
+	n, err := w.Write(hdr)
+	total := int64(n)
+	if err != nil {
+		return total, err
+	}
+	n, err = w.Write(f.data)
+	return total + int64(n), err
+}
+
+// WriteFile writes the filter to path atomically: to a temporary file in
+// the same directory, synced to disk, then renamed over path. Readers never
+// see a half-written filter, a failure (a full disk, say) leaves any old
+// file as it was, and readers that have the old file open keep their view
+// of it. A new file gets mode 0644; an existing one keeps its mode.
+func (f *Filter) WriteFile(path string) error {
+	return writeFileAtomic(path, func(w io.Writer) error {
+		_, err := f.WriteTo(w)
+		return err
+	})
+}
+
+func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	if err := write(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a rename in dir durable. File systems that cannot sync a
+// directory say EINVAL; the rename then stands as the system left it.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}
+
+// Create makes a new, empty filter file at path, as the reference does:
+// it refuses an existing file (errors.Is(err, fs.ErrExist)) and writes the
+// header (revision 0, time 0, no entries, the given hash count and length,
+// in the ranges of [New]) and zeroed data, sparse where the file system
+// allows. A failure removes the partial file.
+func Create(path string, hashCount, hashLength int) (err error) {
+	if err := checkParameters(hashCount, hashLength); err != nil {
+		return err
+	}
+	file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	h := Header{HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
+	if err := file.Truncate(int64(h.FileSize())); err != nil {
+		return err
+	}
+	hdr, _ := h.MarshalBinary()
+	if _, err := file.WriteAt(hdr, 0); err != nil {
+		return err
+	}
+	return file.Sync()
+}
+
+// OpenFile opens the filter file at path: with os.O_RDONLY as [Open] does,
+// with os.O_RDWR for editing in place, for filters too big to rewrite.
+// Changes made by [Filter.Add] go straight to the file (which is mapped
+// into memory) under an exclusive flock(2) each, so the reference
+// implementation and other processes can work on the same file; they are
+// durable after [Filter.Sync] or [Filter.Close]. Editing in place needs a
+// Unix system. Errors are those of Open.
+func OpenFile(path string, flag int) (*Filter, error) {
+	switch flag {
+	case os.O_RDONLY:
+		return Open(path)
+	case os.O_RDWR:
+		return openInPlace(path)
+	}
+	return nil, fmt.Errorf("pkbf: OpenFile %s: flag %#x, want os.O_RDONLY or os.O_RDWR", path, flag)
+}
+
+// Sync makes the changes to a filter edited in place durable, and returns
+// the first error met editing it. For other filters it does nothing.
+func (f *Filter) Sync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.inPlace == nil {
+		return nil
+	}
+	return f.inPlace.sync()
+}
+
+// Parameters returns the hash count and hash length the reference
+// implementation chooses for a filter of the given number of entries at the
+// false-positive rate fpRate: hash length L = ceil(log2(-n·ln p / ln²2)),
+// at least 3, and the smallest hash count k with
+// (1 - (1 - 1/2^L)^(k·n))^k < p. It returns an error for fpRate outside
+// (0, 1), no entries, more entries than a header can count, or a result
+// outside what [New] accepts.
+func Parameters(entries uint64, fpRate float64) (hashCount, hashLength int, err error) {
+	switch {
+	case !(fpRate > 0 && fpRate < 1):
+		return 0, 0, fmt.Errorf("pkbf: false-positive rate %v is not between 0 and 1", fpRate)
+	case entries == 0:
+		return 0, 0, errors.New("pkbf: a filter for 0 entries has no parameters")
+	case entries > maxEntryCount:
+		return 0, 0, fmt.Errorf("pkbf: %d entries is more than a filter header can count (%d)", entries, uint64(maxEntryCount))
+	}
+	n := float64(entries)
+	bits := -n * math.Log(fpRate) / (math.Ln2 * math.Ln2)
+	hashLength = max(minHashLength, int(math.Ceil(math.Log2(bits))))
+	if hashLength > maxCreateHashLength {
+		return 0, 0, fmt.Errorf("pkbf: %d entries at rate %v need hash length %d, more than %d", entries, fpRate, hashLength, maxCreateHashLength)
+	}
+	m := float64(uint64(1) << hashLength)
+	for k := minHashCount; k <= maxHashCount; k++ {
+		if falsePositiveRate(uint64(m), uint64(k), entries) < fpRate {
+			return k, hashLength, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("pkbf: no hash count up to %d reaches rate %v for %d entries in 2^%d bits", maxHashCount, fpRate, entries, hashLength)
+}

@@ -1,0 +1,591 @@
+package pkbf
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestNewLimits(t *testing.T) {
+	for _, tt := range []struct {
+		k, l int
+		want string
+	}{
+		{1, 3, ""}, {255, 3, ""}, {3, 24, ""},
+		{0, 10, "hash count 0 out of range 1 to 255"},
+		{256, 10, "hash count 256 out of range"},
+		{-1, 10, "hash count -1"},
+		{3, 2, "hash length 2 out of range 3 to 40"},
+		{3, 41, "hash length 41 out of range"},
+		{3, 64, "hash length 64"},
+	} {
+		f, err := New(tt.k, tt.l)
+		if tt.want == "" {
+			if err != nil || f.Header().HashCount != uint8(tt.k) || f.Header().HashLength != uint8(tt.l) || len(f.data) != 1<<tt.l/8 {
+				t.Errorf("New(%d, %d) = %v", tt.k, tt.l, err)
+			}
+			continue
+		}
+		if f != nil || err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "pkbf: ") {
+			t.Errorf("New(%d, %d) error = %v, want %q", tt.k, tt.l, err, tt.want)
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	// The largest hash length New accepts on 64-bit platforms, 40, would
+	// take 128 GiB; Create makes such a file sparsely (see TestCreate).
+}
+
+// New filters with each example's parameters, given the publisher's two
+// keys (the EC key under both point forms), equal the example files.
+func TestWriteMatchesExamples(t *testing.T) {
+	dir := vectors(t)
+	for _, ex := range exampleFilters {
+		f, err := New(int(ex.k), int(ex.l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := f.AddKey(mustRead(t, filepath.Join(dir, "rsa2048_key.pem"))); n != 1 || err != nil {
+			t.Fatalf("%s: AddKey(RSA) = %d, %v; want 1", ex.name, n, err)
+		}
+		n, err := f.AddKey(mustRead(t, filepath.Join(dir, "p256_cert.der")))
+		if err != nil || n < 1 {
+			t.Fatalf("%s: AddKey(P-256) = %d, %v", ex.name, n, err)
+		}
+		want := mustRead(t, filepath.Join(dir, ex.name))
+		var buf bytes.Buffer
+		if _, err := f.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if got := buf.Bytes()[HeaderSize:]; !bytes.Equal(got, want[HeaderSize:]) {
+			t.Errorf("%s: data = %x\nwant          %x", ex.name, got, want[HeaderSize:])
+		}
+		// The compressed form is there, whichever form was given.
+		if !f.Probably(mustRead(t, filepath.Join(dir, "p256_compressed_spki.der"))) {
+			t.Errorf("%s: compressed P-256 SPKI not found after AddKey", ex.name)
+		}
+	}
+}
+
+func testKeys(prefix string, n int) [][]byte {
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "%s key %d", prefix, i)
+	}
+	return keys
+}
+
+// checkHeader compares a header with the expected revision and count, and
+// checks that its time is the epoch (if !changed) or within [after, before].
+func checkHeader(t *testing.T, step string, h Header, rev, count uint32, after, before time.Time) {
+	t.Helper()
+	if h.Revision != rev || h.EntryCount != count {
+		t.Errorf("%s: revision %d, count %d; want %d, %d", step, h.Revision, h.EntryCount, rev, count)
+	}
+	if h.Updated.Before(after.Truncate(time.Second)) || h.Updated.After(before) {
+		t.Errorf("%s: updated %v, want between %v and %v", step, h.Updated, after, before)
+	}
+}
+
+func TestReferenceSemanticsInMemory(t *testing.T) {
+	epoch := time.Unix(0, 0)
+	f, _ := New(3, 14)
+	checkHeader(t, "new", f.Header(), 0, 0, epoch, epoch)
+	if f.Probably([]byte("a")) {
+		t.Fatal("empty filter says probably")
+	}
+	start := time.Now()
+	if !f.Add([]byte("a")) {
+		t.Fatal("Add(a) = false on an empty filter")
+	}
+	h1 := f.Header()
+	checkHeader(t, "first add", h1, 1, 1, start, time.Now())
+	if f.Add([]byte("a")) {
+		t.Error("second Add(a) = true")
+	}
+	if f.Header() != h1 {
+		t.Errorf("duplicate add changed the header: %+v, was %+v", f.Header(), h1)
+	}
+	if !f.Add([]byte("b")) {
+		t.Fatal("Add(b) = false")
+	}
+	checkHeader(t, "second key", f.Header(), 1, 2, start, time.Now())
+	// Written and read back, the header is the same.
+	path := filepath.Join(t.TempDir(), "f.pkbf")
+	if err := f.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if g.Header() != f.Header() || !g.Probably([]byte("a")) || !g.Probably([]byte("b")) {
+		t.Errorf("read back %+v, want %+v with both keys", g.Header(), f.Header())
+	}
+}
+
+func TestReferenceSemanticsInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.pkbf")
+	if err := Create(path, 4, 12); err != nil {
+		t.Fatal(err)
+	}
+	epoch := time.Unix(0, 0)
+	// Session 1: revision 0 -> 1 on the first add, kept on the second.
+	f, err := OpenFile(path, os.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkHeader(t, "created", f.Header(), 0, 0, epoch, epoch)
+	start := time.Now()
+	if !f.Add([]byte("a")) || !f.Add([]byte("b")) || f.Add([]byte("a")) {
+		t.Fatal("session 1: adds of a, b, a did not return true, true, false")
+	}
+	checkHeader(t, "session 1", f.Header(), 1, 2, start, time.Now())
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := ParseHeader(mustRead(t, path))
+	checkHeader(t, "file after session 1", h, 1, 2, start, time.Now())
+	// Session 2: a duplicate changes nothing, even the revision; a new key
+	// raises it once.
+	f, err = OpenFile(path, os.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Add([]byte("b")) {
+		t.Error("session 2: Add(b) = true")
+	}
+	if got := f.Header(); got != h {
+		t.Errorf("session 2: duplicate changed the header to %+v", got)
+	}
+	if !f.Add([]byte("c")) || !f.Add([]byte("d")) {
+		t.Fatal("session 2: Add(c), Add(d) = false")
+	}
+	checkHeader(t, "session 2", f.Header(), 2, 4, start, time.Now())
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	checkHeader(t, "file after session 2", g.Header(), 2, 4, start, time.Now())
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if !g.Probably([]byte(k)) {
+			t.Errorf("Probably(%s) = false after the sessions", k)
+		}
+	}
+	// The in-place file equals the same adds made in memory.
+	m, _ := New(4, 12)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		m.Add([]byte(k))
+	}
+	if !bytes.Equal(g.data, m.data) {
+		t.Error("in-place data differs from in-memory data")
+	}
+}
+
+func TestRoundTripFalsePositives(t *testing.T) {
+	const n, rate = 5000, 0.01
+	k, l, err := Parameters(n, rate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := New(k, l)
+	keys := testKeys("round trip", n)
+	added := 0
+	for _, key := range keys {
+		if f.Add(key) {
+			added++
+		}
+	}
+	// A key that is already a false positive when added is not counted, as
+	// in the reference: at most about n times the final rate.
+	if int(f.Header().EntryCount) != added || added < n-2*n*rate {
+		t.Fatalf("%d adds returned true, count %d, want nearly %d", added, f.Header().EntryCount, n)
+	}
+	path := filepath.Join(t.TempDir(), "rt.pkbf")
+	if err := f.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for _, key := range keys {
+		if !g.Probably(key) {
+			t.Fatalf("false negative for %q", key)
+		}
+	}
+	const trials = 200000
+	hits := 0
+	for _, key := range testKeys("absent", trials) {
+		if g.Probably(key) {
+			hits++
+		}
+	}
+	expect := g.FalsePositiveRate() * trials
+	if expect >= rate*trials || math.Abs(float64(hits)-expect) > 6*math.Sqrt(expect) {
+		t.Errorf("%d false positives in %d, FalsePositiveRate predicts %.0f (target rate %v)", hits, trials, expect, rate)
+	}
+}
+
+func TestConcurrentAddAndProbably(t *testing.T) {
+	f, _ := New(7, 16)
+	shared := testKeys("shared", 300)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	trues := 0
+	stop := make(chan struct{})
+	for g := range 4 {
+		wg.Add(1)
+		go func() { // adders: their own keys, and all the shared keys
+			defer wg.Done()
+			n := 0
+			for _, key := range append(testKeys(fmt.Sprint("own ", g), 300), shared...) {
+				if f.Add(key) {
+					n++
+				}
+				if !f.Probably(key) {
+					t.Errorf("Probably(%q) = false right after Add", key)
+				}
+			}
+			mu.Lock()
+			trues += n
+			mu.Unlock()
+		}()
+	}
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Add(1)
+		go func() { // readers, while keys are added
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					f.Probably(shared[0])
+					f.Header()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	if h := f.Header(); int(h.EntryCount) != trues || trues < 1400 || trues > 1500 || h.Revision != 1 {
+		t.Errorf("count %d, revision %d; %d adds returned true (of 1500 distinct keys)", h.EntryCount, h.Revision, trues)
+	}
+}
+
+// TestFlockProtocol runs a second process that adds keys to the same file
+// at the same time as this one: with the lock, no count update is lost.
+func TestFlockProtocol(t *testing.T) {
+	const n = 20000
+	path := filepath.Join(t.TempDir(), "shared.pkbf")
+	if err := Create(path, 5, 20); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFlockHelper$")
+	cmd.Env = append(os.Environ(), "PKBF_HELPER_ADD="+path)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFile(path, os.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("helper said %q, %v; stderr: %s", line, err, stderr.String())
+	}
+	io.WriteString(stdin, "go\n") // both add from here on
+	mine := addKeys(t, f, "parent", n)
+	rest, _ := io.ReadAll(out)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v\n%s%s", err, rest, stderr.String())
+	}
+	var theirs int
+	if _, err := fmt.Sscanf(string(rest), "added %d", &theirs); err != nil {
+		t.Fatalf("helper output %q: %v", rest, err)
+	}
+	g, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	h := g.Header()
+	if int(h.EntryCount) != mine+theirs || mine < n*99/100 || theirs < n*99/100 || h.Revision != 2 {
+		t.Errorf("file has %d entries, revision %d; the parent added %d and the helper %d (want the sum, revision 2)", h.EntryCount, h.Revision, mine, theirs)
+	}
+	for _, key := range append(testKeys("parent", n), testKeys("helper", n)...) {
+		if !g.Probably(key) {
+			t.Fatalf("Probably(%q) = false", key)
+		}
+	}
+}
+
+func TestFlockHelper(t *testing.T) {
+	path := os.Getenv("PKBF_HELPER_ADD")
+	if path == "" {
+		t.Skip("helper process for TestFlockProtocol")
+	}
+	f, err := OpenFile(path, os.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("ready")
+	if line, _ := bufio.NewReader(os.Stdin).ReadString('\n'); line != "go\n" {
+		t.Fatalf("parent said %q", line)
+	}
+	fmt.Printf("added %d\n", addKeys(t, f, "helper", 20000))
+}
+
+// addKeys adds n test keys to f, closes it and returns how many were new.
+func addKeys(t *testing.T, f *Filter, prefix string, n int) int {
+	added := 0
+	for _, key := range testKeys(prefix, n) {
+		if f.Add(key) {
+			added++
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return added
+}
+
+// The lock itself: while another descriptor holds the exclusive lock, an
+// in-place Add waits; a header changed by another writer is honoured.
+func TestInPlaceWaitsForLockAndRereadsHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.pkbf")
+	if err := Create(path, 3, 10); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFile(path, os.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	other, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := flockForTest(other, true); err != nil {
+		t.Skipf("flock: %v", err)
+	}
+	// Another writer's change: count 41, revision 7.
+	if _, err := other.WriteAt(rawHeader("pkbfv1", 7, 100, 41, 3, 10), 0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool)
+	go func() { done <- f.Add([]byte("k")) }()
+	select {
+	case <-done:
+		t.Fatal("Add went ahead while another descriptor held the exclusive lock")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := flockForTest(other, false); err != nil {
+		t.Fatal(err)
+	}
+	if !<-done {
+		t.Fatal("Add = false")
+	}
+	if h := f.Header(); h.EntryCount != 42 || h.Revision != 8 {
+		t.Errorf("after another writer's change: count %d, revision %d; want 42, 8", h.EntryCount, h.Revision)
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.pkbf")
+	old, _ := New(3, 10)
+	old.Add([]byte("old"))
+	if err := old.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	before := mustRead(t, path)
+	reader, err := Open(path) // a reader holding the old file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	// An injected failure halfway leaves the old file and no temporary.
+	boom := errors.New("disk full")
+	err = writeFileAtomic(path, func(w io.Writer) error {
+		w.Write(make([]byte, 50))
+		return boom
+	})
+	if err != boom {
+		t.Fatalf("writeFileAtomic error = %v, want %v", err, boom)
+	}
+	if !bytes.Equal(mustRead(t, path), before) {
+		t.Fatal("failed write changed the file")
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, ".*")); len(names) != 0 {
+		t.Errorf("temporary files left: %v", names)
+	}
+	// A successful write replaces the file; the reader keeps its view.
+	os.Chmod(path, 0o600)
+	newer, _ := New(3, 10)
+	newer.Add([]byte("new"))
+	if err := newer.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if !g.Probably([]byte("new")) || !reader.Probably([]byte("old")) || reader.Probably([]byte("new")) {
+		t.Error("after the replace: new file lacks the new key, or the old reader's view changed")
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want the old file's 0600", fi.Mode().Perm())
+	}
+	// A write into a missing directory fails and creates nothing.
+	if err := newer.WriteFile(filepath.Join(dir, "missing", "f.pkbf")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("WriteFile into a missing directory: %v", err)
+	}
+}
+
+func TestCreate(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.pkbf")
+	if err := Create(path, 3, 14); err != nil {
+		t.Fatal(err)
+	}
+	b := mustRead(t, path)
+	if want := append(rawHeader("pkbfv1", 0, 0, 0, 3, 14), make([]byte, 2048)...); !bytes.Equal(b, want) {
+		t.Errorf("created file is %d bytes, not the header and 2048 zero bytes", len(b))
+	}
+	if err := Create(path, 3, 14); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("Create over an existing file: %v, want fs.ErrExist", err)
+	}
+	if !bytes.Equal(mustRead(t, path), b) {
+		t.Error("refused Create changed the file")
+	}
+	for _, bad := range [][2]int{{0, 10}, {3, 2}, {3, 41}} {
+		p := filepath.Join(dir, fmt.Sprint(bad))
+		if err := Create(p, bad[0], bad[1]); err == nil {
+			t.Errorf("Create(k %d, L %d) succeeded", bad[0], bad[1])
+		}
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Create(k %d, L %d) left a file", bad[0], bad[1])
+		}
+	}
+	// The largest, L 40, is a sparse 128 GiB file where the file system
+	// allows it.
+	big := filepath.Join(dir, "big.pkbf")
+	if err := Create(big, 1, 40); err != nil {
+		t.Skipf("no sparse 128 GiB file here: %v", err)
+	}
+	if fi, _ := os.Stat(big); fi.Size() != 1<<37+HeaderSize {
+		t.Errorf("L 40 file is %d bytes", fi.Size())
+	}
+}
+
+func TestParameters(t *testing.T) {
+	for _, tt := range []struct {
+		n    uint64
+		p    float64
+		k, l int
+	}{
+		{42, 0.1, 2, 8},
+		{1000, 0.01, 3, 14},
+		{1200000, 0.01, 3, 24},
+		{1, 0.5, 1, 3}, // the smallest hash length
+	} {
+		k, l, err := Parameters(tt.n, tt.p)
+		if err != nil || k != tt.k || l != tt.l {
+			t.Errorf("Parameters(%d, %v) = %d, %d, %v; want %d, %d", tt.n, tt.p, k, l, err, tt.k, tt.l)
+		}
+		// The definition, checked independently: k is the smallest that works.
+		m := math.Ldexp(1, l)
+		fp := func(k int) float64 { return math.Pow(1-math.Pow(1-1/m, float64(k)*float64(tt.n)), float64(k)) }
+		if fp(k) >= tt.p || (k > 1 && fp(k-1) < tt.p) {
+			t.Errorf("Parameters(%d, %v): k %d is not the smallest with rate < p", tt.n, tt.p, k)
+		}
+	}
+	for _, tt := range []struct {
+		n    uint64
+		p    float64
+		want string
+	}{
+		{0, 0.01, "0 entries"},
+		{100, 0, "not between 0 and 1"},
+		{100, 1, "not between 0 and 1"},
+		{100, -0.5, "not between 0 and 1"},
+		{100, math.NaN(), "not between 0 and 1"},
+		{1 << 32, 0.01, "more than a filter header can count"},
+		{1<<32 - 1, 1e-100, "need hash length 41, more than 40"},
+	} {
+		if _, _, err := Parameters(tt.n, tt.p); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parameters(%d, %v) error = %v, want %q", tt.n, tt.p, err, tt.want)
+		}
+	}
+}
+
+func TestOpenFileAndMisuse(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := OpenFile(filepath.Join(dir, "x"), os.O_WRONLY); err == nil || !strings.Contains(err.Error(), "want os.O_RDONLY or os.O_RDWR") {
+		t.Errorf("OpenFile(O_WRONLY) error = %v", err)
+	}
+	if _, err := OpenFile(filepath.Join(dir, "missing"), os.O_RDWR); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenFile(missing, O_RDWR) error = %v", err)
+	}
+	bad := filepath.Join(dir, "bad.pkbf")
+	os.WriteFile(bad, append(rawHeader("pkbfv1", 0, 0, 0, 3, 10), 1, 2, 3), 0o644)
+	before := mustRead(t, bad)
+	if _, err := OpenFile(bad, os.O_RDWR); !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), bad) {
+		t.Errorf("OpenFile(truncated, O_RDWR) error = %v", err)
+	}
+	if !bytes.Equal(mustRead(t, bad), before) {
+		t.Error("refused OpenFile changed the file")
+	}
+	// Adding to a read-only filter is a programming error: it panics.
+	ro, _ := Parse(buildFilter(t, 2, 4))
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "read-only") {
+				t.Errorf("Add on a read-only filter: recover() = %v", r)
+			}
+		}()
+		ro.Add([]byte("x"))
+	}()
+	// The count stops at 2^32-1 instead of wrapping.
+	f, _ := New(3, 12)
+	f.hdr.EntryCount = math.MaxUint32
+	if !f.Add([]byte("x")) || f.Header().EntryCount != math.MaxUint32 {
+		t.Errorf("count after add at the maximum = %d", f.Header().EntryCount)
+	}
+	// Sync and WriteTo of a closed filter.
+	if err := f.Sync(); err != nil {
+		t.Errorf("Sync of an in-memory filter = %v", err)
+	}
+	f.Close()
+	if _, err := f.WriteTo(io.Discard); err == nil {
+		t.Error("WriteTo after Close succeeded")
+	}
+}
