@@ -2,7 +2,6 @@ package pkbf
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +23,10 @@ const (
 	maxCreateHashLength = 40
 	maxEntryCount       = math.MaxUint32
 )
+
+// warmBeforeLock is the data size (an L2 cache) past which Add loads a
+// key's words before it takes the lock; see Add.
+const warmBeforeLock = 1 << 20
 
 func checkParameters(hashCount, hashLength int) error {
 	if hashCount < minHashCount || hashCount > maxHashCount {
@@ -54,26 +57,25 @@ func New(hashCount, hashLength int) (*Filter, error) {
 	return f, nil
 }
 
-// bigEndian reports the byte order of this machine, which decides where a
-// data byte sits in the 32-bit word that atomic operations update.
-var bigEndian = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
-
 // wordBit returns the index of the word holding bit p of the data, and the
 // bit's mask within that word (bit p is data byte p/8 under 0x80>>(p%8)).
+// Where a byte sits in its word depends on the machine's byte order:
+// byteInWord is 0 on little-endian machines and 3 on big-endian ones.
 func wordBit(p uint64) (uint64, uint32) {
 	b := p >> 3
-	shift := (b & 3) * 8
-	if bigEndian {
-		shift = 24 - shift
-	}
+	shift := ((b & 3) ^ byteInWord) * 8
 	return b >> 2, uint32(0x80>>(p&7)) << shift
 }
 
 // probablyAtomic is Probably for writable filters: it loads the words
 // atomically, as Add stores them.
 func (f *Filter) probablyAtomic(spki []byte) bool {
+	h1, h2 := hashes(spki)
+	return f.probeAtomic(h1, h2)
+}
+
+func (f *Filter) probeAtomic(x, y uint64) bool {
 	words, mask := f.words, f.mask
-	x, y := hashes(spki)
 	for i := range f.k {
 		w, m := wordBit(x & mask)
 		if atomic.LoadUint32(&words[w])&m == 0 {
@@ -82,6 +84,19 @@ func (f *Filter) probablyAtomic(spki []byte) bool {
 		x, y = step(x, y, i)
 	}
 	return true
+}
+
+// loadAll loads the word of every position of a key, with no branch
+// between the loads, and reports whether all its bits are set.
+func (f *Filter) loadAll(x, y uint64) bool {
+	words, mask := f.words, f.mask
+	var missing uint32
+	for i := range f.k {
+		w, m := wordBit(x & mask)
+		missing |= m &^ atomic.LoadUint32(&words[w])
+		x, y = step(x, y, i)
+	}
+	return missing == 0
 }
 
 // Add adds spki, a DER SubjectPublicKeyInfo, to the filter, as the
@@ -100,11 +115,22 @@ func (f *Filter) probablyAtomic(spki []byte) bool {
 // leave a key's bits set with the count not yet raised. An error from the
 // file makes Add return false; Sync and Close report it.
 func (f *Filter) Add(spki []byte) bool {
+	if f.words == nil {
+		panic("pkbf: Add on a read-only or closed Filter")
+	}
 	h1, h2 := hashes(spki)
+	// Past the L2 cache, first load all the key's words, before the lock.
+	// The loads overlap, where the locked ORs below cannot, and bring the
+	// lines into the cache for them; and a key whose bits are all set
+	// already changes nothing, so it needs no lock at all.
+	if len(f.data) > warmBeforeLock && f.loadAll(h1, h2) {
+		return false
+	}
+	now := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.words == nil {
-		panic("pkbf: Add on a read-only or closed Filter")
+		panic("pkbf: Add on a closed Filter")
 	}
 	if f.inPlace != nil {
 		if !f.inPlace.lock(f) {
@@ -112,14 +138,15 @@ func (f *Filter) Add(spki []byte) bool {
 		}
 		defer f.inPlace.unlock()
 	}
-	// Set every bit, noting whether any was clear. Adds are serialized by
-	// f.mu, so if none was, the key was already probably present and the
-	// ORs changed nothing.
+	// Set the bits that are clear. Adds are serialized by f.mu (and by the
+	// file lock across processes), so no bit changes between the load and
+	// the OR; if none was clear, the key was already probably present.
 	added := false
 	x, y := h1, h2
 	for i := range f.k {
 		w, m := wordBit(x & f.mask)
-		if atomic.OrUint32(&f.words[w], m)&m == 0 {
+		if atomic.LoadUint32(&f.words[w])&m == 0 {
+			atomic.OrUint32(&f.words[w], m)
 			added = true
 		}
 		x, y = step(x, y, i)
@@ -131,7 +158,7 @@ func (f *Filter) Add(spki []byte) bool {
 	if h.EntryCount < maxEntryCount {
 		h.EntryCount++
 	}
-	h.Updated = time.Now().UTC().Truncate(time.Second)
+	h.Updated = time.Unix(now.Unix(), 0).UTC()
 	if !f.edited {
 		if h.Revision < math.MaxUint32 {
 			h.Revision++
