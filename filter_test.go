@@ -175,7 +175,7 @@ func TestBadFiles(t *testing.T) {
 		{"hash count 0", append(rawHeader("pkbfv1", 0, 0, 0, 0, 6), make([]byte, 8)...), "hash count is 0"},
 		{"hash length 2", append(rawHeader("pkbfv1", 0, 0, 0, 1, 2), 0), "hash length is 2"},
 		{"hash length 64", append(rawHeader("pkbfv1", 0, 0, 0, 1, 64), make([]byte, 8)...), "hash length is 64"},
-		{"hash length 63, tiny data", append(rawHeader("pkbfv1", 0, 0, 0, 1, 63), make([]byte, 8)...), "header says 1152921504606846976"},
+		{"largest addressable hash length, tiny data", append(rawHeader("pkbfv1", 0, 0, 0, 1, maxAddressable), make([]byte, 8)...), fmt.Sprintf("header says %d", uint64(1)<<maxAddressable/8)},
 	}
 	dir := t.TempDir()
 	for _, tt := range tests {
@@ -204,6 +204,36 @@ func TestBadFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// maxAddressable is the largest hash length whose data fits this
+// platform's address space: 63 on 64-bit platforms, 33 on 32-bit ones.
+var maxAddressable = func() uint8 {
+	l := uint8(maxHashLength)
+	for uint64(1)<<l/8 > uint64(math.MaxInt-HeaderSize) {
+		l--
+	}
+	return l
+}()
+
+// Both sides of the address-space limit: the largest hash length that fits
+// gets as far as the size check; one more (on 32-bit platforms) is refused
+// as unaddressable, by Parse, Open and ReadFilter alike.
+func TestAddressSpaceLimit(t *testing.T) {
+	for _, l := range []uint8{maxAddressable, maxAddressable + 1} {
+		if l > maxHashLength {
+			continue // 64-bit: every valid hash length fits
+		}
+		b := append(rawHeader("pkbfv1", 0, 0, 0, 1, l), 0)
+		_, err := Parse(b)
+		refused := err != nil && strings.Contains(err.Error(), "more than this platform can address")
+		if refused != (l > maxAddressable) {
+			t.Errorf("hash length %d: Parse error %v", l, err)
+		}
+		if _, err := ReadFilter(bytes.NewReader(b)); !errors.Is(err, ErrInvalidFile) || (l > maxAddressable) != strings.Contains(err.Error(), "more than this platform can address") {
+			t.Errorf("hash length %d: ReadFilter error %v", l, err)
+		}
 	}
 }
 
@@ -249,7 +279,7 @@ func TestOpenDoesNotWrite(t *testing.T) {
 }
 
 func TestReadFilterLyingHeader(t *testing.T) {
-	hdr := rawHeader("pkbfv1", 0, 0, 0, 3, 63)
+	hdr := rawHeader("pkbfv1", 0, 0, 0, 3, maxAddressable) // claims 2^60 bytes on 64-bit platforms
 	for _, n := range []int{0, 100, 3 << 20} {
 		r := io.MultiReader(bytes.NewReader(hdr), io.LimitReader(zeros{}, int64(n)))
 		var before, after runtime.MemStats
