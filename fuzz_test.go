@@ -2,11 +2,15 @@ package pkbf
 
 import (
 	"bytes"
+	"encoding/pem"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // seedFiles adds every file of testdata/keys (and the filters in
@@ -116,9 +120,45 @@ func FuzzSPKI(f *testing.F) {
 	})
 }
 
+// scanSummary is everything a scan reports, for comparing two scans.
+func scanSummary(r io.Reader) (string, error) {
+	var out strings.Builder
+	s := NewKeyScanner(r)
+	for s.Scan() {
+		k := s.Key()
+		spki, err := k.SPKI()
+		fmt.Fprintf(&out, "%d %d %d %s %x %v\n", k.Index, k.Line, k.Offset, k.Source(), spki, err)
+	}
+	return out.String(), s.Err()
+}
+
+// checkFramings compares a scan of b that frames PEM blocks from the read
+// buffer with one through a one-byte reader, which frames them line by line.
+func checkFramings(t *testing.T, name string, b []byte) {
+	fast, err1 := scanSummary(bytes.NewReader(b))
+	slow, err2 := scanSummary(iotest.OneByteReader(bytes.NewReader(b)))
+	if fast != slow || (err1 == nil) != (err2 == nil) {
+		t.Fatalf("%s: buffered and line-by-line framing differ:\n%s\n----\n%s", name, fast, slow)
+	}
+}
+
+func TestKeyScannerFramings(t *testing.T) {
+	names, _ := filepath.Glob("testdata/keys/*")
+	for _, name := range names {
+		checkFramings(t, name, mustRead(t, name))
+	}
+	pub := mustRead(t, "testdata/keys/p256.spki.pem")
+	crlf := bytes.ReplaceAll(pub, []byte("\n"), []byte("\r\n"))
+	indented := bytes.ReplaceAll(pub, []byte("\n"), []byte("\n  "))
+	for name, b := range map[string][]byte{"CRLF": crlf, "indented": indented, "BEGIN inside": append(pub[:60:60], pub...)} {
+		checkFramings(t, name, b)
+	}
+}
+
 func FuzzKeyScanner(f *testing.F) {
 	seedFiles(f, "testdata/keys/*")
 	f.Fuzz(func(t *testing.T, b []byte) {
+		checkFramings(t, "input", b)
 		s := NewKeyScanner(bytes.NewReader(b))
 		n := 0
 		for s.Scan() {
@@ -139,6 +179,24 @@ func FuzzKeyScanner(f *testing.F) {
 		}
 		if n > len(b)/2+1 {
 			t.Fatalf("%d keys from %d bytes", n, len(b))
+		}
+	})
+}
+
+// FuzzDecodePEMBlock checks the scanner's fast PEM decoding against
+// encoding/pem: whatever it accepts, encoding/pem reads the same way.
+func FuzzDecodePEMBlock(f *testing.F) {
+	seedFiles(f, "testdata/keys/*.pem")
+	f.Add([]byte("-----BEGIN X-----\nAAAA\nAA==\n-----END X-----\n"))
+	f.Add([]byte("-----BEGIN X-----\nAA==\nAAAA\n-----END X-----\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		typ, der, ok := decodePEMBlock(raw)
+		if !ok {
+			return
+		}
+		want, _ := pem.Decode(raw)
+		if want == nil || want.Type != string(typ) || !bytes.Equal(want.Bytes, der) || len(want.Headers) != 0 {
+			t.Fatalf("fast decoding gives %q %x; encoding/pem gives %+v", typ, der, want)
 		}
 	})
 }

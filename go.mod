@@ -8,3 +8,5 @@ require (
 )
 
 require golang.org/x/crypto v0.58.0
+
+require golang.org/x/term v0.47.0

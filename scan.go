@@ -3,8 +3,9 @@ package pkbf
 import (
 	"bufio"
 	"bytes"
-	"fmt"
+	"encoding/base64"
 	"io"
+	"strconv"
 )
 
 // Limits that keep a KeyScanner's memory bounded on any input.
@@ -46,13 +47,20 @@ const (
 // Source says where the key came from: "block 2 (line 31)" for PEM,
 // "line 7" for OpenSSH lines, "object 3 (byte 2048)" for DER.
 func (k *Key) Source() string {
+	var b []byte
 	switch k.kind {
 	case kindPEM:
-		return fmt.Sprintf("block %d (line %d)", k.Index, k.Line)
+		b = strconv.AppendInt(append(b, "block "...), int64(k.Index), 10)
+		b = strconv.AppendInt(append(b, " (line "...), int64(k.Line), 10)
+		b = append(b, ')')
 	case kindDER:
-		return fmt.Sprintf("object %d (byte %d)", k.Index, k.Offset)
+		b = strconv.AppendInt(append(b, "object "...), int64(k.Index), 10)
+		b = strconv.AppendInt(append(b, " (byte "...), k.Offset, 10)
+		b = append(b, ')')
+	default:
+		b = strconv.AppendInt(append(b, "line "...), int64(k.Line), 10)
 	}
-	return fmt.Sprintf("line %d", k.Line)
+	return string(b)
 }
 
 // SPKI returns the key's DER SubjectPublicKeyInfo, as [SPKI] does for a
@@ -64,7 +72,11 @@ func (k *Key) SPKI() ([]byte, error) {
 	}
 	switch k.kind {
 	case kindPEM:
-		return pemSPKI(k.Raw)
+		if typ, der, ok := decodePEMBlock(k.Raw); ok {
+			return typedSPKI(string(typ), der, nil)
+		}
+		return pemSPKI(k.Raw) // headers, or anything unusual
+
 	case kindDER:
 		return derSPKI(k.Raw)
 	}
@@ -103,6 +115,7 @@ type KeyScanner struct {
 	ignored  int    // first line of text that was neither key nor comment
 	ecParams []byte // an "EC PARAMETERS" block waiting for its key
 	pushback *textLine
+	scratch  []byte // the PEM block being read, reused
 }
 
 // textLine is one line of text input, without its line ending.
@@ -205,7 +218,11 @@ func (s *KeyScanner) scanText() bool {
 		case l.tooLong:
 			return s.emit(kindLine, l.number, l.start, nil, keyErrorf("line is longer than %d bytes", maxLineSize))
 		case bytes.HasPrefix(l.text, []byte("-----BEGIN ")):
-			if k, ok := s.scanPEM(l); ok {
+			k, ok, framed := s.scanPEMBuffered(l)
+			if !framed {
+				k, ok = s.scanPEM(l)
+			}
+			if ok {
 				return s.emit(kindPEM, k.Line, k.Offset, k.Raw, k.err)
 			}
 			if s.err != nil {
@@ -241,8 +258,9 @@ func (s *KeyScanner) finish(err error) bool {
 func (s *KeyScanner) scanPEM(begin textLine) (k Key, ok bool) {
 	k = Key{Line: begin.number, Offset: begin.start}
 	blockType := pemType(begin.text)
-	block := append(make([]byte, 0, 2048), begin.text...)
+	block := append(s.scratch[:0], begin.text...)
 	block = append(block, '\n')
+	defer func() { s.scratch = block[:0] }()
 	tooBig := false
 	for {
 		l, err := s.readLine()
@@ -272,21 +290,57 @@ func (s *KeyScanner) scanPEM(begin textLine) (k Key, ok bool) {
 			break
 		}
 	}
-	switch {
-	case tooBig:
+	if tooBig {
 		s.ecParams = nil
 		k.err = keyErrorf("PEM block %q is larger than %d bytes", blockType, maxObjectSize)
-	case blockType == "EC PARAMETERS":
-		s.ecParams = block
-		return k, false
-	default:
-		if s.ecParams != nil && blockType == "EC PRIVATE KEY" {
-			block = append(s.ecParams, block...)
-		}
-		s.ecParams = nil
-		k.Raw = block
+		return k, true
 	}
+	return s.finishPEM(k, blockType, block)
+}
+
+// finishPEM completes the Key of a whole PEM block. It reports false for an
+// "EC PARAMETERS" block, which it keeps for the "EC PRIVATE KEY" after it.
+func (s *KeyScanner) finishPEM(k Key, blockType string, block []byte) (Key, bool) {
+	if blockType == "EC PARAMETERS" {
+		s.ecParams = bytes.Clone(block)
+		return k, false
+	}
+	if s.ecParams != nil && blockType == "EC PRIVATE KEY" {
+		k.Raw = append(s.ecParams, block...)
+	} else {
+		k.Raw = bytes.Clone(block)
+	}
+	s.ecParams = nil
 	return k, true
+}
+
+// scanPEMBuffered frames the PEM block whose BEGIN line is begin in one
+// step, when its END line is already in the read buffer: one search for the
+// next line that starts with "-----" instead of a read per line. It reports
+// framed = false, having read nothing, when the block is not wholly
+// buffered or anything is unusual (a BEGIN before the END, say): scanPEM
+// then reads it line by line, as it also reports its errors.
+func (s *KeyScanner) scanPEMBuffered(begin textLine) (k Key, ok, framed bool) {
+	buf, _ := s.r.Peek(s.r.Buffered())
+	i := bytes.Index(buf, []byte("-----"))
+	if i < 0 || len(bytes.TrimLeft(buf[bytes.LastIndexByte(buf[:i], '\n')+1:i], " \t\r")) != 0 {
+		return k, false, false // no marker, or one inside a line
+	}
+	eol := bytes.IndexByte(buf[i:], '\n')
+	if eol < 0 || !bytes.HasPrefix(bytes.TrimSpace(buf[i:i+eol]), []byte("-----END ")) {
+		return k, false, false // the same test as scanPEM's, on the trimmed line
+	}
+	chunk := buf[:i+eol+1]
+	if len(begin.text)+1+len(chunk) > maxObjectSize {
+		return k, false, false
+	}
+	block := append(append(append(s.scratch[:0], begin.text...), '\n'), chunk...)
+	s.scratch = block[:0]
+	s.line += bytes.Count(chunk, []byte("\n"))
+	s.offset += int64(len(chunk))
+	s.r.Discard(len(chunk))
+	k, ok = s.finishPEM(Key{Line: begin.number, Offset: begin.start}, pemType(begin.text), block)
+	return k, ok, true
 }
 
 // looksLikeSSHLine reports whether a text line outside PEM blocks is meant
@@ -379,4 +433,47 @@ func derLength(r *bufio.Reader) (size int64, headerLen int, err error) {
 		size = size<<8 | int64(c)
 	}
 	return size, 2 + n, nil
+}
+
+// decodePEMBlock decodes a block framed by the scanner: a BEGIN line, lines
+// of base64 and an END line of the same type. It decodes each line straight
+// into the result, so it takes the common shape only (no headers, every
+// line but the last a multiple of four characters, padding only at the
+// end) and reports false for anything else, which encoding/pem then reads.
+func decodePEMBlock(raw []byte) (typ, der []byte, ok bool) {
+	first, rest, _ := bytes.Cut(raw, []byte("\n"))
+	body, last, ok := cutLastLine(rest)
+	typ, ok1 := bytes.CutPrefix(bytes.TrimSpace(first), []byte("-----BEGIN "))
+	typ, ok2 := bytes.CutSuffix(typ, []byte("-----"))
+	endTyp, ok3 := bytes.CutPrefix(bytes.TrimSpace(last), []byte("-----END "))
+	endTyp, ok4 := bytes.CutSuffix(endTyp, []byte("-----"))
+	if !ok || !ok1 || !ok2 || !ok3 || !ok4 || !bytes.Equal(typ, endTyp) {
+		return nil, nil, false
+	}
+	der = make([]byte, base64.StdEncoding.DecodedLen(len(body)))
+	n := 0
+	for len(body) > 0 {
+		var line []byte
+		line, body, _ = bytes.Cut(body, []byte("\n"))
+		line = bytes.TrimSpace(line)
+		if len(body) > 0 && (len(line)%4 != 0 || bytes.IndexByte(line, '=') >= 0) {
+			return nil, nil, false // joined lines, or padding before the end
+		}
+		m, err := base64.StdEncoding.Decode(der[n:], line)
+		if err != nil {
+			return nil, nil, false
+		}
+		n += m
+	}
+	return typ, der[:n], true
+}
+
+// cutLastLine splits "a\nb\nEND\n" into "a\nb\n" and "END".
+func cutLastLine(b []byte) (before, last []byte, ok bool) {
+	b = bytes.TrimRight(b, "\r\n")
+	i := bytes.LastIndexByte(b, '\n')
+	if i < 0 {
+		return nil, b, len(b) > 0
+	}
+	return b[:i+1], b[i+1:], true
 }

@@ -221,8 +221,12 @@ func pemBlockSPKI(block *pem.Block, ecParams []byte) ([]byte, error) {
 	if strings.Contains(block.Headers["Proc-Type"], "ENCRYPTED") {
 		return nil, keyErrorf("%s is encrypted (Proc-Type %s): its public key cannot be read without the passphrase", block.Type, block.Headers["Proc-Type"])
 	}
-	b := block.Bytes
-	switch block.Type {
+	return typedSPKI(block.Type, block.Bytes, ecParams)
+}
+
+// typedSPKI returns the SPKI of the DER contents b of a PEM block of type typ.
+func typedSPKI(typ string, b []byte, ecParams []byte) ([]byte, error) {
+	switch typ {
 	case "PUBLIC KEY":
 		return checkedSPKI(b)
 	case "RSA PUBLIC KEY":
@@ -251,7 +255,7 @@ func pemBlockSPKI(block *pem.Block, ecParams []byte) ([]byte, error) {
 	case "DSA PRIVATE KEY":
 		return nil, keyErrorf("DSA keys are not supported")
 	}
-	return nil, keyErrorf("PEM block type %q is not a key, certificate or certificate request", block.Type)
+	return nil, keyErrorf("PEM block type %q is not a key, certificate or certificate request", typ)
 }
 
 // derSPKI tells the DER structures apart by the tags of their first fields.

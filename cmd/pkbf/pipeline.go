@@ -1,0 +1,189 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pkbf/pkbf"
+)
+
+// An input is one FILE argument, or standard input.
+type input struct {
+	name  string // as the user wrote it; "-" is standard input
+	stdin io.Reader
+}
+
+// display is how the input is named in output.
+func (in input) display() string {
+	if in.name == "-" {
+		return "<stdin>"
+	}
+	return in.name
+}
+
+func inputsOf(names []string, stdin io.Reader) []input {
+	if len(names) == 0 {
+		names = []string{"-"}
+	}
+	inputs := make([]input, len(names))
+	for i, name := range names {
+		inputs[i] = input{name: name, stdin: stdin}
+	}
+	return inputs
+}
+
+// An item is one key found in an input, or an input that could not be
+// read (then key is zero and err says why), with what the workers made of it.
+type item struct {
+	input string // display name
+	key   pkbf.Key
+	err   error
+	// Set by the work function.
+	spki     []byte
+	probably bool
+	extra    [][]byte // add: the other encodings
+}
+
+// source names where the item came from, for output and errors.
+func (it *item) source() string {
+	if it.key.Index == 0 {
+		return it.input
+	}
+	return it.input + ": " + it.key.Source()
+}
+
+// errorMessage says what went wrong and where; an error opening or reading
+// an input already names it.
+func (it *item) errorMessage() string {
+	if it.key.Index == 0 {
+		return displayErr(it.err)
+	}
+	return it.source() + ": " + displayErr(it.err)
+}
+
+// batch is a run of items from one input, processed by one worker and
+// emitted in order.
+type batch struct {
+	items []item
+	done  chan struct{}
+}
+
+const batchSize = 256
+
+// pipeline reads every key of the inputs, runs work on each on all cores,
+// and calls emit on each in input order, from one goroutine. emit returns
+// false to stop early. Memory stays bounded: the reader waits when the
+// workers or emit fall behind.
+func pipeline(inputs []input, work func(*item), emit func(*item) bool, prog *progress) {
+	workers := runtime.GOMAXPROCS(0)
+	order := make(chan *batch, 4*workers)
+	todo := make(chan *batch, 4*workers)
+	stop := make(chan struct{})
+	var stopOnce sync.Once
+	halt := func() { stopOnce.Do(func() { close(stop) }) }
+
+	go func() { // the reader: frames keys, in order
+		defer close(order)
+		defer close(todo)
+		send := func(b *batch) bool {
+			select {
+			case order <- b:
+			case <-stop:
+				return false
+			}
+			select {
+			case todo <- b:
+				return true
+			case <-stop:
+				return false
+			}
+		}
+		for _, in := range inputs {
+			if !readInput(in, send, prog) {
+				return
+			}
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range todo {
+				for i := range b.items {
+					if b.items[i].err == nil {
+						work(&b.items[i])
+					}
+					b.items[i].key.Raw = nil // done with it
+				}
+				close(b.done)
+			}
+		}()
+	}
+
+	for b := range order {
+		<-b.done
+		for i := range b.items {
+			if !emit(&b.items[i]) {
+				halt()
+				for range order { // let the reader finish
+				}
+				wg.Wait()
+				return
+			}
+		}
+		prog.keys.Add(int64(len(b.items)))
+	}
+	wg.Wait()
+}
+
+// readInput frames the keys of one input into batches and sends them.
+func readInput(in input, send func(*batch) bool, prog *progress) bool {
+	newBatch := func() *batch { return &batch{items: make([]item, 0, batchSize), done: make(chan struct{})} }
+	r := in.stdin
+	if in.name != "-" {
+		f, err := os.Open(in.name)
+		if err != nil {
+			b := newBatch()
+			b.items = append(b.items, item{input: in.display(), err: err})
+			return send(b)
+		}
+		defer f.Close()
+		r = f
+	}
+	s := pkbf.NewKeyScanner(&countingReader{r: r, n: &prog.bytes})
+	b := newBatch()
+	for s.Scan() {
+		b.items = append(b.items, item{input: in.display(), key: s.Key()})
+		if len(b.items) == batchSize {
+			if !send(b) {
+				return false
+			}
+			b = newBatch()
+		}
+	}
+	if err := s.Err(); err != nil {
+		b.items = append(b.items, item{input: in.display(), err: fmt.Errorf("reading %s: %w", in.display(), err)})
+	}
+	if len(b.items) > 0 {
+		return send(b)
+	}
+	return true
+}
+
+// countingReader counts the bytes read, for the progress display.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}

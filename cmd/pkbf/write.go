@@ -1,0 +1,125 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/pkbf/pkbf"
+)
+
+func runCreate(args []string, stdout, stderr io.Writer) int {
+	c := newCommand("create", "create [-hashes K -length L | -entries N -fp-rate P] FILTER", stdout, stderr)
+	hashes := c.Int("hashes", 0, "hash count `K`, 1 to 255 (with -length)")
+	length := c.Int("length", 0, "hash length `L`: the filter has 2^L bits, L from 3 to 40 (with -hashes)")
+	entries := c.Uint64("entries", 0, "expected number of keys `N` (with -fp-rate)")
+	rate := c.Float64("fp-rate", 0, "target false-positive rate `P`, between 0 and 1 (with -entries)")
+	if ok, code := c.parse(args, 1, 1); !ok {
+		return code
+	}
+	set := map[string]bool{}
+	c.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	byParams, bySize := set["hashes"] || set["length"], set["entries"] || set["fp-rate"]
+	switch {
+	case byParams && bySize:
+		_, code := c.fail("give either -hashes and -length or -entries and -fp-rate, not both")
+		return code
+	case byParams && !(set["hashes"] && set["length"]):
+		_, code := c.fail("-hashes and -length go together")
+		return code
+	case bySize && !(set["entries"] && set["fp-rate"]):
+		_, code := c.fail("-entries and -fp-rate go together")
+		return code
+	case !byParams && !bySize:
+		_, code := c.fail("give -hashes and -length, or -entries and -fp-rate")
+		return code
+	}
+	k, l := *hashes, *length
+	if bySize {
+		var err error
+		if k, l, err = pkbf.Parameters(*entries, *rate); err != nil {
+			errorf(stderr, "%s", displayErr(err))
+			return exitTrouble
+		}
+	}
+	path := c.Arg(0)
+	if err := pkbf.Create(path, k, l); err != nil {
+		errorf(stderr, "%s", displayErr(err))
+		return exitTrouble
+	}
+	h := pkbf.Header{HashCount: uint8(k), HashLength: uint8(l)}
+	fmt.Fprintf(stdout, "created %s: hash count %d, hash length %d (%d bits, %d bytes)", path, k, l, h.Bits(), h.FileSize())
+	if bySize {
+		fmt.Fprintf(stdout, ", chosen for %d entries at a false-positive rate of %g", *entries, *rate)
+	}
+	fmt.Fprintln(stdout)
+	return exitOK
+}
+
+func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := newCommand("add", "add FILTER [FILE...]", stdout, stderr)
+	if ok, code := c.parse(args, 1, -1); !ok {
+		return code
+	}
+	path := c.Arg(0)
+	f, err := pkbf.OpenFile(path, os.O_RDWR)
+	if err != nil {
+		errorf(stderr, "%v", err)
+		return exitTrouble
+	}
+	// An interrupt stops after the key being added; the file is synced and
+	// closed as usual. (Each add sets the key's bits before the header, so
+	// even a kill leaves a valid filter.)
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(interrupted)
+
+	inputs := inputsOf(c.Args()[1:], stdin)
+	prog := startProgress(stderr, inputs)
+	var keys, added int
+	troubled, stopped := false, false
+	pipeline(inputs, func(it *item) {
+		it.spki, it.err = it.key.SPKI()
+		if it.err == nil {
+			it.extra, it.err = pkbf.Encodings(it.spki)
+		}
+	}, func(it *item) bool {
+		select {
+		case <-interrupted:
+			stopped = true
+			return false
+		default:
+		}
+		if it.err != nil {
+			troubled = true
+			prog.clear()
+			errorf(stderr, "%s", it.errorMessage())
+			return true
+		}
+		keys++
+		for _, e := range it.extra {
+			if f.Add(e) {
+				added++
+			}
+		}
+		return true
+	}, prog)
+	prog.stop()
+	if err := f.Close(); err != nil {
+		errorf(stderr, "%v", err)
+		return exitTrouble
+	}
+	h := f.Header()
+	fmt.Fprintf(stdout, "%s: %d new entries from %d keys; %d entries, revision %d\n", path, added, keys, h.EntryCount, h.Revision)
+	switch {
+	case stopped:
+		errorf(stderr, "interrupted: the keys before stayed added, the rest were not")
+		return exitSignaled
+	case troubled:
+		return exitTrouble
+	}
+	return exitOK
+}
