@@ -145,8 +145,10 @@ func pipeline(inputs []input, work func(*item), emit func(*item) bool, prog *pro
 // readInput frames the keys of one input into batches and sends them.
 func readInput(in input, send func(*batch) bool, prog *progress) bool {
 	newBatch := func() *batch { return &batch{items: make([]item, 0, batchSize), done: make(chan struct{})} }
-	r := in.stdin
-	if in.name != "-" {
+	var file *os.File
+	if in.name == "-" {
+		file, _ = in.stdin.(*os.File)
+	} else {
 		f, err := os.Open(in.name)
 		if err != nil {
 			b := newBatch()
@@ -154,35 +156,56 @@ func readInput(in input, send func(*batch) bool, prog *progress) bool {
 			return send(b)
 		}
 		defer f.Close()
-		r = f
+		file = f
 	}
-	s := pkbf.NewKeyScanner(&countingReader{r: r, n: &prog.bytes})
+	var r io.Reader = file
+	if file == nil {
+		r = in.stdin
+	}
+	regular := false
+	if file != nil {
+		fi, err := file.Stat()
+		regular = err == nil && fi.Mode().IsRegular()
+	}
+	// From a pipe or terminal, a partial batch goes out whenever the scanner
+	// needs more input, which may block: keys from a slow stream are not held
+	// back waiting for more. Regular files do not block; they go in batches.
 	b := newBatch()
-	for s.Scan() {
-		b.items = append(b.items, item{input: in.display(), key: s.Key()})
-		if len(b.items) == batchSize {
-			if !send(b) {
-				return false
-			}
+	ok := true
+	flush := func() {
+		if ok && len(b.items) > 0 {
+			ok = send(b)
 			b = newBatch()
 		}
 	}
-	if err := s.Err(); err != nil {
+	beforeRead := flush
+	if regular {
+		beforeRead = func() {}
+	}
+	s := pkbf.NewKeyScanner(&countingReader{r: r, n: &prog.bytes, beforeRead: beforeRead})
+	for ok && s.Scan() {
+		b.items = append(b.items, item{input: in.display(), key: s.Key()})
+		if len(b.items) == batchSize {
+			flush()
+		}
+	}
+	if err := s.Err(); err != nil && ok {
 		b.items = append(b.items, item{input: in.display(), err: fmt.Errorf("reading %s: %w", in.display(), err)})
 	}
-	if len(b.items) > 0 {
-		return send(b)
-	}
-	return true
+	flush()
+	return ok
 }
 
-// countingReader counts the bytes read, for the progress display.
+// countingReader counts the bytes read, for the progress display, and
+// calls beforeRead before each read.
 type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
+	r          io.Reader
+	n          *atomic.Int64
+	beforeRead func()
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
+	c.beforeRead()
 	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
 	return n, err
