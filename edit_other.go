@@ -14,8 +14,7 @@ func openInPlace(path string) (*Filter, error) {
 	return nil, fmt.Errorf("pkbf: OpenFile %s: editing in place needs a Unix system: %w", path, errors.ErrUnsupported)
 }
 
-func (p *inPlace) lock(*Filter) bool       { return false }
-func (p *inPlace) lockShared(*Filter) bool { return false }
+func (p *inPlace) lock(*Filter, bool) bool { return false }
 func (p *inPlace) unlock()                 {}
 func (p *inPlace) refresh(*Filter) bool    { return false }
 func (p *inPlace) writeHeader(Header)      {}

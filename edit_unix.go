@@ -63,29 +63,18 @@ func (p *inPlace) fail(op string, err error) bool {
 	return false
 }
 
-// lock takes the exclusive file lock for a change and refreshes f's header
-// from the file. It reports false, recording why, if the change must not go
-// ahead.
-func (p *inPlace) lock(f *Filter) bool {
+// lock takes the file lock, exclusive for a change or shared to read a
+// consistent snapshot, and refreshes f's header from the file. It reports
+// false, recording why, if the work must not go ahead.
+func (p *inPlace) lock(f *Filter, exclusive bool) bool {
 	if p.err != nil {
 		return false
 	}
-	if err := unix.Flock(int(p.file.Fd()), unix.LOCK_EX); err != nil {
-		return p.fail("flock", err)
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
 	}
-	if !p.refresh(f) {
-		p.unlock()
-		return false
-	}
-	return true
-}
-
-// lockShared takes the shared file lock, to read a consistent snapshot.
-func (p *inPlace) lockShared(f *Filter) bool {
-	if p.err != nil {
-		return false
-	}
-	if err := unix.Flock(int(p.file.Fd()), unix.LOCK_SH); err != nil {
+	if err := unix.Flock(int(p.file.Fd()), how); err != nil {
 		return p.fail("flock", err)
 	}
 	if !p.refresh(f) {

@@ -255,7 +255,7 @@ func (f *Filter) Close() error {
 func (f *Filter) Header() Header {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.inPlace != nil && f.inPlace.lockShared(f) {
+	if f.inPlace != nil && f.inPlace.lock(f, false) {
 		f.inPlace.unlock()
 	}
 	return f.hdr

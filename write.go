@@ -133,7 +133,7 @@ func (f *Filter) Add(spki []byte) bool {
 		panic("pkbf: Add on a closed Filter")
 	}
 	if f.inPlace != nil {
-		if !f.inPlace.lock(f) {
+		if !f.inPlace.lock(f, true) {
 			return false
 		}
 		defer f.inPlace.unlock()
@@ -212,7 +212,7 @@ func (f *Filter) WriteTo(w io.Writer) (int64, error) {
 		return 0, errors.New("pkbf: WriteTo on a closed Filter")
 	}
 	if f.inPlace != nil {
-		if !f.inPlace.lockShared(f) {
+		if !f.inPlace.lock(f, false) {
 			return 0, f.inPlace.err
 		}
 		defer f.inPlace.unlock()

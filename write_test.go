@@ -121,6 +121,15 @@ func TestReferenceSemanticsInMemory(t *testing.T) {
 	}
 	checkHeader(t, "second key", f.Header(), 1, 2, start, time.Now())
 	// Written and read back, the header is the same.
+	g := writeAndOpen(t, f)
+	if g.Header() != f.Header() || !g.Probably([]byte("a")) || !g.Probably([]byte("b")) {
+		t.Errorf("read back %+v, want %+v with both keys", g.Header(), f.Header())
+	}
+}
+
+// writeAndOpen writes f to a file with WriteFile and opens that file.
+func writeAndOpen(t *testing.T, f *Filter) *Filter {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "f.pkbf")
 	if err := f.WriteFile(path); err != nil {
 		t.Fatal(err)
@@ -129,10 +138,8 @@ func TestReferenceSemanticsInMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Close()
-	if g.Header() != f.Header() || !g.Probably([]byte("a")) || !g.Probably([]byte("b")) {
-		t.Errorf("read back %+v, want %+v with both keys", g.Header(), f.Header())
-	}
+	t.Cleanup(func() { g.Close() })
+	return g
 }
 
 func TestRoundTripFalsePositives(t *testing.T) {
@@ -154,15 +161,7 @@ func TestRoundTripFalsePositives(t *testing.T) {
 	if int(f.Header().EntryCount) != added || added < n-2*n*rate {
 		t.Fatalf("%d adds returned true, count %d, want nearly %d", added, f.Header().EntryCount, n)
 	}
-	path := filepath.Join(t.TempDir(), "rt.pkbf")
-	if err := f.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	g, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := writeAndOpen(t, f)
 	for _, key := range keys {
 		if !g.Probably(key) {
 			t.Fatalf("false negative for %q", key)
