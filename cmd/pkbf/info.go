@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/pkbf/pkbf"
@@ -23,8 +22,7 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	defer f.Close()
-	h := f.Header()
-	fi, _ := os.Stat(path)
+	h := f.Header() // Open checked that the file is exactly h.FileSize() bytes
 	info := struct {
 		File              string  `json:"file"`
 		Revision          uint32  `json:"revision"`
@@ -37,7 +35,7 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 		FalsePositiveRate float64 `json:"false_positive_rate"`
 		FillRatio         float64 `json:"fill_ratio"`
 	}{path, h.Revision, h.Updated.UTC().Format(time.RFC3339), h.EntryCount, h.HashCount, h.HashLength,
-		h.Bits(), fi.Size(), f.FalsePositiveRate(), f.FillRatio()}
+		h.Bits(), int64(h.FileSize()), f.FalsePositiveRate(), f.FillRatio()}
 	if *asJSON {
 		b, _ := json.Marshal(info)
 		fmt.Fprintf(stdout, "%s\n", b)
