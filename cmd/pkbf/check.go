@@ -2,24 +2,35 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/pwnedkeys"
 )
 
 // Verdicts in check's text output.
 const (
-	verdictProbably = "probably"
-	verdictNo       = "no"
+	verdictProbably      = "probably"
+	verdictNo            = "no"
+	verdictCompromised   = "compromised"    // -confirm: a verified attestation
+	verdictFalsePositive = "false-positive" // -confirm: the API does not know it
+	verdictUnconfirmed   = "unconfirmed"    // -confirm: the API did not answer well
 )
 
+// confirmInFlight caps the API requests of check -confirm.
+const confirmInFlight = 8
+
 func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommand("check", "check [-json] FILTER [FILE...]", stdout, stderr)
+	c := newCommand("check", "check [-json] [-confirm [-api URL]] FILTER [FILE...]", stdout, stderr)
 	asJSON := c.Bool("json", false, "print one JSON object per key: source, fingerprint, probably (or error)")
+	confirm := c.Bool("confirm", false, "confirm every probably with the pwnedkeys API, verifying its proof")
+	api := c.String("api", pwnedkeys.DefaultBaseURL, "the pwnedkeys API `URL`, for -confirm")
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
 	}
@@ -34,28 +45,51 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer out.Flush()
 	inputs := inputsOf(c.Args()[1:], stdin)
 	prog := startProgress(stderr, inputs)
-	var found, troubled bool
-	var line []byte
-	pipeline(inputs, func(it *item) {
+	work, workers := func(it *item) {
 		it.spki, it.err = it.key.SPKI()
 		if it.err == nil {
 			it.probably = f.Probably(it.spki)
 		}
-	}, func(it *item) bool {
+	}, runtime.GOMAXPROCS(0)
+	if *confirm {
+		checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: *api}, MaxInFlight: confirmInFlight}
+		work = func(it *item) {
+			it.spki, it.err = it.key.SPKI()
+			if it.err == nil {
+				var res pwnedkeys.Result
+				it.probably, res, it.confirmErr = checker.Check(context.Background(), it.spki)
+				it.pwned = res.Pwned
+			}
+		}
+		workers = max(workers, confirmInFlight) // waiting on the network
+	}
+	var found, troubled bool
+	var line []byte
+	pipeline(inputs, workers, work, func(it *item) bool {
 		line = line[:0]
-		if it.err != nil {
+		switch {
+		case it.err != nil:
 			troubled = true
 			prog.clear()
 			errorf(stderr, "%s", it.errorMessage())
 			if *asJSON {
 				line = appendJSONError(line, it)
 			}
-		} else {
-			found = found || it.probably
-			if *asJSON {
-				line = appendJSONVerdict(line, it)
+		default:
+			if it.confirmErr != nil {
+				troubled = true
+				prog.clear()
+				errorf(stderr, "%s: confirming %x: %s", it.source(), fingerprint(it.spki), displayErr(it.confirmErr))
+			}
+			if *confirm {
+				found = found || it.pwned
 			} else {
-				line = appendTextVerdict(line, it)
+				found = found || it.probably
+			}
+			if *asJSON {
+				line = appendJSONVerdict(line, it, *confirm)
+			} else {
+				line = appendTextVerdict(line, it, *confirm)
 			}
 		}
 		if len(line) > 0 {
@@ -79,6 +113,21 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// verdict is the word for an item in check's output.
+func (it *item) verdict(confirm bool) string {
+	switch {
+	case !it.probably:
+		return verdictNo
+	case !confirm:
+		return verdictProbably
+	case it.confirmErr != nil:
+		return verdictUnconfirmed
+	case it.pwned:
+		return verdictCompromised
+	}
+	return verdictFalsePositive
+}
+
 // displayErr drops the package prefix from library errors, which the
 // command's own "pkbf: error:" already gives.
 func displayErr(err error) string {
@@ -92,15 +141,18 @@ func fingerprint(spki []byte) [2 * sha256.Size]byte {
 	return out
 }
 
-// appendTextVerdict appends "probably  FINGERPRINT  SOURCE\n" (or "no").
-func appendTextVerdict(b []byte, it *item) []byte {
-	v := verdictNo + "       "
-	if it.probably {
-		v = verdictProbably + " "
+// appendTextVerdict appends "VERDICT  FINGERPRINT  SOURCE\n", the verdict
+// padded to the widest one in use.
+func appendTextVerdict(b []byte, it *item, confirm bool) []byte {
+	v, width := it.verdict(confirm), len(verdictProbably)
+	if confirm {
+		width = len(verdictFalsePositive)
 	}
 	fp := fingerprint(it.spki)
 	b = append(b, v...)
-	b = append(b, ' ')
+	for range width - len(v) + 2 {
+		b = append(b, ' ')
+	}
 	b = append(b, fp[:]...)
 	b = append(b, "  "...)
 	b = append(b, it.source()...)
@@ -123,13 +175,22 @@ func appendJSONSource(b []byte, it *item) []byte {
 	return b
 }
 
-func appendJSONVerdict(b []byte, it *item) []byte {
+func appendJSONVerdict(b []byte, it *item, confirm bool) []byte {
 	fp := fingerprint(it.spki)
 	b = appendJSONSource(b, it)
 	b = append(b, `,"fingerprint":"`...)
 	b = append(b, fp[:]...)
 	b = append(b, `","probably":`...)
 	b = strconv.AppendBool(b, it.probably)
+	if confirm {
+		b = append(b, `,"verdict":"`...)
+		b = append(b, it.verdict(true)...)
+		b = append(b, '"')
+		if it.confirmErr != nil {
+			b = append(b, `,"error":`...)
+			b = appendJSONString(b, displayErr(it.confirmErr))
+		}
+	}
 	return append(b, "}\n"...)
 }
 

@@ -4,7 +4,7 @@
 // Usage:
 //
 //	pkbf info [-json] FILTER
-//	pkbf check [-json] FILTER [FILE...]
+//	pkbf check [-json] [-confirm [-api URL]] FILTER [FILE...]
 //	pkbf create [-hashes K -length L | -entries N -fp-rate P] FILTER
 //	pkbf add FILTER [FILE...]
 //	pkbf version
@@ -45,12 +45,15 @@ const usage = `pkbf: pwnedkeys bloom filters (pkbfv1)
 Usage:
   pkbf info [-json] FILTER
       Show the header, size, estimated false-positive rate and fill ratio.
-  pkbf check [-json] FILTER [FILE...]
+  pkbf check [-json] [-confirm [-api URL]] FILTER [FILE...]
       Check every key, certificate and request in the FILEs (standard input
       when none, or for -): PEM or DER objects, PEM bundles, authorized_keys
       and known_hosts files, OpenSSH keys. One line per key: verdict, SPKI
       SHA-256 fingerprint, source. Exit 1 if any key is probably
       compromised, else 2 if anything could not be read, else 0.
+      -confirm asks the pwnedkeys API about every probably and verifies its
+      signed proof: verdicts compromised, false-positive or unconfirmed
+      (with the error); then exit 1 only for verified compromised keys.
   pkbf create [-hashes K -length L | -entries N -fp-rate P] FILTER
       Create an empty filter file; refuses an existing file.
   pkbf add FILTER [FILE...]
@@ -63,6 +66,7 @@ Usage:
 Examples:
   pkbf check testdata/example.pkbf testdata/keys/p256.cert.pem
   cat *.pem | pkbf check -json filter.pkbf > verdicts.jsonl
+  pkbf check -confirm pwnedkeys.pkbf /etc/ssh/ssh_host_*_key.pub
   pkbf create -entries 1000000 -fp-rate 0.001 mine.pkbf
   pkbf add mine.pkbf compromised/*.pem ~/.ssh/known_bad.pub
   pkbf info -json mine.pkbf

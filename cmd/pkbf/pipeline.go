@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -46,6 +45,9 @@ type item struct {
 	spki     []byte
 	probably bool
 	extra    [][]byte // add: the other encodings
+	// check -confirm: what the pwnedkeys API said of a probable key.
+	pwned      bool
+	confirmErr error
 }
 
 // source names where the item came from, for output and errors.
@@ -74,12 +76,12 @@ type batch struct {
 
 const batchSize = 256
 
-// pipeline reads every key of the inputs, runs work on each on all cores,
-// and calls emit on each in input order, from one goroutine. emit returns
+// pipeline reads every key of the inputs, runs work on each in as many
+// goroutines as workers, and calls emit on each in input order, from one
+// goroutine. emit returns
 // false to stop early. Memory stays bounded: the reader waits when the
 // workers or emit fall behind.
-func pipeline(inputs []input, work func(*item), emit func(*item) bool, prog *progress) {
-	workers := runtime.GOMAXPROCS(0)
+func pipeline(inputs []input, workers int, work func(*item), emit func(*item) bool, prog *progress) {
 	order := make(chan *batch, 4*workers)
 	todo := make(chan *batch, 4*workers)
 	stop := make(chan struct{})

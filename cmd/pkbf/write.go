@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/pkbf/pkbf"
@@ -81,7 +82,7 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog := startProgress(stderr, inputs)
 	var keys, added int
 	troubled, stopped := false, false
-	pipeline(inputs, func(it *item) {
+	pipeline(inputs, runtime.GOMAXPROCS(0), func(it *item) {
 		it.spki, it.err = it.key.SPKI()
 		if it.err == nil {
 			it.extra, it.err = pkbf.Encodings(it.spki)

@@ -1,0 +1,52 @@
+package pwnedkeys
+
+import (
+	"context"
+	"sync"
+
+	"github.com/pkbf/pkbf"
+)
+
+// Checker puts a filter in front of a Client: the API is asked only about
+// keys the filter says are probably compromised, with at most MaxInFlight
+// requests at a time, so a pipeline pays the network only for hits. Set
+// its fields before the first Check; from then on it is safe for
+// concurrent use.
+type Checker struct {
+	Filter *pkbf.Filter
+	Client *Client // nil: a zero Client
+	// MaxInFlight caps concurrent requests; 0 means 4.
+	MaxInFlight int
+
+	once sync.Once
+	sem  chan struct{}
+}
+
+// Check reports whether the filter says spki is probably compromised and,
+// when it does, what the API says, as Client.Check: a verified attestation,
+// a 404 (a false positive of the filter) or an error. When the filter says
+// no, Check makes no request and returns probably false.
+func (c *Checker) Check(ctx context.Context, spki []byte) (probably bool, res Result, err error) {
+	if !c.Filter.Probably(spki) {
+		return false, Result{Fingerprint: pkbf.Fingerprint(spki)}, nil
+	}
+	c.once.Do(func() {
+		n := c.MaxInFlight
+		if n <= 0 {
+			n = 4
+		}
+		c.sem = make(chan struct{}, n)
+	})
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return true, Result{Fingerprint: pkbf.Fingerprint(spki)}, ctx.Err()
+	}
+	defer func() { <-c.sem }()
+	client := c.Client
+	if client == nil {
+		client = &Client{}
+	}
+	res, err = client.Check(ctx, spki)
+	return true, res, err
+}
