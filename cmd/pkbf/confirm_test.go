@@ -83,8 +83,8 @@ func TestCheckConfirm(t *testing.T) {
 	// known to the API: a false positive), rsa512 (a forged proof, signed
 	// by the p256 key). Not in it: p384 (no request made).
 	s, requests := apiServer(t, map[string][]byte{
-		fpOf(t, "p256.pub"):         attest(t, "p256.pkcs8.pem", "p256.pkcs8.pem"),
-		fpOf(t, "rsa512.spki.pem"):  attest(t, "rsa512.spki.pem", "p256.pkcs8.pem"),
+		fpOf(t, "p256.pub"):        attest(t, "p256.pkcs8.pem", "p256.pkcs8.pem"),
+		fpOf(t, "rsa512.spki.pem"): attest(t, "rsa512.spki.pem", "p256.pkcs8.pem"),
 	})
 	files := []string{key("p256.pub"), key("rsa2048.pub"), key("p384.pub"), key("rsa512.spki.pem")}
 	r := runWith(t, nil, append([]string{"check", "-confirm", "-api", s.URL, exampleFilter}, files...)...)
