@@ -78,10 +78,11 @@ const largeFilter = 16 << 20
 // newFilter makes a Filter over data, which must be exactly h.DataSize() bytes.
 func newFilter(h Header, data []byte) *Filter {
 	return &Filter{
-		hdr:  h,
-		data: data,
-		mask: h.Bits() - 1,
-		k:    uint64(h.HashCount),
+		hdr:   h,
+		data:  data,
+		mask:  h.Bits() - 1,
+		k:     uint64(h.HashCount),
+		large: len(data) > largeFilter,
 	}
 }
 

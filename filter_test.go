@@ -339,6 +339,27 @@ func TestProbablyNoFalseNegatives(t *testing.T) {
 	}
 }
 
+// Filters past the CPU caches take the query path for them (see Probably),
+// and give the same answers.
+func TestLargeFilterPath(t *testing.T) {
+	keys := [][]byte{[]byte("one"), []byte("two")}
+	for _, tt := range []struct {
+		l     uint8
+		large bool
+	}{{20, false}, {27, false}, {28, true}} { // 16 MiB is the limit
+		f, err := Parse(buildFilter(t, 7, tt.l, keys...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.large != tt.large {
+			t.Errorf("L %d: large = %v, want %v", tt.l, f.large, tt.large)
+		}
+		if !f.Probably(keys[0]) || !f.Probably(keys[1]) || f.Probably([]byte("three")) {
+			t.Errorf("L %d: wrong answers", tt.l)
+		}
+	}
+}
+
 func TestFalsePositiveRateAndFill(t *testing.T) {
 	empty, _ := Parse(buildFilter(t, 3, 14))
 	if r := empty.FalsePositiveRate(); r != 0 {
