@@ -11,8 +11,6 @@ package pwnedkeys
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pkbf/pkbf"
 )
 
 // DefaultBaseURL is the pwnedkeys API endpoint a zero Client uses.
@@ -80,8 +80,7 @@ type Result struct {
 // a few times, honouring Retry-After, within ctx's deadline), a broken
 // connection or a timeout is an error: a failure to answer, not a "no".
 func (c *Client) Check(ctx context.Context, spki []byte) (Result, error) {
-	sum := sha256.Sum256(spki)
-	res := Result{Fingerprint: hex.EncodeToString(sum[:])}
+	res := Result{Fingerprint: pkbf.Fingerprint(spki)}
 	key, err := parseKey(spki)
 	if err != nil {
 		return res, err
