@@ -266,6 +266,7 @@ func TestCheckBadInputs(t *testing.T) {
 	}{
 		{"truncated PEM, then a good key", []string{exampleFilter, truncated, key("p384.pub")}, 2, truncated + ": block 1 (line 1): invalid key: PEM block \"CERTIFICATE\" has no END line", 1},
 		{"missing input, others still checked", []string{exampleFilter, missing, key("p384.pub")}, 2, "open " + missing + ": no such file or directory", 1},
+		{"legacy encrypted PEM", []string{exampleFilter, key("p256.sec1-encrypted.pem"), key("p384.pub")}, 2, key("p256.sec1-encrypted.pem") + ": block 1 (line 1): invalid key: EC PRIVATE KEY is encrypted (Proc-Type 4,ENCRYPTED)", 1},
 		{"encrypted OpenSSH key is fine", []string{exampleFilter, key("p521.openssh-encrypted.openssh")}, 0, "", 1},
 		{"corrupt filter", []string{corrupt, key("p384.pub")}, 2, "invalid filter file: data is 4095 bytes, header says 4096", 0},
 		{"missing filter", []string{filepath.Join(dir, "none.pkbf"), key("p384.pub")}, 2, "no such file", 0},
