@@ -178,3 +178,19 @@ func BenchmarkSPKI(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOpen1GiB opens and closes a 1 GiB (sparse) filter file.
+func BenchmarkOpen1GiB(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "1g.pkbf")
+	if err := Create(path, 3, 33); err != nil {
+		b.Skip(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		f, err := Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+}

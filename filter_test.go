@@ -438,3 +438,25 @@ func TestProbablyAllocs(t *testing.T) {
 		t.Errorf("Probably allocates %v times per call, want 0", n)
 	}
 }
+
+// Opening a 1 GiB filter maps it: nothing like its size reaches the heap.
+func TestOpenLargeDoesNotCopy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "1g.pkbf")
+	if err := Create(path, 3, 33); err != nil { // 2^33 bits: 1 GiB, sparse
+		t.Skipf("no sparse 1 GiB file here: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f, err := Open(path)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 1<<20 && runtime.GOOS == "linux" {
+		t.Errorf("Open of a 1 GiB filter allocated %d bytes", grown)
+	}
+	if f.Probably([]byte("x")) || f.Header().DataSize() != 1<<30 {
+		t.Error("wrong filter")
+	}
+}
