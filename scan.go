@@ -75,7 +75,13 @@ func (k *Key) SPKI() ([]byte, error) {
 		if typ, der, ok := decodePEMBlock(k.Raw); ok {
 			return typedSPKI(string(typ), der, nil)
 		}
-		return pemSPKI(k.Raw) // headers, or anything unusual
+		// Headers, or anything unusual: encoding/pem reads it, line by line
+		// trimmed as the scanner reads lines, so indented blocks work too.
+		var trimmed []byte
+		for line := range bytes.Lines(k.Raw) {
+			trimmed = append(append(trimmed, bytes.TrimSpace(line)...), '\n')
+		}
+		return pemSPKI(trimmed)
 
 	case kindDER:
 		return derSPKI(k.Raw)
