@@ -58,8 +58,9 @@ Usage:
       Create an empty filter file; refuses an existing file.
   pkbf add FILTER [FILE...]
       Add every key in the FILEs to FILTER, in place (EC keys under both
-      point encodings). Safe to interrupt. Exit 2 if any input could not be
-      read; the other keys are still added.
+      point encodings). Safe to interrupt: a first Ctrl-C stops after the
+      key in progress, a second quits at once; the filter stays valid.
+      Exit 2 if any input could not be read; the other keys are still added.
   pkbf version
   pkbf help
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/pkbf/pkbf"
@@ -71,12 +72,25 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "%v", err)
 		return exitTrouble
 	}
-	// An interrupt stops after the key being added; the file is synced and
-	// closed as usual. (Each add sets the key's bits before the header, so
-	// even a kill leaves a valid filter.)
+	// A first interrupt stops adding after the key in progress; the file is
+	// synced and closed as usual. It also restores the default action, so
+	// a second one quits at once, even while the input is blocked: that is
+	// safe too, as each add sets the key's bits before the header and the
+	// mapped file keeps every write made.
 	interrupted := make(chan os.Signal, 1)
 	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(interrupted)
+	var stopping atomic.Bool
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-interrupted:
+			stopping.Store(true)
+			signal.Stop(interrupted)
+		case <-finished:
+		}
+	}()
 
 	inputs := inputsOf(c.Args()[1:], stdin)
 	prog := startProgress(stderr, inputs)
@@ -88,11 +102,9 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			it.extra, it.err = pkbf.Encodings(it.spki)
 		}
 	}, func(it *item) bool {
-		select {
-		case <-interrupted:
+		if stopping.Load() {
 			stopped = true
 			return false
-		default:
 		}
 		if it.err != nil {
 			troubled = true
