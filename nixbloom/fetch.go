@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/pkbf/pkbf/internal/declared"
 )
 
 // ErrNoFilter is returned (wrapped) by Fetch when the cache's
@@ -27,9 +29,13 @@ const (
 
 // Fetch reads the nix-cache-info of the binary cache at cacheURL, follows
 // its BloomFilter field (an absolute URL, or a path relative to the cache
-// root) and downloads and validates the filter. It reads no more than the
-// filter's header says the file holds (and at most MaxFetchSize), growing
-// its buffer only as data arrives. A cache with no BloomFilter field gives
+// root) and downloads and validates the filter. It asks for the bytes as
+// they are (Accept-Encoding: identity) and refuses a response compressed
+// anyway. It reads no more than the filter's header says the file holds
+// (and at most MaxFetchSize), into one buffer: the filter's size plus a
+// small constant when Content-Length agrees with the header, else
+// allocated only once a quarter of the data has arrived, so a response
+// that lies about its size costs about what it sent. A cache with no BloomFilter field gives
 // an error wrapping ErrNoFilter, and no other request is made. c nil means
 // http.DefaultClient; ctx bounds the whole fetch.
 func Fetch(ctx context.Context, c *http.Client, cacheURL string) (*Filter, error) {
@@ -61,12 +67,17 @@ func Fetch(ctx context.Context, c *http.Client, cacheURL string) (*Filter, error
 		return nil, err
 	}
 	defer resp.Body.Close()
+	// do asks for the bytes as they are; a server that compresses anyway
+	// would make Content-Length and the header disagree with what arrives.
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return nil, fmt.Errorf("%w: %s: sent with Content-Encoding %q although the request asked for identity", ErrInvalidFilter, filterURL, enc)
+	}
 	// The header says how much follows; read exactly that.
 	var h [headerSize]byte
 	if _, err := io.ReadFull(resp.Body, h[:]); err != nil {
 		return nil, fmt.Errorf("%w: %s: reading the header: %w", ErrInvalidFilter, filterURL, err)
 	}
-	_, m, err := parseHeader(h[:])
+	k, m, err := parseHeader(h[:])
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, filterURL)
 	}
@@ -77,15 +88,29 @@ func Fetch(ctx context.Context, c *http.Client, cacheURL string) (*Filter, error
 	if resp.ContentLength >= 0 && uint64(resp.ContentLength) != size {
 		return nil, fmt.Errorf("%w: %s: Content-Length %d, header says %d", ErrInvalidFilter, filterURL, resp.ContentLength, size)
 	}
-	rest, err := io.ReadAll(io.LimitReader(resp.Body, int64(m/8)+1))
+	// One buffer of the declared size. With a Content-Length that agrees
+	// with the header (checked above) it is allocated at once: memory is the
+	// filter's size plus a small constant. Without one, it is allocated once
+	// a quarter of the data has arrived, so a lying header costs about what
+	// was sent.
+	var data []byte
+	var n int
+	if resp.ContentLength >= 0 {
+		data = make([]byte, m/8)
+		n, err = io.ReadFull(resp.Body, data)
+	} else {
+		data, n, err = declared.Read(resp.Body, int(m/8))
+	}
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return nil, fmt.Errorf("%w: %s: %d bytes after the header, which says %d: %w", ErrInvalidFilter, filterURL, n, m/8, io.ErrUnexpectedEOF)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("nixbloom: %s: %w", filterURL, err)
 	}
-	f, err := Parse(append(h[:], rest...))
-	if err != nil {
-		return nil, fmt.Errorf("%w (%s)", err, filterURL)
+	if k, _ := resp.Body.Read(make([]byte, 1)); k > 0 {
+		return nil, fmt.Errorf("%w: %s: more data than the header says (%d bytes)", ErrInvalidFilter, filterURL, size)
 	}
-	return f, nil
+	return &Filter{k: k, m: m, bits: data}, nil
 }
 
 func do(ctx context.Context, c *http.Client, u string) (*http.Response, error) {
@@ -93,6 +118,9 @@ func do(ctx context.Context, c *http.Client, u string) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nixbloom: %w", err)
 	}
+	// The bytes as they are: Go's transport would otherwise ask for gzip and
+	// decompress it out of sight, past every size check.
+	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("nixbloom: %w", err)

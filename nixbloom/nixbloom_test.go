@@ -3,16 +3,20 @@ package nixbloom
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -300,3 +304,61 @@ func BenchmarkMayContain(b *testing.B) {
 		f.MayContain(paths[i&1023])
 	}
 }
+
+// A server that compresses: Fetch asks for the bytes as they are and reads
+// them into one buffer, with the collector off so every allocation counts
+// (Go's transport used to ask for gzip and inflate it past every size
+// check); a server that compresses although asked not to is refused.
+func TestFetchEncoding(t *testing.T) {
+	const m = 1 << 29 // 64 MiB of bits
+	hdr := header("NixBloom", 1, 3, m)
+	var asked atomic.Value
+	serve := func(always bool) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/nix-cache-info" {
+				fmt.Fprint(w, "BloomFilter: x\n")
+				return
+			}
+			asked.Store(r.Header.Get("Accept-Encoding"))
+			if !always && !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+				w.Header().Set("Content-Length", fmt.Sprint(len(hdr)+m/8))
+				w.Write(hdr)
+				io.Copy(w, io.LimitReader(zeroReader{}, m/8))
+				return
+			}
+			w.Header().Set("Content-Encoding", "gzip")
+			z := gzip.NewWriter(w)
+			z.Write(hdr)
+			io.Copy(z, io.LimitReader(zeroReader{}, m/8))
+			z.Close()
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	s := serve(false)
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f, err := Fetch(context.Background(), s.Client(), s.URL)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.M() != m || asked.Load() != "identity" {
+		t.Errorf("m %d, Accept-Encoding %q", f.M(), asked.Load())
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("Fetch of %d bytes allocated %.3f× that", m/8, float64(alloc)/(m/8))
+	if alloc > m/8+4<<20 {
+		t.Errorf("Fetch allocated %d bytes for a %d-byte filter", alloc, m/8)
+	}
+	gz := serve(true)
+	if _, err := Fetch(context.Background(), gz.Client(), gz.URL); !errors.Is(err, ErrInvalidFilter) || !strings.Contains(err.Error(), "Content-Encoding") {
+		t.Errorf("a server that gzips anyway: Fetch = %v", err)
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
