@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkbf/pkbf"
@@ -52,12 +53,21 @@ var defaultHTTPClient = &http.Client{Timeout: 30 * time.Second}
 
 // Client asks the pwnedkeys API about keys. The zero value asks the public
 // endpoint with an HTTP client that times out after 30 seconds. A Client is
-// safe for concurrent use.
+// safe for concurrent use, and must not be copied after first use.
+//
+// When the server answers 429 or 5xx, the pause before the next try (its
+// Retry-After, or a jittered backoff) holds for every request of the
+// Client, not only the one that got the answer: a struggling server gets
+// one pause, not one request per key in flight.
 type Client struct {
 	// BaseURL is the API endpoint; empty means DefaultBaseURL.
 	BaseURL string
 	// HTTPClient makes the requests; nil means one with sane timeouts.
 	HTTPClient *http.Client
+
+	// pausedUntil is the Unix time in nanoseconds before which no request
+	// is made: shared by all the Client's requests.
+	pausedUntil atomic.Int64
 }
 
 // Result is what the API said of a key.
@@ -115,28 +125,61 @@ func (c *Client) httpClient() *http.Client {
 func (c *Client) fetch(ctx context.Context, fingerprint string) ([]byte, error) {
 	url := c.baseURL() + "/" + fingerprint
 	backoff := 500 * time.Millisecond
+	var last error // the last answer worth retrying
 	for attempt := 1; ; attempt++ {
+		if err := c.waitPause(ctx, last); err != nil {
+			return nil, err
+		}
 		body, retryAfter, err := c.get(ctx, url)
 		if err == nil || retryAfter < 0 || attempt == attempts {
 			return body, err
 		}
-		// A 429 or 5xx: wait, as the server asks or with jittered backoff,
-		// unless that would pass ctx's deadline.
+		// A 429 or 5xx: pause every request of the Client, as the server
+		// asks or with jittered backoff.
 		wait := retryAfter
 		if wait == 0 {
 			wait = backoff/2 + rand.N(backoff/2+1)
 			backoff *= 2
 		}
-		if deadline, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(deadline) {
-			return nil, fmt.Errorf("%w (no time left to retry before the deadline)", err)
+		c.pause(wait)
+		last = err
+	}
+}
+
+// pause makes the Client's requests wait d from now, unless they wait
+// longer already.
+func (c *Client) pause(d time.Duration) {
+	until := time.Now().Add(d).UnixNano()
+	for {
+		old := c.pausedUntil.Load()
+		if old >= until || c.pausedUntil.CompareAndSwap(old, until) {
+			return
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, fmt.Errorf("%w (then %w)", err, ctx.Err())
-		case <-timer.C:
-		}
+	}
+}
+
+// waitPause waits out the Client's pause. If that would pass ctx's
+// deadline it returns at once with an error; cause is the answer that
+// asked for the pause, when this request got it.
+func (c *Client) waitPause(ctx context.Context, cause error) error {
+	until := time.Unix(0, c.pausedUntil.Load())
+	wait := time.Until(until)
+	if wait <= 0 {
+		return nil
+	}
+	if cause == nil {
+		cause = errors.New("pwnedkeys: the server asked for a pause (429 or 5xx)")
+	}
+	if deadline, ok := ctx.Deadline(); ok && until.After(deadline) {
+		return fmt.Errorf("%w (no time left to retry before the deadline, in %s)", cause, time.Until(deadline).Round(time.Millisecond))
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("%w (then %w)", cause, ctx.Err())
+	case <-timer.C:
+		return nil
 	}
 }
 

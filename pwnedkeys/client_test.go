@@ -422,3 +422,41 @@ func TestChecker(t *testing.T) {
 		t.Errorf("%d requests, at most %d at once; want 12, at most 3", slow.requests.Load(), m)
 	}
 }
+
+// A struggling server (503, Retry-After 60) and many keys in flight: the
+// pause it asks for holds for all of them, so after the first answers no
+// more requests are made, and everything ends at the deadline at the
+// latest instead of each key waiting (and retrying) on its own.
+func TestSharedBackoff(t *testing.T) {
+	ks := testKeys(t)
+	s := newServer(t)
+	spki := ks["p256"].spki
+	s.on(fingerprint(spki), func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		status(503, "60")(w, r)
+	})
+	client := &Client{BaseURL: s.URL}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := client.Check(ctx, spki); err != nil {
+				failed.Add(1)
+			}
+		}()
+		time.Sleep(5 * time.Millisecond) // keys arrive one after another
+	}
+	wg.Wait()
+	if failed.Load() != 40 || time.Since(start) > 3*time.Second {
+		t.Errorf("%d of 40 checks failed after %v; want all, before the deadline", failed.Load(), time.Since(start))
+	}
+	if n := s.requests.Load(); n > 10 {
+		t.Errorf("%d requests to a server that asked for a 60 s pause; want only those made before its first answer", n)
+	}
+	t.Logf("%d requests for 40 keys", s.requests.Load())
+}
