@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/binary"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -192,5 +193,47 @@ func BenchmarkOpen1GiB(b *testing.B) {
 			b.Fatal(err)
 		}
 		f.Close()
+	}
+}
+
+// BenchmarkProbablyMapped queries filters from Open, whose queries guard
+// against a file cut short (see ErrFileChanged): the cost of that guard is
+// the difference to BenchmarkProbably's filters from Parse.
+func BenchmarkProbablyMapped(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		l    uint8
+		full bool
+	}{
+		{"InCache/HalfSet/RSA2048", 20, false},
+		{"InCache/AllSet/RSA2048", 20, true},
+		{"Large128MiB/HalfSet/RSA2048", 30, false},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			mem := benchFilter(b, 12, c.l, c.full)
+			path := filepath.Join(b.TempDir(), "f.pkbf")
+			file, err := os.Create(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := mem.WriteTo(file); err != nil {
+				b.Fatal(err)
+			}
+			file.Close()
+			f, err := Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			keys := benchKeys(b, "rsa2048.spki.der")
+			b.ReportAllocs()
+			hits := 0
+			for i := 0; b.Loop(); i++ {
+				if f.Probably(keys(i)) {
+					hits++
+				}
+			}
+			sink += uint64(hits)
+		})
 	}
 }

@@ -14,9 +14,8 @@ func openInPlace(path string) (*Filter, error) {
 	return nil, fmt.Errorf("pkbf: OpenFile %s: editing in place needs a Unix system: %w", path, errors.ErrUnsupported)
 }
 
+func (p *inPlace) fail(err error) bool     { return false }
 func (p *inPlace) lock(*Filter, bool) bool { return false }
 func (p *inPlace) unlock()                 {}
-func (p *inPlace) refresh(*Filter) bool    { return false }
 func (p *inPlace) writeHeader(Header)      {}
-func (p *inPlace) sync() error             { return p.err }
-func (p *inPlace) close() error            { return p.err }
+func (p *inPlace) sync(*Filter) error      { return p.err }

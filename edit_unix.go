@@ -3,128 +3,127 @@
 package pkbf
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"runtime/debug"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// inPlace is the state of a filter file being edited in place: the file
-// (for flock) and its shared, writable mapping.
+// inPlace is the state of a filter file being edited in place: the file,
+// mapped writable and shared, and its identity, to notice a replacement.
 type inPlace struct {
-	file    *os.File
-	mapping []byte // the whole file, rounded up to whole words
-	err     error  // the first error met, reported by Sync and Close
+	m        *mapping
+	dev, ino uint64 // the file's identity when it was opened
+	err      error  // the first error met, reported by Sync and Close
 }
 
 func openInPlace(path string) (*Filter, error) {
-	file, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := open(path, true)
 	if err != nil {
 		return nil, err
 	}
-	f, err := mapInPlace(file, path)
-	if err != nil {
-		file.Close()
-		return nil, err
+	m := f.mapped
+	var st unix.Stat_t
+	if err := unix.Fstat(int(m.file.Fd()), &st); err != nil {
+		m.close()
+		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
 	}
-	return f, nil
-}
-
-func mapInPlace(file *os.File, path string) (*Filter, error) {
-	fd := int(file.Fd())
-	if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
-		return nil, &fs.PathError{Op: "flock", Path: path, Err: err}
-	}
-	defer unix.Flock(fd, unix.LOCK_UN)
-	h, size, err := checkFile(file, path)
-	if err != nil {
-		return nil, err
-	}
-	// Map whole 32-bit words: the last may reach past the end of the file
-	// but not past its last page, which the kernel maps whole.
-	m, err := unix.Mmap(fd, 0, (size+3)&^3, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, &fs.PathError{Op: "mmap", Path: path, Err: err}
-	}
-	n := size - headerSize
-	f := newFilter(h, m[offData:size:size])
 	// The mapping is page-aligned, so the data at offset 24 is word-aligned.
-	f.words = unsafe.Slice((*uint32)(unsafe.Pointer(&m[offData])), (n+3)/4)
-	f.inPlace = &inPlace{file: file, mapping: m}
+	n := len(f.data)
+	f.words = unsafe.Slice((*uint32)(unsafe.Pointer(&m.b[offData])), (n+3)/4)
+	f.inPlace = &inPlace{m: m, dev: uint64(st.Dev), ino: uint64(st.Ino)}
 	return f, nil
 }
 
-func (p *inPlace) fail(op string, err error) bool {
+// fail records the first error and reports false.
+func (p *inPlace) fail(err error) bool {
 	if p.err == nil {
-		p.err = &fs.PathError{Op: op, Path: p.file.Name(), Err: err}
+		p.err = err
 	}
 	return false
 }
 
 // lock takes the file lock, exclusive for a change or shared to read a
-// consistent snapshot, and refreshes f's header from the file. It reports
-// false, recording why, if the work must not go ahead.
+// consistent snapshot, checks that the path still names the file, and
+// refreshes f's header from the file. It reports false, recording why, if
+// the work must not go ahead.
 func (p *inPlace) lock(f *Filter, exclusive bool) bool {
 	if p.err != nil {
 		return false
 	}
-	how := unix.LOCK_SH
-	if exclusive {
-		how = unix.LOCK_EX
+	if err := lockFile(p.m.file, exclusive); err != nil {
+		return p.fail(err)
 	}
-	if err := unix.Flock(int(p.file.Fd()), how); err != nil {
-		return p.fail("flock", err)
-	}
-	if !p.refresh(f) {
+	if err := p.checkPath(); err != nil {
 		p.unlock()
-		return false
+		return p.fail(err)
+	}
+	if err := p.refresh(f); err != nil {
+		p.unlock()
+		return p.fail(err)
 	}
 	return true
 }
 
-func (p *inPlace) unlock() { unix.Flock(int(p.file.Fd()), unix.LOCK_UN) }
+func (p *inPlace) unlock() { unlockFile(p.m.file) }
+
+// checkPath checks that the path still names the file being edited, at
+// its size: a file renamed over it would silently receive none of the
+// keys added here, and a file cut short would fault.
+func (p *inPlace) checkPath() error {
+	var st unix.Stat_t
+	err := unix.Stat(p.m.path, &st)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return &fileChangedError{path: p.m.path, what: "was removed or renamed away while keys were being added in place",
+			advice: "keys added from then on went to the old file, which has no name now; add them to the file that is there now"}
+	case err != nil:
+		return &fs.PathError{Op: "stat", Path: p.m.path, Err: err}
+	case uint64(st.Dev) != p.dev || uint64(st.Ino) != p.ino:
+		return &fileChangedError{path: p.m.path, what: "was replaced by another file (renamed over it) while keys were being added in place",
+			advice: "keys added from then on went to the old file; add them to the new one"}
+	case st.Size != int64(p.m.size):
+		return &fileChangedError{path: p.m.path, detail: fmt.Sprintf("it is %d bytes, it was %d", st.Size, p.m.size)}
+	}
+	return nil
+}
 
 // refresh reads the header in the file into f.hdr: other processes may
 // have added keys. A header that no longer matches the filter's parameters
 // stops all editing.
-func (p *inPlace) refresh(f *Filter) bool {
-	h, err := ParseHeader(p.mapping)
+func (p *inPlace) refresh(f *Filter) (err error) {
+	defer p.m.recoverFault(debug.SetPanicOnFault(true), &err)
+	h, err := ParseHeader(p.m.b)
 	if err == nil && (h.HashCount != f.hdr.HashCount || h.HashLength != f.hdr.HashLength) {
 		err = fmt.Errorf("%w: hash count or length changed from %d, %d to %d, %d", ErrInvalidFile, f.hdr.HashCount, f.hdr.HashLength, h.HashCount, h.HashLength)
 	}
 	if err != nil {
-		if p.err == nil {
-			p.err = fmt.Errorf("%w (%s, changed by another writer)", err, p.file.Name())
-		}
-		return false
+		return &fileChangedError{path: p.m.path, detail: err.Error()}
 	}
 	f.hdr = h
-	return true
+	return nil
 }
 
 // writeHeader writes h into the file, after the bits it accounts for.
 func (p *inPlace) writeHeader(h Header) {
 	var b [headerSize]byte
 	h.AppendBinary(b[:0])
-	copy(p.mapping, b[:])
+	copy(p.m.b, b[:])
 }
 
-func (p *inPlace) sync() error {
-	if err := unix.Msync(p.mapping, unix.MS_SYNC); err != nil {
-		p.fail("msync", err)
+// sync makes the changes durable and checks, a last time, that they went
+// to the file at the path.
+func (p *inPlace) sync(f *Filter) error {
+	if err := unix.Msync(p.m.b, unix.MS_SYNC); err != nil {
+		p.fail(&fs.PathError{Op: "msync", Path: p.m.path, Err: err})
+	}
+	if f.edited {
+		if err := p.checkPath(); err != nil {
+			p.fail(err)
+		}
 	}
 	return p.err
-}
-
-func (p *inPlace) close() error {
-	err := p.sync()
-	if merr := unix.Munmap(p.mapping); merr != nil && err == nil {
-		err = &fs.PathError{Op: "munmap", Path: p.file.Name(), Err: merr}
-	}
-	if cerr := p.file.Close(); cerr != nil && err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -38,8 +38,13 @@ import (
 	"math"
 	"math/bits"
 	"os"
-	"slices"
+	"runtime/debug"
+	"strings"
 	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/pkbf/pkbf/internal/declared"
 )
 
 // ErrInvalidFile is wrapped by every error that reports a malformed filter:
@@ -57,18 +62,53 @@ var ErrInvalidKey = errors.New("pkbf: invalid key")
 // Queries are safe for concurrent use. [Filter.Close] must not run
 // concurrently with other methods; after Close, queries panic.
 type Filter struct {
-	hdr     Header
-	data    []byte // the bit data, exactly hdr.DataSize() bytes
-	mask    uint64 // m - 1: a position is a hash masked to L bits
-	k       uint64 // hash count
-	large   bool   // larger than the CPU caches: see Probably
-	release func() error
+	hdr    Header
+	data   []byte   // the bit data, exactly hdr.DataSize() bytes
+	mask   uint64   // m - 1: a position is a hash masked to L bits
+	k      uint64   // hash count
+	large  bool     // larger than the CPU caches: see Probably
+	mapped *mapping // the file behind a filter from Open or OpenFile, or nil
 
 	// Writable filters only (New, or OpenFile with os.O_RDWR).
 	mu      sync.Mutex // serializes changes, and header reads with them
 	words   []uint32   // data as 32-bit words for atomic bit updates, or nil
 	edited  bool       // the revision was raised in this editing session
 	inPlace *inPlace   // the file being edited in place, or nil
+}
+
+// mapping is the file behind a filter from Open or OpenFile: mapped into
+// memory where the platform allows, else read.
+type mapping struct {
+	file   *os.File // kept open for flock(2) and Check
+	path   string   // as given to Open, for messages
+	b      []byte   // the whole file (rounded up to a word when writable)
+	unmap  bool     // b is a mapping, to be unmapped by close
+	opened Header   // the header when the file was opened
+	size   int      // the file's size when it was opened
+}
+
+// contains reports whether addr lies in the pages of the mapping.
+func (m *mapping) contains(addr uintptr) bool {
+	if !m.unmap || len(m.b) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m.b)))
+	page := uintptr(os.Getpagesize())
+	return addr >= start && addr < start+(uintptr(len(m.b))+page-1)&^(page-1)
+}
+
+func (m *mapping) close() error {
+	var err error
+	if m.unmap {
+		if err = munmap(m.b); err != nil {
+			err = &fs.PathError{Op: "munmap", Path: m.path, Err: err}
+		}
+	}
+	m.b = nil
+	if cerr := m.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // largeFilter is the data size past which a filter is unlikely to stay in
@@ -116,43 +156,98 @@ func Parse(b []byte) (*Filter, error) {
 	return newFilter(h, b[offData:len(b):len(b)]), nil
 }
 
-// Open opens the pkbfv1 file at path read-only. Where the platform allows it
-// maps the file into memory, so opening takes the same time for any size and
-// the data stays in the page cache, off the Go heap; elsewhere it reads the
-// file. Call [Filter.Close] to release it.
+// Open opens the pkbfv1 file at path read-only. A regular file is mapped
+// into memory where the platform allows it, so opening takes the same time
+// for any size and the data stays in the page cache, off the Go heap; keys
+// that another process adds in place (under the lock, as [OpenFile] and the
+// reference implementation do) are seen at once. Any other file (a pipe,
+// a FIFO, /dev/stdin, a process substitution) is read as a stream, as
+// [ReadFilter] does, and must hold nothing after the filter; a FIFO with no
+// writer gives an error at once instead of waiting. Call [Filter.Close] to
+// release the filter.
+//
+// The header and the size are read under a shared flock(2), the lock the
+// reference implementation takes to read, so a writer adding keys at the
+// same time never makes Open fail. Replace a filter that programs have
+// open by renaming a new file over it: they keep the old one until they
+// open the path again. A mapped file that is cut short or overwritten in
+// place makes queries panic with an error wrapping [ErrFileChanged].
 //
 // A file that cannot be opened gives the *fs.PathError from the os package
 // (errors.Is(err, fs.ErrNotExist) for a missing file); a malformed one an error
 // wrapping [ErrInvalidFile] that names the file. Open never writes to the file.
 func Open(path string) (*Filter, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer file.Close()
-	return openFile(file, path)
+	return open(path, false)
 }
 
-func openFile(file *os.File, path string) (*Filter, error) {
-	h, size, err := checkFile(file, path)
+func open(path string, writable bool) (*Filter, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
+	file, err := os.OpenFile(path, flag|openFlags, 0)
 	if err != nil {
 		return nil, err
 	}
-	b, release, err := mapFile(file, size)
+	fi, err := file.Stat()
 	if err != nil {
+		file.Close()
 		return nil, err
 	}
-	// The file may have changed between the checks and the mapping.
-	hb, _ := h.MarshalBinary()
-	if len(b) != size || string(b[:headerSize]) != string(hb) {
-		if release != nil {
-			release()
+	if !fi.Mode().IsRegular() {
+		defer file.Close()
+		switch {
+		case fi.IsDir():
+			return nil, fmt.Errorf("%w: %s is a directory, not a filter file", ErrInvalidFile, path)
+		case writable:
+			return nil, fmt.Errorf("%w: %s: not a regular file (%s): only a regular file can be edited in place", ErrInvalidFile, path, fileKind(fi.Mode()))
 		}
-		return nil, fmt.Errorf("%w: %s: file changed while it was being opened", ErrInvalidFile, path)
+		return readStream(file, path, fi.Mode())
 	}
-	f := newFilter(h, b[offData:len(b):len(b)])
-	f.release = release
+	m, err := mapFile(file, path, writable)
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	f := newFilter(m.opened, m.b[offData:m.size:m.size])
+	f.mapped = m
 	return f, nil
+}
+
+// readStream reads a filter from a file that is not a regular file.
+func readStream(file *os.File, path string, mode fs.FileMode) (*Filter, error) {
+	f, err := ReadFilter(file)
+	if err == nil {
+		var extra [1]byte
+		if n, _ := io.ReadFull(file, extra[:]); n > 0 {
+			err = fmt.Errorf("%w: %s holds more than the filter its header declares", ErrInvalidFile, fileKind(mode))
+		}
+	}
+	if err != nil {
+		if mode&fs.ModeNamedPipe != 0 && errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w; a FIFO gives nothing unless a writer has it open", err)
+		}
+		if _, ok := err.(*fs.PathError); !ok {
+			err = fmt.Errorf("%w (%s)", err, path)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// fileKind names the type of a file that is not a regular file.
+func fileKind(mode fs.FileMode) string {
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		return "a pipe or FIFO"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeCharDevice != 0:
+		return "a character device"
+	case mode&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a regular file"
 }
 
 // checkFile validates an open filter file: a regular file whose header is
@@ -162,9 +257,6 @@ func checkFile(file *os.File, path string) (Header, int, error) {
 	fi, err := file.Stat()
 	if err != nil {
 		return Header{}, 0, err
-	}
-	if !fi.Mode().IsRegular() {
-		return Header{}, 0, fmt.Errorf("%w: %s: not a regular file", ErrInvalidFile, path)
 	}
 	size := fi.Size()
 	var hb [headerSize]byte
@@ -184,16 +276,14 @@ func checkFile(file *os.File, path string) (Header, int, error) {
 	return h, int(size), nil
 }
 
-// readChunk is ReadFilter's first buffer size: past it, the buffer only
-// doubles when it is full of data that really arrived.
-const readChunk = 1 << 20
-
 // ReadFilter reads one pkbfv1 file from r: exactly the header and the data
-// it declares, nothing after. Its buffer grows as data arrives, so a header
-// that claims more data than the stream holds costs no more memory than the
-// stream's real length: it fails at end of input with an error wrapping both
-// [ErrInvalidFile] and [io.ErrUnexpectedEOF]. Read errors from r are returned
-// as they are.
+// it declares, nothing after. It does not take the header's word for the
+// data's size: it allocates the whole data only once a quarter of it has
+// arrived, so reading costs at most 1.25 times the data, and a header that
+// claims more than the stream holds costs at most about twice what the
+// stream sent up to a quarter of the claim (four times past it). Such a
+// stream fails at its end with an error wrapping both [ErrInvalidFile] and
+// [io.ErrUnexpectedEOF]. Read errors from r are returned as they are.
 func ReadFilter(r io.Reader) (*Filter, error) {
 	var hb [headerSize]byte
 	if n, err := io.ReadFull(r, hb[:]); err != nil {
@@ -210,45 +300,79 @@ func ReadFilter(r io.Reader) (*Filter, error) {
 	if want > dataSizeLimit {
 		return nil, checkDataSize(h, want)
 	}
-	// Start small and double as data arrives, never past the declared size.
-	data := make([]byte, 0, min(want, readChunk))
-	for {
-		n, err := io.ReadFull(r, data[len(data):min(uint64(cap(data)), want)])
-		data = data[:len(data)+n]
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return nil, checkDataSize(h, uint64(len(data)))
-		}
-		if err != nil {
-			return nil, err
-		}
-		if uint64(len(data)) == want {
-			break
-		}
-		data = slices.Grow(data, int(min(uint64(len(data)), want-uint64(len(data)))))
+	data, n, err := declared.Read(r, int(want))
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return nil, checkDataSize(h, uint64(n))
+	}
+	if err != nil {
+		return nil, err
 	}
 	return newFilter(h, data), nil
 }
 
-// Close releases the memory mapping of a filter from [Open]. A filter
-// edited in place ([OpenFile] with os.O_RDWR) is first synced to its file,
-// and Close returns any error from editing. For other filters Close does
+// Close releases the file and memory mapping of a filter from [Open] or
+// [OpenFile]. A filter edited in place is first synced to its file, and
+// Close returns any error from editing. For other filters Close does
 // nothing. Close is idempotent; after it, queries and adds panic.
 func (f *Filter) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var err error
 	if f.inPlace != nil {
-		err = f.inPlace.close()
+		err = f.inPlace.sync(f)
 		f.inPlace = nil
 	}
-	if f.release != nil {
-		if rerr := f.release(); err == nil {
-			err = rerr
+	if f.mapped != nil {
+		if cerr := f.mapped.close(); err == nil {
+			err = cerr
 		}
-		f.release = nil
+		f.mapped = nil
 	}
 	f.data, f.words = nil, nil
 	return err
+}
+
+// Check reports whether the file behind a filter from [Open] or [OpenFile]
+// is still the one that was opened, as far as can be told: the same size,
+// the same parameters, and counters that only went forward, as they do when
+// keys are added in place. Otherwise it returns an error wrapping
+// [ErrFileChanged] that says what changed: the file was truncated, or
+// overwritten in place (copied over, say) with another filter. A file
+// overwritten with a newer filter of the same size and parameters looks
+// like one that had keys added in place, and passes; queries then answer
+// from the new content. For filters not read from a file Check returns nil.
+//
+// Check reads the header under a shared flock(2). It is safe to call
+// concurrently with queries, and cheap enough to call after every batch.
+func (f *Filter) Check() (err error) {
+	m := f.mapped
+	if m == nil || !m.unmap {
+		return nil
+	}
+	if err := lockFile(m.file, false); err != nil {
+		return err
+	}
+	defer unlockFile(m.file)
+	fi, err := m.file.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() != int64(m.size) {
+		return &fileChangedError{path: m.path, detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), m.size)}
+	}
+	defer m.recoverFault(debug.SetPanicOnFault(true), &err)
+	h, perr := ParseHeader(m.b)
+	was := m.opened
+	switch {
+	case perr != nil:
+		return &fileChangedError{path: m.path, detail: "its header is no longer valid: " + strings.TrimPrefix(perr.Error(), ErrInvalidFile.Error()+": ")}
+	case h.HashCount != was.HashCount || h.HashLength != was.HashLength:
+		return &fileChangedError{path: m.path, detail: fmt.Sprintf("hash count and length are now %d and %d, were %d and %d", h.HashCount, h.HashLength, was.HashCount, was.HashLength)}
+	case h.Revision < was.Revision || h.EntryCount < was.EntryCount || h.Updated.Before(was.Updated):
+		return &fileChangedError{path: m.path, detail: fmt.Sprintf("revision %d, %d entries, updated %s; it had revision %d, %d entries, updated %s",
+			h.Revision, h.EntryCount, h.Updated.Format(time.RFC3339), was.Revision, was.EntryCount, was.Updated.Format(time.RFC3339))}
+	}
+	return nil
 }
 
 // Header returns the filter's header. For a filter edited in place it is
@@ -277,8 +401,12 @@ func falsePositiveRate(m, k, n uint64) float64 {
 }
 
 // FillRatio returns the fraction of the filter's bits that are set, counted
-// over the whole data (it reads every byte).
+// over the whole data (it reads every byte). On a file cut short while in
+// use it panics as [Filter.Probably] does.
 func (f *Filter) FillRatio() float64 {
+	if f.mapped != nil {
+		defer f.mapped.catchFault(debug.SetPanicOnFault(true))
+	}
 	var set uint64
 	d := f.data
 	for len(d) >= 8 {
@@ -294,13 +422,13 @@ func (f *Filter) FillRatio() float64 {
 
 // readFile reads the first size bytes of file, whose size was checked by
 // Stat: the allocation is on the word of the file system, not of a header.
-func readFile(file *os.File, size int) ([]byte, func() error, error) {
+func readFile(file *os.File, size int) ([]byte, error) {
 	b := make([]byte, size)
 	if _, err := file.ReadAt(b, 0); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, nil, &fs.PathError{Op: "read", Path: file.Name(), Err: err}
+		return nil, &fs.PathError{Op: "read", Path: file.Name(), Err: err}
 	}
-	return b, nil, nil
+	return b, nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -243,8 +244,8 @@ func TestOpenErrors(t *testing.T) {
 	if !errors.Is(err, os.ErrNotExist) || !errors.As(err, &pe) || errors.Is(err, ErrInvalidFile) {
 		t.Errorf("Open(missing) error = %v, want an *fs.PathError for a missing file", err)
 	}
-	if _, err := Open(t.TempDir()); !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), "not a regular file") {
-		t.Errorf("Open(directory) error = %v, want ErrInvalidFile: not a regular file", err)
+	if _, err := Open(t.TempDir()); !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("Open(directory) error = %v, want ErrInvalidFile: is a directory", err)
 	}
 }
 
@@ -289,10 +290,10 @@ func TestReadFilterLyingHeader(t *testing.T) {
 		if f != nil || !errors.Is(err, ErrInvalidFile) || !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("%d data bytes: got %v, %v; want ErrInvalidFile wrapping io.ErrUnexpectedEOF", n, f, err)
 		}
-		// The buffer grows only with what arrived: it holds at most twice the
-		// data (or the first 1 MiB chunk), so all its doublings together
-		// allocate at most four times the data, plus slack for the runtime.
-		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(4*n+readChunk+1<<20) {
+		// Before a quarter of the claim has arrived, ReadFilter reads into
+		// chunks no larger than the data so far (1 MiB at first): at most
+		// twice the data and one first chunk, plus slack for the runtime.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(2*n+1<<20+1<<20) {
 			t.Errorf("%d data bytes: allocated %d bytes", n, alloc)
 		}
 	}
@@ -309,6 +310,31 @@ func TestReadFilterLyingHeader(t *testing.T) {
 	boom := errors.New("boom")
 	if _, err := ReadFilter(io.MultiReader(bytes.NewReader(b[:30]), iotest.ErrReader(boom))); err != boom {
 		t.Errorf("ReadFilter with a failing reader: error = %v, want %v", err, boom)
+	}
+}
+
+// TestReadFilterMemory reads a 64 MiB filter from a stream in small reads,
+// with the collector off so that every allocation counts: at most 1.25
+// times the data (the issue this answers measured 2.4 to 3.4 times).
+func TestReadFilterMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 80 MiB")
+	}
+	hdr := rawHeader("pkbfv1", 0, 0, 0, 3, 29) // 64 MiB of data
+	const size = 1 << 26
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f, err := ReadFilter(io.MultiReader(bytes.NewReader(hdr), iotest.HalfReader(io.LimitReader(zeros{}, size))))
+	runtime.ReadMemStats(&after)
+	if err != nil || f.Header().DataSize() != size {
+		t.Fatal(err)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("ReadFilter allocated %.3f× the data", float64(alloc)/size)
+	if alloc > size*5/4+1<<20 {
+		t.Errorf("ReadFilter allocated %d bytes for %d of data: %.2f×, want at most 1.25×", alloc, size, float64(alloc)/size)
 	}
 }
 

@@ -9,21 +9,62 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapFile maps the first size bytes of file read-only. It falls back to
-// reading the file where the file system cannot be mapped.
-func mapFile(file *os.File, size int) ([]byte, func() error, error) {
-	// A shared lock while mapping, as the reference implementation takes
-	// to read, so the checks and the mapping see no half-done change.
-	if err := unix.Flock(int(file.Fd()), unix.LOCK_SH); err != nil {
-		return nil, nil, &fs.PathError{Op: "flock", Path: file.Name(), Err: err}
+// openFlags opens a filter without blocking: opening a FIFO that has no
+// writer would otherwise wait for one for ever.
+const openFlags = unix.O_NONBLOCK
+
+// mapFile validates the regular file and maps it, read-only or, for
+// editing in place, writable. Everything happens under a shared flock(2),
+// the lock the reference implementation takes to read, so no writer that
+// follows the protocol is half-way through a change: the header read is
+// consistent with the data mapped. Where the file system cannot be mapped,
+// a read-only filter is read into memory instead.
+func mapFile(file *os.File, path string, writable bool) (*mapping, error) {
+	fd := int(file.Fd())
+	if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
+		return nil, &fs.PathError{Op: "flock", Path: path, Err: err}
 	}
-	defer unix.Flock(int(file.Fd()), unix.LOCK_UN)
-	b, err := unix.Mmap(int(file.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	defer unix.Flock(fd, unix.LOCK_UN)
+	h, size, err := checkFile(file, path)
 	if err != nil {
-		if err == unix.ENODEV || err == unix.EACCES || err == unix.EINVAL {
-			return readFile(file, size)
-		}
-		return nil, nil, &fs.PathError{Op: "mmap", Path: file.Name(), Err: err}
+		return nil, err
 	}
-	return b, func() error { return unix.Munmap(b) }, nil
+	m := &mapping{file: file, path: path, opened: h, size: size}
+	prot, length := unix.PROT_READ, size
+	if writable {
+		// Back the whole file now, so that a write to a hole of a sparse
+		// file cannot fail later for want of space (a fault, not an error).
+		if err := reserve(file, int64(size)); err != nil {
+			return nil, err
+		}
+		// Whole 32-bit words: the last may reach past the end of the file
+		// but not past its last page, which the kernel maps whole.
+		prot, length = unix.PROT_READ|unix.PROT_WRITE, (size+3)&^3
+	}
+	b, err := unix.Mmap(fd, 0, length, prot, unix.MAP_SHARED)
+	if err != nil {
+		if !writable && (err == unix.ENODEV || err == unix.EACCES || err == unix.EINVAL) {
+			m.b, err = readFile(file, size)
+			return m, err
+		}
+		return nil, &fs.PathError{Op: "mmap", Path: path, Err: err}
+	}
+	m.b, m.unmap = b, true
+	return m, nil
 }
+
+func munmap(b []byte) error { return unix.Munmap(b) }
+
+// lockFile takes (or, with how 0, releases) the file's flock(2).
+func lockFile(file *os.File, exclusive bool) error {
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	if err := unix.Flock(int(file.Fd()), how); err != nil {
+		return &fs.PathError{Op: "flock", Path: file.Name(), Err: err}
+	}
+	return nil
+}
+
+func unlockFile(file *os.File) { unix.Flock(int(file.Fd()), unix.LOCK_UN) }

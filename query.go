@@ -1,6 +1,10 @@
 package pkbf
 
-import "github.com/cespare/xxhash/v2"
+import (
+	"runtime/debug"
+
+	"github.com/cespare/xxhash/v2"
+)
 
 // hashes returns the two base hashes of a key: h1 = XXH64(spki, seed 0) and
 // h2 = XXH64(spki, seed 1), made odd.
@@ -37,7 +41,28 @@ func step(x, y, i uint64) (uint64, uint64) { return x + y, y + i + 1 }
 // was added or is a false positive; confirm it online.
 //
 // Probably does not allocate and is safe for concurrent use.
+//
+// On a filter from [Open] or [OpenFile] whose file was cut short while in
+// use (copied over, truncated, or on a file system too full to back it),
+// a query that touches the lost part of the file panics with an error
+// wrapping [ErrFileChanged], which names the file and says to replace
+// filters by renaming; a caller that wants to go on may recover it. The
+// Go runtime would otherwise end the program on that memory fault.
 func (f *Filter) Probably(spki []byte) bool {
+	if f.mapped != nil {
+		return f.probablyMapped(spki)
+	}
+	return f.probably(spki)
+}
+
+// probablyMapped is probably on a file's mapping: a fault there becomes a
+// panic with an ErrFileChanged error instead of the end of the program.
+func (f *Filter) probablyMapped(spki []byte) bool {
+	defer f.mapped.catchFault(debug.SetPanicOnFault(true))
+	return f.probably(spki)
+}
+
+func (f *Filter) probably(spki []byte) bool {
 	data, mask := f.data, f.mask
 	if data == nil {
 		panic("pkbf: query on a closed Filter")

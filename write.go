@@ -7,8 +7,11 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -190,11 +193,13 @@ func (f *Filter) AddKey(data []byte) (int, error) {
 			added++
 		}
 	}
-	return added, f.fileErr()
+	return added, f.Err()
 }
 
-// fileErr returns the first error met editing a file in place.
-func (f *Filter) fileErr() error {
+// Err returns the first error met editing a filter file in place (see
+// [Filter.Add]), which stopped all editing, or nil. For other filters it
+// returns nil.
+func (f *Filter) Err() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.inPlace == nil {
@@ -205,11 +210,14 @@ func (f *Filter) fileErr() error {
 
 // WriteTo writes the filter, header and data, to w: a consistent snapshot,
 // as adds wait until it is done. It implements io.WriterTo.
-func (f *Filter) WriteTo(w io.Writer) (int64, error) {
+func (f *Filter) WriteTo(w io.Writer) (n int64, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.data == nil {
 		return 0, errors.New("pkbf: WriteTo on a closed Filter")
+	}
+	if f.mapped != nil {
+		defer f.mapped.recoverFault(debug.SetPanicOnFault(true), &err)
 	}
 	if f.inPlace != nil {
 		if !f.inPlace.lock(f, false) {
@@ -221,13 +229,13 @@ func (f *Filter) WriteTo(w io.Writer) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := w.Write(hdr)
-	total := int64(n)
+	m, err := w.Write(hdr)
+	n = int64(m)
 	if err != nil {
-		return total, err
+		return n, err
 	}
-	n, err = w.Write(f.data)
-	return total + int64(n), err
+	m, err = w.Write(f.data)
+	return n + int64(m), err
 }
 
 // WriteFile writes the filter to path atomically: to a temporary file in
@@ -300,33 +308,97 @@ func syncDir(dir string) error {
 // Create makes a new, empty filter file at path, as the reference does:
 // it refuses an existing file (errors.Is(err, fs.ErrExist)) and writes the
 // header (revision 0, time 0, no entries, the given hash count and length,
-// in the ranges of [New]) and zeroed data, sparse where the file system
-// allows. A failure removes the partial file.
+// in the ranges of [New]) and zeroed data.
+//
+// It is atomic: the filter is made under a temporary name in the same
+// directory, its disk space reserved (on Linux; a file system too small
+// fails here, not on the first add), synced, and only then given its
+// name, which an existing file refuses at that moment too. A crash leaves
+// either no filter at path or a complete empty one, and at worst a
+// temporary file named .NAME.tmp-* beside it. A failure removes the
+// temporary file.
 func Create(path string, hashCount, hashLength int) (err error) {
 	if err := checkParameters(hashCount, hashLength); err != nil {
 		return err
 	}
-	file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if _, err := os.Lstat(path); err == nil {
+		return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
+	}
+	dir := filepath.Dir(path)
+	tmp, err := createTemp(path)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := file.Close(); err == nil {
-			err = cerr
-		}
 		if err != nil {
-			os.Remove(path)
+			tmp.Close()
+			os.Remove(tmp.Name())
 		}
 	}()
+	createHook("created")
 	h := Header{HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
-	if err := file.Truncate(int64(h.FileSize())); err != nil {
+	size := int64(h.FileSize())
+	if err := reserve(tmp, size); err != nil {
+		return fmt.Errorf("pkbf: create %s: reserving %d bytes for the filter: %w", path, size, err)
+	}
+	if err := tmp.Truncate(size); err != nil {
 		return err
 	}
+	createHook("reserved")
 	hdr, _ := h.MarshalBinary()
-	if _, err := file.WriteAt(hdr, 0); err != nil {
+	if _, err := tmp.WriteAt(hdr, 0); err != nil {
 		return err
 	}
-	return file.Sync()
+	createHook("written")
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	createHook("synced")
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := renameNoReplace(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
+		}
+		return err
+	}
+	return syncDir(dir)
+}
+
+// createHook is called at each stage of Create, for tests that crash it.
+var createHook = func(stage string) {}
+
+// createTemp creates a new file for path's content under a temporary name
+// in the same directory, with mode 0644 less the umask, as os.Create gives.
+func createTemp(path string) (*os.File, error) {
+	dir, base := filepath.Split(path)
+	for range 10000 {
+		name := filepath.Join(dir, "."+base+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		file, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			return file, err
+		}
+	}
+	return nil, &fs.PathError{Op: "create", Path: path, Err: errors.New("no free temporary name beside it")}
+}
+
+// linkNoReplace gives oldpath's file the name newpath, which must not exist,
+// and removes the name oldpath. Where hard links are not supported it
+// checks that newpath is free and renames: not atomic, but the best such a
+// file system allows.
+func linkNoReplace(oldpath, newpath string) error {
+	err := os.Link(oldpath, newpath)
+	if err == nil {
+		return os.Remove(oldpath)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if _, serr := os.Lstat(newpath); serr == nil {
+		return &fs.PathError{Op: "create", Path: newpath, Err: fs.ErrExist}
+	}
+	return os.Rename(oldpath, newpath)
 }
 
 // OpenFile opens the filter file at path: with os.O_RDONLY as [Open] does,
@@ -354,7 +426,7 @@ func (f *Filter) Sync() error {
 	if f.inPlace == nil {
 		return nil
 	}
-	return f.inPlace.sync()
+	return f.inPlace.sync(f)
 }
 
 // Parameters returns the hash count and hash length the reference
