@@ -96,8 +96,21 @@ func benchCheck(b *testing.B, n int, write func(w io.Writer, i int)) {
 	b.ReportMetric(float64(n*b.N)/time.Since(start).Seconds(), "keys/s")
 }
 
-// TestMain removes the benchmarks' input files.
+// TestMain removes the benchmarks' input files. With PKBF_RUN_AS_COMMAND
+// set, the test binary is the pkbf command instead (main, with the
+// arguments after "--"), for tests that need real processes.
 func TestMain(m *testing.M) {
+	if os.Getenv("PKBF_RUN_AS_COMMAND") != "" {
+		args := os.Args[1:]
+		for i, a := range args {
+			if a == "--" {
+				args = args[i+1:]
+				break
+			}
+		}
+		os.Args = append([]string{"pkbf"}, args...)
+		main()
+	}
 	code := m.Run()
 	for _, path := range benchInputs {
 		os.RemoveAll(filepath.Dir(path))

@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/pwnedkeys"
@@ -26,11 +28,33 @@ const (
 // confirmInFlight caps the API requests of check -confirm.
 const confirmInFlight = 8
 
+// defaultConfirmTimeout bounds all of check -confirm's API requests.
+const defaultConfirmTimeout = 2 * time.Minute
+
+// guardFilter makes work report, in item.filterErr, that the filter file
+// was cut short while it queried it (pkbf.ErrFileChanged), instead of
+// ending the program.
+func guardFilter(work func(*item)) func(*item) {
+	return func(it *item) {
+		defer func() {
+			if r := recover(); r != nil {
+				err, ok := r.(error)
+				if !ok || !errors.Is(err, pkbf.ErrFileChanged) {
+					panic(r)
+				}
+				it.filterErr = err
+			}
+		}()
+		work(it)
+	}
+}
+
 func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommand("check", "check [-json] [-confirm [-api URL]] FILTER [FILE...]", stdout, stderr)
+	c := newCommand("check", "check [-json] [-confirm [-api URL] [-timeout D]] FILTER [FILE...]", stdout, stderr)
 	asJSON := c.Bool("json", false, "print one JSON object per key: source, fingerprint, probably (or error)")
 	confirm := c.Bool("confirm", false, "confirm every probably with the pwnedkeys API, verifying its proof")
 	api := c.String("api", pwnedkeys.DefaultBaseURL, "the pwnedkeys API `URL`, for -confirm")
+	timeout := c.Duration("timeout", defaultConfirmTimeout, "with -confirm: give up on the API after `DURATION` in all (0: never); keys left are unconfirmed")
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
 	}
@@ -52,21 +76,36 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}, runtime.GOMAXPROCS(0)
 	if *confirm {
+		ctx := context.Background()
+		if *timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *timeout)
+			defer cancel()
+		}
 		checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: *api}, MaxInFlight: confirmInFlight}
 		work = func(it *item) {
 			it.spki, it.err = it.key.SPKI()
 			if it.err == nil {
 				var res pwnedkeys.Result
-				it.probably, res, it.confirmErr = checker.Check(context.Background(), it.spki)
+				it.probably, res, it.confirmErr = checker.Check(ctx, it.spki)
 				it.pwned = res.Pwned
 			}
 		}
 		workers = max(workers, confirmInFlight) // waiting on the network
 	}
-	var found, troubled bool
+	work = guardFilter(work)
+	var found, troubled, filterFailed bool
 	var line []byte
 	pipeline(inputs, workers, work, func(it *item) bool {
 		line = line[:0]
+		if it.filterErr != nil {
+			// The filter file changed under us: what was done stands, the
+			// rest cannot be answered.
+			troubled, filterFailed = true, true
+			prog.clear()
+			errorf(stderr, "%s", displayErr(it.filterErr))
+			return false
+		}
 		switch {
 		case it.err != nil:
 			troubled = true
@@ -104,7 +143,14 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "writing output: %v", err)
 		troubled = true
 	}
+	if err := f.Check(); err != nil && !filterFailed {
+		// Answers may have come from another file than the one opened.
+		errorf(stderr, "%s", displayErr(err))
+		troubled, filterFailed = true, true
+	}
 	switch {
+	case filterFailed: // the answers are incomplete or from another file
+		return exitTrouble
 	case found:
 		return exitFound
 	case troubled:

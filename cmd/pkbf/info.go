@@ -23,6 +23,16 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 	}
 	defer f.Close()
 	h := f.Header() // Open checked that the file is exactly h.FileSize() bytes
+	var fill float64
+	it := &item{}
+	guardFilter(func(*item) { fill = f.FillRatio() })(it)
+	if err = it.filterErr; err == nil {
+		err = f.Check()
+	}
+	if err != nil {
+		errorf(stderr, "%s", displayErr(err))
+		return exitTrouble
+	}
 	info := struct {
 		File              string  `json:"file"`
 		Revision          uint32  `json:"revision"`
@@ -35,7 +45,7 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 		FalsePositiveRate float64 `json:"false_positive_rate"`
 		FillRatio         float64 `json:"fill_ratio"`
 	}{path, h.Revision, h.Updated.UTC().Format(time.RFC3339), h.EntryCount, h.HashCount, h.HashLength,
-		h.Bits(), int64(h.FileSize()), f.FalsePositiveRate(), f.FillRatio()}
+		h.Bits(), int64(h.FileSize()), f.FalsePositiveRate(), fill}
 	if *asJSON {
 		b, _ := json.Marshal(info)
 		fmt.Fprintf(stdout, "%s\n", b)

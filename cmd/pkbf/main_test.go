@@ -321,7 +321,7 @@ func TestCreate(t *testing.T) {
 		t.Errorf("created file is wrong: %d bytes", len(b))
 	}
 	r = runWith(t, nil, "create", "-hashes", "5", "-length", "12", p)
-	if r.code != 2 || !strings.Contains(r.stderr, "file exists") {
+	if r.code != 2 || !strings.Contains(r.stderr, "already exists") {
 		t.Errorf("create over an existing file: %+v", r)
 	}
 	q := filepath.Join(dir, "b.pkbf")

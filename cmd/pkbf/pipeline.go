@@ -48,6 +48,9 @@ type item struct {
 	// check -confirm: what the pwnedkeys API said of a probable key.
 	pwned      bool
 	confirmErr error
+	// The filter file changed while this item was queried: nothing after
+	// it can be answered.
+	filterErr error
 }
 
 // source names where the item came from, for output and errors.

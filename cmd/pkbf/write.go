@@ -4,9 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 
@@ -53,7 +55,7 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	h := pkbf.Header{HashCount: uint8(k), HashLength: uint8(l)}
-	fmt.Fprintf(stdout, "created %s: hash count %d, hash length %d (%d bits, %d bytes)", path, k, l, h.Bits(), h.FileSize())
+	fmt.Fprintf(stdout, "created %s: hash count %d, hash length %d (%d bits, %s)", path, k, l, h.Bits(), sizeText(h.FileSize()))
 	if bySize {
 		fmt.Fprintf(stdout, ", chosen for %d entries at a false-positive rate of %g", *entries, *rate)
 	}
@@ -118,11 +120,14 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				added++
 			}
 		}
-		return true
+		// The file was replaced or cut short: adding more is pointless;
+		// Close reports why.
+		return f.Err() == nil
 	}, prog)
 	prog.stop()
 	if err := f.Close(); err != nil {
-		errorf(stderr, "%v", err)
+		errorf(stderr, "%s", displayErr(err))
+		fmt.Fprintf(stderr, "pkbf: %d keys read before the error; see above for what became of them\n", keys)
 		return exitTrouble
 	}
 	h := f.Header()
@@ -135,4 +140,19 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	return exitOK
+}
+
+// sizeText gives a byte count with its size in binary units: "16 GiB
+// (17179869208 bytes)", or "32 bytes".
+func sizeText(n uint64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	v, units := float64(n), []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	i := -1
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%s %s (%d bytes)", strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64), units[i], n)
 }

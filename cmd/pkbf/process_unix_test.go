@@ -1,0 +1,150 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pkbf/pkbf"
+	"golang.org/x/sys/unix"
+)
+
+// pkbfProcess returns the pkbf command as a real process: this test binary,
+// which TestMain turns into the command.
+func pkbfProcess(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], append([]string{"--"}, args...)...)
+	cmd.Env = append(os.Environ(), "PKBF_RUN_AS_COMMAND=1")
+	return cmd
+}
+
+// exitCode runs cmd to its end and returns its exit status; a death by
+// signal fails the test.
+func exitCode(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		t.Fatalf("pkbf died of %v", ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// A filter truncated (as cp of a smaller file does) while check reads keys
+// from a pipe: the verdicts made before are printed, then an error that
+// names the file and says what to do, exit 2; no SIGBUS, no Go stack.
+func TestCheckFilterTruncatedUnderIt(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.pkbf")
+	if r := runWith(t, nil, "create", "-hashes", "4", "-length", "20", p); r.code != 0 {
+		t.Fatal(r)
+	}
+	if r := runWith(t, nil, "add", p, key("p256.pub")); r.code != 0 {
+		t.Fatal(r)
+	}
+	cmd := pkbfProcess("check", p)
+	stdin, _ := cmd.StdinPipe()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Write(mustRead(t, key("p256.pub")))
+	time.Sleep(300 * time.Millisecond) // the first verdict is made
+	if err := os.Truncate(p, 0); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		stdin.Write(mustRead(t, key("rsa2048.pub")))
+		stdin.Write(mustRead(t, key("ed25519.pub")))
+	}
+	stdin.Close()
+	code := exitCode(t, cmd)
+	if code != exitTrouble || !strings.HasPrefix(stdout.String(), "probably") ||
+		!strings.Contains(stderr.String(), p+" was truncated or changed while in use") ||
+		!strings.Contains(stderr.String(), "renaming a new file over them") || strings.Contains(stderr.String(), "goroutine") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// A new filter renamed over the path while add adds keys from a pipe: add
+// says so and exits 2, instead of reporting success for keys that went to
+// the old, now nameless, file.
+func TestAddFilterRenamedOver(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.pkbf")
+	if r := runWith(t, nil, "create", "-hashes", "4", "-length", "16", p); r.code != 0 {
+		t.Fatal(r)
+	}
+	cmd := pkbfProcess("add", p)
+	stdin, _ := cmd.StdinPipe()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Write(mustRead(t, key("p256.pub")))
+	time.Sleep(300 * time.Millisecond)
+	tmp := filepath.Join(dir, "new.pkbf")
+	if err := pkbf.Create(tmp, 4, 16); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Write(mustRead(t, key("rsa2048.pub")))
+	stdin.Close()
+	code := exitCode(t, cmd)
+	if code != exitTrouble || !strings.Contains(stderr.String(), "was replaced by another file") || strings.Contains(stdout.String(), "new entries") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// A FIFO as the filter: info and check answer at once when nobody writes
+// it, and read it as a stream when somebody does (pkbf info < f works the
+// same way through /dev/stdin).
+func TestFilterFromFIFOAndStdin(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip(err)
+	}
+	for _, args := range [][]string{{"info", fifo}, {"check", fifo, key("p256.pub")}} {
+		cmd := pkbfProcess(args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan int, 1)
+		go func() { done <- exitCode(t, cmd) }()
+		select {
+		case code := <-done:
+			if code != exitTrouble || !strings.Contains(stderr.String(), "FIFO") {
+				t.Errorf("%s on a FIFO with no writer: exit %d, %s", args[0], code, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%s on a FIFO with no writer hangs", args[0])
+		}
+	}
+	filter := mustRead(t, "../../testdata/example.pkbf")
+	cmd := pkbfProcess("info", "/dev/stdin")
+	cmd.Stdin = io.MultiReader(bytes.NewReader(filter)) // a pipe, not a file
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "hash count (k)") {
+		t.Errorf("info /dev/stdin from a pipe: %v\n%s", err, out)
+	}
+}
