@@ -2,6 +2,7 @@ package pkbf
 
 import (
 	"encoding/binary"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -91,5 +92,28 @@ func BenchmarkBuild10M(b *testing.B) {
 			b.ReportMetric(float64(n*b.N)/addTime.Seconds(), "adds/s")
 			b.ReportMetric(float64(n*b.N)/total.Seconds(), "keys-written/s")
 		})
+	}
+}
+
+// BenchmarkAddInPlace adds new keys to a filter file edited in place: each
+// add takes the exclusive flock(2), checks that the path still names the
+// file and writes the header, as the reference implementation does.
+func BenchmarkAddInPlace(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "f.pkbf")
+	if err := Create(path, 12, 24); err != nil {
+		b.Fatal(err)
+	}
+	f, err := OpenFile(path, os.O_RDWR)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	keys := benchKeys(b, "rsa2048.spki.der")
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		f.Add(keys(i))
+	}
+	if err := f.Err(); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -312,6 +312,7 @@ func TestChangedUnderAdd(t *testing.T) {
 				}
 			}
 			tc.change(t, path)
+			time.Sleep(pathCheckEvery) // adds check the path this often
 			for _, key := range keys[100:] {
 				if f.Add(key) {
 					t.Fatalf("Add(%q) = true after the file %s", key, tc.name)
@@ -425,4 +426,29 @@ func TestCreateCrashHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	createHook("named")
+}
+
+// A replacement just before Close, sooner than adds check the path: Close
+// still says that the keys went to the old file.
+func TestReplacedJustBeforeClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.pkbf")
+	if err := Create(path, 4, 16); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFile(path, os.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path, path+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Create(path, 4, 16); err != nil {
+		t.Fatal(err)
+	}
+	if !f.Add([]byte("k")) {
+		t.Fatal("Add = false within the check interval")
+	}
+	if err := f.Close(); !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), "went to the old file") {
+		t.Errorf("Close = %v", err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"runtime/debug"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -16,9 +17,16 @@ import (
 // mapped writable and shared, and its identity, to notice a replacement.
 type inPlace struct {
 	m        *mapping
-	dev, ino uint64 // the file's identity when it was opened
-	err      error  // the first error met, reported by Sync and Close
+	dev, ino uint64    // the file's identity when it was opened
+	checked  time.Time // when checkPath last found the path right
+	err      error     // the first error met, reported by Sync and Close
 }
+
+// pathCheckEvery is how often adds check that the path still names the
+// file: a stat per add would double the cost of an add. Keys added between
+// a replacement and its discovery are not lost silently: the error says
+// that they went to the old file. Sync and Close always check.
+const pathCheckEvery = 50 * time.Millisecond
 
 func openInPlace(path string) (*Filter, error) {
 	f, err := open(path, true)
@@ -34,7 +42,7 @@ func openInPlace(path string) (*Filter, error) {
 	// The mapping is page-aligned, so the data at offset 24 is word-aligned.
 	n := len(f.data)
 	f.words = unsafe.Slice((*uint32)(unsafe.Pointer(&m.b[offData])), (n+3)/4)
-	f.inPlace = &inPlace{m: m, dev: uint64(st.Dev), ino: uint64(st.Ino)}
+	f.inPlace = &inPlace{m: m, dev: uint64(st.Dev), ino: uint64(st.Ino), checked: time.Now()}
 	return f, nil
 }
 
@@ -57,9 +65,11 @@ func (p *inPlace) lock(f *Filter, exclusive bool) bool {
 	if err := lockFile(p.m.file, exclusive); err != nil {
 		return p.fail(err)
 	}
-	if err := p.checkPath(); err != nil {
-		p.unlock()
-		return p.fail(err)
+	if time.Since(p.checked) >= pathCheckEvery {
+		if err := p.checkPath(); err != nil {
+			p.unlock()
+			return p.fail(err)
+		}
 	}
 	if err := p.refresh(f); err != nil {
 		p.unlock()
@@ -88,6 +98,7 @@ func (p *inPlace) checkPath() error {
 	case st.Size != int64(p.m.size):
 		return &fileChangedError{path: p.m.path, detail: fmt.Sprintf("it is %d bytes, it was %d", st.Size, p.m.size)}
 	}
+	p.checked = time.Now()
 	return nil
 }
 

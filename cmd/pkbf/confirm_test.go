@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pkbf/pkbf"
 )
@@ -126,5 +127,27 @@ func TestCheckConfirm(t *testing.T) {
 	defer down.Close()
 	if r := runWith(t, nil, "check", "-confirm", "-api", down.URL, exampleFilter, key("p256.pub")); r.code != 2 || !strings.Contains(r.stdout, "unconfirmed") || !strings.Contains(r.stderr, "403 Forbidden") {
 		t.Errorf("API down: %+v", r)
+	}
+}
+
+// An API that answers 503 with Retry-After: 60 to everything: check
+// -confirm gives up at its -timeout, with every hit unconfirmed, instead of
+// waiting out the pause (and its retries) key by key.
+func TestCheckConfirmTimeout(t *testing.T) {
+	var requests atomic.Int32
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}))
+	defer busy.Close()
+	in := strings.Repeat(string(mustRead(t, key("p256.pub"))), 50)
+	start := time.Now()
+	r := runWith(t, strings.NewReader(in), "check", "-confirm", "-timeout", "2s", "-api", busy.URL, exampleFilter)
+	if took := time.Since(start); took > 10*time.Second || r.code != 2 || strings.Count(r.stdout, "unconfirmed") != 50 || !strings.Contains(r.stderr, "no time left to retry") {
+		t.Errorf("after %v: exit %d, %d unconfirmed, stderr %.300q", took, r.code, strings.Count(r.stdout, "unconfirmed"), r.stderr)
+	}
+	if n := requests.Load(); n > confirmInFlight {
+		t.Errorf("%d requests to an API that asked for a 60 s pause, want at most %d", n, confirmInFlight)
 	}
 }
