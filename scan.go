@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"io"
 	"strconv"
+
+	"golang.org/x/crypto/cryptobyte"
 )
 
 // Limits that keep a KeyScanner's memory bounded on any input.
@@ -28,11 +30,16 @@ type Key struct {
 	Offset int64
 	// Raw is the object as it appears in the input: the PEM block from its
 	// BEGIN line to its END line (after the "EC PARAMETERS" block that
-	// preceded it, if any), the DER object, or the text line. Each Key has
-	// its own Raw.
+	// preceded it, if any), the DER object, the text line, or the RFC 4716
+	// or PuTTY block. The objects of a container (a PKCS#7 bundle, a
+	// PKCS#12 file) share the container's Raw. Each Key has its own Raw.
 	Raw []byte
+	// Part names the object inside a container ("certificate 2",
+	// "private key 1"), or is empty.
+	Part string
 
 	kind keyKind
+	spki []byte // decoded already (the parts of a container)
 	err  error
 }
 
@@ -42,6 +49,8 @@ const (
 	kindPEM keyKind = iota + 1
 	kindDER
 	kindLine
+	kindRFC4716 // ---- BEGIN SSH2 PUBLIC KEY ----
+	kindPuTTY   // PuTTY-User-Key-File-N
 )
 
 // Source says where the key came from: "block 2 (line 31)" for PEM,
@@ -60,6 +69,9 @@ func (k *Key) Source() string {
 	default:
 		b = strconv.AppendInt(append(b, "line "...), int64(k.Line), 10)
 	}
+	if k.Part != "" {
+		b = append(append(b, ", "...), k.Part...)
+	}
 	return string(b)
 }
 
@@ -67,10 +79,14 @@ func (k *Key) Source() string {
 // single input. It is safe to call on different Keys concurrently. Errors
 // wrap [ErrInvalidKey].
 func (k *Key) SPKI() ([]byte, error) {
-	if k.err != nil {
-		return nil, k.err
+	if k.err != nil || k.spki != nil {
+		return k.spki, k.err
 	}
 	switch k.kind {
+	case kindRFC4716:
+		return rfc4716SPKI(k.Raw)
+	case kindPuTTY:
+		return puttySPKI(k.Raw)
 	case kindPEM:
 		if typ, der, ok := decodePEMBlock(k.Raw); ok {
 			return typedSPKI(string(typ), der, nil)
@@ -122,7 +138,13 @@ type KeyScanner struct {
 	ecParams []byte // an "EC PARAMETERS" block waiting for its key
 	pushback *textLine
 	scratch  []byte // the PEM block being read, reused
+	queue    []Key  // the objects of a container, still to report
+	passphrases []string
 }
+
+// SetPassphrases gives the passphrases to try, after the empty one, on
+// encrypted containers (PKCS#12 files). Call it before the first Scan.
+func (s *KeyScanner) SetPassphrases(passphrases ...string) { s.passphrases = passphrases }
 
 // textLine is one line of text input, without its line ending.
 type textLine struct {
@@ -146,6 +168,12 @@ func (s *KeyScanner) Err() error { return s.err }
 // Scan advances to the next key and reports whether there is one. It
 // returns false at the end of the input or when reading fails.
 func (s *KeyScanner) Scan() bool {
+	if len(s.queue) > 0 {
+		s.count++
+		s.key, s.queue = s.queue[0], s.queue[1:]
+		s.key.Index = s.count
+		return true
+	}
 	if s.done {
 		return false
 	}
@@ -153,6 +181,12 @@ func (s *KeyScanner) Scan() bool {
 		s.mode = kindLine
 		if head, _ := s.r.Peek(3); len(head) == 3 && looksLikeDER(head) {
 			s.mode = kindDER
+		} else {
+			if head, _ := s.r.Peek(3); string(head) == utf8BOM {
+				s.r.Discard(3) // a byte-order mark, as some editors write
+				s.offset = 3
+			}
+			s.r = bufio.NewReaderSize(&crReader{r: s.r}, maxLineSize)
 		}
 	}
 	var ok bool
@@ -179,11 +213,110 @@ func looksLikeDER(head []byte) bool {
 	return head[1] < 0x80 && (head[2] == 0x30 || head[2] == 0x02 || head[2] == 0xa0)
 }
 
-// emit records a key found at the given line and offset.
+// emit records a key found at the given line and offset. A container
+// (a PKCS#7 bundle, a PKCS#12 file) becomes one Key for each of its
+// objects.
 func (s *KeyScanner) emit(kind keyKind, line int, offset int64, raw []byte, err error) bool {
+	k := Key{Line: line, Offset: offset, Raw: raw, kind: kind, err: err}
+	if err == nil {
+		if parts, ok := containerParts(kind, raw, s.passphrases); ok {
+			for _, p := range parts {
+				q := k
+				q.Part, q.spki, q.err = p.what, p.spki, p.err
+				s.queue = append(s.queue, q)
+			}
+			return s.Scan()
+		}
+	}
 	s.count++
-	s.key = Key{Index: s.count, Line: line, Offset: offset, Raw: raw, kind: kind, err: err}
+	k.Index = s.count
+	s.key = k
 	return true
+}
+
+// containerParts expands a PEM block or DER object that is a container.
+// An error reading the container is one part with that error.
+func containerParts(kind keyKind, raw []byte, passphrases []string) ([]part, bool) {
+	var der []byte
+	switch kind {
+	case kindPEM:
+		typ, b, ok := decodePEMBlock(raw)
+		if !ok || !isPKCS7PEMType(string(typ)) {
+			return nil, false
+		}
+		der = b
+	case kindDER:
+		der = raw
+	default:
+		return nil, false
+	}
+	d := derReader(der)
+	body, ok := d.read(tagSequence)
+	fields := derReader(body)
+	firstTag, _, _, ok2 := fields.next()
+	var parts []part
+	var err error
+	switch {
+	case !ok || !ok2:
+		return nil, false
+	case firstTag == tagOID:
+		parts, err = pkcs7Parts(der)
+	case firstTag == tagInteger && isPKCS12(body):
+		parts, err = pkcs12Parts(der, passphrases)
+	default:
+		return nil, false
+	}
+	if err != nil {
+		return []part{{err: err}}, true
+	}
+	return parts, true
+}
+
+func isPKCS7PEMType(typ string) bool {
+	return typ == "PKCS7" || typ == "PKCS #7 SIGNED DATA" || typ == "CMS"
+}
+
+const utf8BOM = "\xef\xbb\xbf"
+
+// crReader turns a carriage return that ends a line on its own (old Mac
+// files) into a line feed; CR LF is left as it is.
+type crReader struct {
+	r       io.Reader
+	pending bool // the last byte read was a CR, not yet passed on
+}
+
+func (c *crReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	start := 0
+	if c.pending {
+		p[0] = '\r'
+		start = 1
+	}
+	n, err := c.r.Read(p[start:])
+	n += start
+	if c.pending && n == 1 && err != nil { // a CR at the very end
+		p[0] = '\n'
+		c.pending = false
+		return 1, err
+	}
+	c.pending = false
+	for i := 0; i < n; i++ {
+		if p[i] != '\r' {
+			continue
+		}
+		if i == n-1 {
+			if err == nil { // decide once the next byte is known
+				c.pending = true
+				return n - 1, nil
+			}
+			p[i] = '\n'
+		} else if p[i+1] != '\n' {
+			p[i] = '\n'
+		}
+	}
+	return n, err
 }
 
 // readLine returns the next line, or the line pushed back. Its text is
@@ -235,6 +368,12 @@ func (s *KeyScanner) scanText() bool {
 				return false
 			}
 		case len(l.text) == 0 || l.text[0] == '#':
+		case bytes.HasPrefix(l.text, []byte(rfc4716Begin)):
+			raw, err := s.scanUntil(l, func(t []byte) bool { return bytes.HasPrefix(t, []byte(rfc4716End)) })
+			return s.emit(kindRFC4716, l.number, l.start, raw, err)
+		case bytes.HasPrefix(l.text, []byte(puttyMagic)):
+			raw, err := s.scanUntil(l, func(t []byte) bool { return bytes.HasPrefix(t, []byte("Private-MAC:")) })
+			return s.emit(kindPuTTY, l.number, l.start, raw, err)
 		case looksLikeSSHLine(l.text):
 			return s.emit(kindLine, l.number, l.start, bytes.Clone(l.text), nil)
 		default:
@@ -243,6 +382,32 @@ func (s *KeyScanner) scanText() bool {
 			}
 		}
 	}
+}
+
+// maxBlockLines bounds the lines of an RFC 4716 or PuTTY block.
+const maxBlockLines = 1000
+
+// scanUntil reads the lines of a block that began with first, up to and
+// including the line for which end is true, and returns them.
+func (s *KeyScanner) scanUntil(first textLine, end func([]byte) bool) ([]byte, error) {
+	block := append(bytes.Clone(first.text), '\n')
+	for n := 0; n < maxBlockLines; n++ {
+		l, err := s.readLine()
+		if err != nil {
+			if err != io.EOF {
+				s.err = err
+			}
+			return nil, keyErrorf("block starting %q has no end: input is truncated", shorten(string(first.text)))
+		}
+		if l.tooLong || len(block)+len(l.text) > maxObjectSize {
+			return nil, keyErrorf("block starting %q is larger than %d bytes", shorten(string(first.text)), maxObjectSize)
+		}
+		block = append(append(block, l.text...), '\n')
+		if end(l.text) {
+			return block, nil
+		}
+	}
+	return nil, keyErrorf("block starting %q has no end within %d lines", shorten(string(first.text)), maxBlockLines)
 }
 
 // finish ends a text scan: at the end of an input with text but no key it
@@ -349,27 +514,68 @@ func (s *KeyScanner) scanPEMBuffered(begin textLine) (k Key, ok, framed bool) {
 	return k, ok, true
 }
 
-// looksLikeSSHLine reports whether a text line outside PEM blocks is meant
-// as an OpenSSH public key: one of its first fields names a key type or is
-// base64 of the shape every OpenSSH key blob has ("AAAA...", a length under
-// 2^24). Such lines are decoded, and their errors reported; other text is
-// ignored, as PEM readers ignore it.
+// looksLikeSSHLine reports whether a text line outside PEM blocks is an
+// OpenSSH public key line, to be decoded and its errors reported, rather
+// than text, which is ignored as PEM readers ignore it. The rule: among its
+// first four fields, a key type name (ssh-rsa, ecdsa-sha2-nistp256, ...)
+// followed by a field that starts with "AAAA" as every key blob's base64
+// does; or any field followed by base64 whose blob starts with a key type
+// name, known to pkbf or equal to that field (a mistyped or unsupported
+// type). So "ssh-rsa keys are old" is text, while a cut or damaged
+// "ssh-rsa AAAAB3Nza..." is a key line in error.
 func looksLikeSSHLine(line []byte) bool {
 	rest := line
 	for range 4 {
-		var field []byte
+		var field, next []byte
 		field, rest = nextField(rest)
 		if len(field) == 0 {
 			return false
 		}
+		next, _ = nextField(rest)
+		if len(next) < 8 || !bytes.HasPrefix(next, []byte("AAAA")) {
+			continue
+		}
 		if _, known := sshKeyTypes[string(field)]; known {
 			return true
 		}
-		if len(field) >= 20 && bytes.HasPrefix(field, []byte("AAAA")) {
-			return true
+		if isBase64Blob(next) {
+			typ := blobType(next)
+			if _, known := sshKeyTypes[typ]; known || typ != "" && typ == string(field) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// isBase64Blob reports whether b is 16 or more base64 characters.
+func isBase64Blob(b []byte) bool {
+	if len(b) < 16 {
+		return false
+	}
+	for _, c := range b {
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=') {
+			return false
+		}
+	}
+	return true
+}
+
+// blobType returns the type name at the start of a base64 SSH key blob,
+// or "".
+func blobType(encoded []byte) string {
+	head := encoded[:min(len(encoded), 64)&^3]
+	blob := make([]byte, base64.StdEncoding.DecodedLen(len(head)))
+	n, err := base64.StdEncoding.Decode(blob, head)
+	if err != nil {
+		return ""
+	}
+	s := cryptobyte.String(blob[:n])
+	var name []byte
+	if !readSSHString(&s, &name) {
+		return ""
+	}
+	return string(name)
 }
 
 // scanDER reads the next DER object of a concatenation.

@@ -18,35 +18,48 @@ import (
 
 // SPKI returns the DER SubjectPublicKeyInfo of the one key, certificate or
 // certificate request in data, the form filters store. It accepts, as PEM
-// or DER:
+// or DER (PEM may start with a byte-order mark, and have CR, LF or CR LF
+// line ends):
 //
-//   - a SubjectPublicKeyInfo ("PUBLIC KEY"), returned byte for byte, EC keys
-//     with compressed points included;
+//   - a SubjectPublicKeyInfo ("PUBLIC KEY") of any algorithm, returned byte
+//     for byte, EC keys with compressed points or explicit parameters
+//     included;
 //   - a PKCS#1 RSA public key ("RSA PUBLIC KEY");
-//   - a private key in PKCS#1 ("RSA PRIVATE KEY"), PKCS#8 ("PRIVATE KEY") or
-//     SEC 1 ("EC PRIVATE KEY", also after an "EC PARAMETERS" block) form;
-//   - an X.509 certificate or PKCS#10 request, whose SPKI is returned byte
-//     for byte, whatever its algorithm;
+//   - a private key in PKCS#1 ("RSA PRIVATE KEY"), PKCS#8 ("PRIVATE KEY":
+//     RSA, RSA-PSS, EC, Ed25519, Ed448, X25519, X448, DSA, DH), SEC 1 ("EC
+//     PRIVATE KEY", also after an "EC PARAMETERS" block; any curve, named
+//     or explicit) or OpenSSL's DSA ("DSA PRIVATE KEY") form;
+//   - an X.509 certificate ("CERTIFICATE", or OpenSSL's "TRUSTED
+//     CERTIFICATE") or PKCS#10 request, whose SPKI is returned byte for
+//     byte, whatever its algorithm;
+//   - a PKCS#7/CMS bundle or a PKCS#12 file that holds one key (perhaps
+//     with its certificates), unencrypted or encrypted with the empty
+//     password; read bundles of several keys with [KeyScanner];
 //   - an OpenSSH private key, even one protected by a passphrase (its public
-//     half is stored in clear);
-//   - an OpenSSH public key line: a .pub file, an authorized_keys line with
-//     options, or a known_hosts line; sk- keys give their inner key.
+//     half is stored in clear), and a PuTTY .ppk file (likewise);
+//   - an OpenSSH public key line (a .pub file, an authorized_keys line with
+//     options, or a known_hosts line; sk- keys give their inner key; lines
+//     of text around it are ignored) or an RFC 4716 public key block.
 //
-// Key types are RSA, ECDSA on P-256, P-384 and P-521, and Ed25519; SPKIs,
-// certificates and requests may hold any algorithm. SPKIs built from other
-// forms are in the encoding x509.MarshalPKIXPublicKey writes (EC points
-// uncompressed); see [Encodings] for the others.
+// The SPKI of a private key, a PKCS#1 or an OpenSSH key is built in the
+// canonical encoding OpenSSL writes ([Canonical]); a private key's public
+// key is the one the file carries, else computed from the private key (for
+// EC keys only on P-256, P-384 and P-521). See [Encodings] for the other
+// encodings a filter may hold a key under.
 //
 // SPKI checks the structure of what it returns, not the mathematics: it does
 // not check that a point is on its curve. Errors wrap [ErrInvalidKey] and say
-// what is wrong, including that a key is encrypted. To read several keys
+// what is wrong, in words, including that a key is encrypted. To read several keys
 // from one input, use [KeyScanner]. The result does not alias data unless
 // it is the input's own SPKI, which is then a subslice of data.
 func SPKI(data []byte) ([]byte, error) {
 	if len(data) > 0 && data[0] == 0x30 { // DER: an ASN.1 SEQUENCE
 		return derSPKI(data)
 	}
-	text := trimSpace(data)
+	text := trimSpace(bytes.TrimPrefix(data, []byte(utf8BOM)))
+	if i := bytes.IndexByte(text, '\r'); i >= 0 && bytes.IndexByte(text, '\n') < 0 {
+		text = bytes.ReplaceAll(text, []byte("\r"), []byte("\n")) // old Mac line ends
+	}
 	switch {
 	case len(text) == 0:
 		return nil, keyErrorf("empty input")
@@ -54,6 +67,10 @@ func SPKI(data []byte) ([]byte, error) {
 		return pemSPKI(text)
 	case bytes.HasPrefix(text, []byte(opensshMagic)):
 		return opensshPrivateSPKI(text)
+	case bytes.HasPrefix(text, []byte(rfc4716Begin)):
+		return rfc4716SPKI(text)
+	case bytes.HasPrefix(text, []byte(puttyMagic)):
+		return puttySPKI(text)
 	}
 	return sshTextSPKI(text)
 }
@@ -87,6 +104,14 @@ var (
 	oidP384        = oidBytes(1, 3, 132, 0, 34)
 	oidP521        = oidBytes(1, 3, 132, 0, 35)
 	oidPBES2       = oidBytes(1, 2, 840, 113549, 1, 5, 13)
+	oidRSAPSS      = oidBytes(1, 2, 840, 113549, 1, 1, 10)
+	oidEd448       = oidBytes(1, 3, 101, 113)
+	oidX25519      = oidBytes(1, 3, 101, 110)
+	oidX448        = oidBytes(1, 3, 101, 111)
+	oidDSA         = oidBytes(1, 2, 840, 10040, 4, 1)
+	oidDHPKCS3     = oidBytes(1, 2, 840, 113549, 1, 3, 1)
+	oidDHX942      = oidBytes(1, 2, 840, 10046, 2, 1)
+	oidPrimeField  = oidBytes(1, 2, 840, 10045, 1, 1)
 
 	ed25519KeyBytes = ed25519.PublicKeySize
 )
@@ -146,12 +171,12 @@ func curveByOID(oid []byte) *curve {
 // reports whether it is compressed.
 func (c *curve) pointKind(point []byte) (compressed bool, err error) {
 	switch {
-	case len(point) == 1+2*c.size && point[0] == 4:
+	case len(point) == 1+2*c.size && (point[0] == 4 || point[0] == 6 || point[0] == 7): // 6, 7: hybrid
 		return false, nil
 	case len(point) == 1+c.size && (point[0] == 2 || point[0] == 3):
 		return true, nil
 	}
-	return false, keyErrorf("%s point is %d bytes with prefix %#02x, want %d uncompressed or %d compressed", c.name, len(point), first(point), 1+2*c.size, 1+c.size)
+	return false, keyErrorf("%s point is %d bytes with prefix %#02x, want %d uncompressed (or hybrid) or %d compressed", c.name, len(point), first(point), 1+2*c.size, 1+c.size)
 }
 
 func first(b []byte) byte {
@@ -238,22 +263,26 @@ func typedSPKI(typ string, b []byte, ecParams []byte) ([]byte, error) {
 	case "ENCRYPTED PRIVATE KEY":
 		return nil, keyErrorf("ENCRYPTED PRIVATE KEY is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
 	case "EC PRIVATE KEY":
-		var oid cryptobyte.String
-		if ecParams != nil {
-			s := cryptobyte.String(ecParams)
-			if !readOID(&s, &oid) || !s.Empty() {
-				return nil, keyErrorf("EC PARAMETERS is not a named curve (explicit curve parameters are not supported)")
-			}
-		}
-		return sec1SPKI(b, oid)
+		return sec1SPKI(b, ecParams)
 	case "OPENSSH PRIVATE KEY":
 		return opensshPrivateSPKI(b)
-	case "CERTIFICATE", "X509 CERTIFICATE", "TRUSTED CERTIFICATE":
+	case "CERTIFICATE", "X509 CERTIFICATE":
 		return certificateSPKI(b)
+	case "TRUSTED CERTIFICATE":
+		// OpenSSL's trusted form: the certificate, then its trust settings.
+		return trustedCertificateSPKI(b)
 	case "CERTIFICATE REQUEST", "NEW CERTIFICATE REQUEST":
 		return csrSPKI(b)
 	case "DSA PRIVATE KEY":
-		return nil, keyErrorf("DSA keys are not supported")
+		return dsaPrivateSPKI(b)
+	case "PKCS7", "PKCS #7 SIGNED DATA", "CMS":
+		return singleSPKI(pkcs7Parts(b))
+	case "EC PARAMETERS", "DSA PARAMETERS", "DH PARAMETERS", "X9.42 DH PARAMETERS":
+		return nil, keyErrorf("%s holds domain parameters, not a key", typ)
+	case "X509 CRL":
+		return nil, keyErrorf("X509 CRL is a certificate revocation list: it holds no public key")
+	case "SSH2 ENCRYPTED PRIVATE KEY":
+		return nil, keyErrorf("SSH2 ENCRYPTED PRIVATE KEY (ssh.com format) is not supported: convert it with ssh-keygen -i")
 	}
 	return nil, keyErrorf("PEM block type %q is not a key, certificate or certificate request", typ)
 }
@@ -294,14 +323,28 @@ func derSPKI(der []byte) ([]byte, error) {
 	case firstTag == tagSequence && secondTag == tagOctetString:
 		return nil, keyErrorf("DER input is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
 	case firstTag == tagInteger && secondTag == tagSequence:
+		if isPKCS12(body) {
+			return singleSPKI(pkcs12Parts(der, nil))
+		}
 		return pkcs8SPKI(der)
 	case firstTag == tagInteger && secondTag == tagOctetString:
 		return sec1SPKI(der, nil)
 	case firstTag == tagInteger && secondTag == tagInteger:
-		if fields.empty() {
+		// PKCS#1 public (n, e), DSA private (0, p, q, g, y, x) or PKCS#1
+		// private (0, n, e, d, p, q, dp, dq, qinv): told apart by count.
+		ints := 2
+		for fields.skip(tagInteger) {
+			ints++
+		}
+		switch ints {
+		case 2:
 			return pkcs1PublicSPKI(der)
+		case 6:
+			return dsaPrivateSPKI(der)
 		}
 		return pkcs1PrivateSPKI(der)
+	case firstTag == tagOID:
+		return singleSPKI(pkcs7Parts(der))
 	}
 	return nil, keyErrorf("DER SEQUENCE starting with tags %#02x, %#02x is not a key, certificate or certificate request", firstTag, secondTag)
 }
@@ -359,16 +402,18 @@ func parseSPKI(der []byte) (spkiInfo, error) {
 			return info, keyErrorf("RSA public key is not a SEQUENCE of modulus and exponent")
 		}
 	case bytes.Equal(algorithm, oidECPublicKey):
-		curveOID, ok := alg.read(tagOID)
-		if !ok || !alg.empty() {
-			return info, keyErrorf("EC algorithm parameters are not a named curve")
+		tag, _, params, ok := alg.next()
+		if !ok || !alg.empty() || (tag != tagOID && tag != tagSequence && tag != tagNull) {
+			return info, keyErrorf("EC algorithm parameters are neither a named curve nor explicit parameters")
 		}
 		if keyBits%8 != 0 || len(key) == 0 {
 			return info, keyErrorf("EC public key BIT STRING is empty or has unused bits")
 		}
-		if info.curve = curveByOID(curveOID); info.curve != nil {
-			if _, err := info.curve.pointKind(key); err != nil {
-				return info, err
+		if tag == tagOID {
+			if info.curve = curveByOID(params); info.curve != nil {
+				if _, err := info.curve.pointKind(key); err != nil {
+					return info, err
+				}
 			}
 		}
 	case bytes.Equal(algorithm, oidEd25519):
@@ -495,117 +540,42 @@ func pkcs1PublicSPKI(der []byte) ([]byte, error) {
 	return rsaSPKI(n, e), nil
 }
 
-// pkcs1PrivateSPKI reads the public half of an RSAPrivateKey:
-// SEQUENCE { version, n, e, d, p, q, dp, dq, qinv, otherPrimeInfos OPTIONAL }.
+// pkcs1PrivateSPKI reads the public half of an RSAPrivateKey.
 func pkcs1PrivateSPKI(der []byte) ([]byte, error) {
-	s := cryptobyte.String(der)
-	var seq cryptobyte.String
-	var version int
-	if !s.ReadASN1(&seq, cbasn1.SEQUENCE) || !s.Empty() || !seq.ReadASN1Integer(&version) {
-		return nil, keyErrorf("RSA private key is not a complete ASN.1 SEQUENCE starting with a version")
-	}
-	if version != 0 && version != 1 {
-		return nil, keyErrorf("RSA private key version is %d, want 0 or 1", version)
-	}
-	n, err := readUnsigned(&seq, "RSA modulus")
+	n, e, err := pkcs1PrivatePublic(der)
 	if err != nil {
 		return nil, err
-	}
-	e, err := readUnsigned(&seq, "RSA public exponent")
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range []string{"d", "p", "q", "dp", "dq", "qinv"} {
-		if !seq.SkipASN1(cbasn1.INTEGER) {
-			return nil, keyErrorf("RSA private key lacks INTEGER %s", name)
-		}
-	}
-	if !seq.SkipOptionalASN1(cbasn1.SEQUENCE) || !seq.Empty() {
-		return nil, keyErrorf("RSA private key has unexpected fields after qinv")
 	}
 	return rsaSPKI(n, e), nil
 }
 
-// pkcs8SPKI reads a PKCS#8 PrivateKeyInfo (or OneAsymmetricKey):
-// SEQUENCE { version, AlgorithmIdentifier, OCTET STRING privateKey,
-// [0] attributes OPTIONAL, [1] publicKey OPTIONAL }.
-func pkcs8SPKI(der []byte) ([]byte, error) {
+// pkcs1PrivatePublic reads n and e from an RSAPrivateKey:
+// SEQUENCE { version, n, e, d, p, q, dp, dq, qinv, otherPrimeInfos OPTIONAL }.
+func pkcs1PrivatePublic(der []byte) (n, e []byte, err error) {
 	s := cryptobyte.String(der)
-	var seq, alg, algorithm, priv cryptobyte.String
+	var seq cryptobyte.String
 	var version int
-	if !s.ReadASN1(&seq, cbasn1.SEQUENCE) || !s.Empty() ||
-		!seq.ReadASN1Integer(&version) ||
-		!seq.ReadASN1(&alg, cbasn1.SEQUENCE) || !readOID(&alg, &algorithm) ||
-		!seq.ReadASN1(&priv, cbasn1.OCTET_STRING) {
-		return nil, keyErrorf("PKCS#8 private key is malformed")
+	if !s.ReadASN1(&seq, cbasn1.SEQUENCE) || !s.Empty() || !seq.ReadASN1Integer(&version) {
+		return nil, nil, keyErrorf("RSA private key is not a complete ASN.1 SEQUENCE starting with a version")
 	}
 	if version != 0 && version != 1 {
-		return nil, keyErrorf("PKCS#8 private key version is %d, want 0 or 1", version)
+		return nil, nil, keyErrorf("RSA private key version is %d, want 0 or 1", version)
 	}
-	switch {
-	case bytes.Equal(algorithm, oidRSA):
-		return pkcs1PrivateSPKI(priv)
-	case bytes.Equal(algorithm, oidECPublicKey):
-		var curveOID cryptobyte.String
-		if !readOID(&alg, &curveOID) {
-			return nil, keyErrorf("PKCS#8 EC key has no named curve (explicit curve parameters are not supported)")
-		}
-		return sec1SPKI(priv, curveOID)
-	case bytes.Equal(algorithm, oidEd25519):
-		var seed cryptobyte.String
-		if !priv.ReadASN1(&seed, cbasn1.OCTET_STRING) || !priv.Empty() || len(seed) != ed25519.SeedSize {
-			return nil, keyErrorf("PKCS#8 Ed25519 private key is not a %d-byte seed", ed25519.SeedSize)
-		}
-		pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
-		return ed25519SPKI(pub), nil
-	case bytes.Equal(algorithm, oidPBES2):
-		return nil, keyErrorf("PKCS#8 key is encrypted: its public key cannot be read without the passphrase")
+	if n, err = readUnsigned(&seq, "RSA modulus"); err != nil {
+		return nil, nil, err
 	}
-	return nil, keyErrorf("PKCS#8 key algorithm %s is not supported (RSA, EC and Ed25519 are)", oidString(algorithm))
-}
-
-// sec1SPKI reads an ECPrivateKey: SEQUENCE { version 1, OCTET STRING
-// privateKey, [0] ECParameters OPTIONAL, [1] publicKey OPTIONAL }. The
-// public key is computed from the private scalar, so it is always the true
-// one, in uncompressed form. outer names the curve when the key does not.
-func sec1SPKI(der []byte, outer []byte) ([]byte, error) {
-	s := cryptobyte.String(der)
-	var seq, scalar, params cryptobyte.String
-	var version int
-	var hasParams bool
-	if !s.ReadASN1(&seq, cbasn1.SEQUENCE) || !s.Empty() ||
-		!seq.ReadASN1Integer(&version) ||
-		!seq.ReadASN1(&scalar, cbasn1.OCTET_STRING) ||
-		!seq.ReadOptionalASN1(&params, &hasParams, cbasn1.Tag(0).Constructed().ContextSpecific()) ||
-		!seq.SkipOptionalASN1(cbasn1.Tag(1).Constructed().ContextSpecific()) || !seq.Empty() {
-		return nil, keyErrorf("EC private key is malformed")
+	if e, err = readUnsigned(&seq, "RSA public exponent"); err != nil {
+		return nil, nil, err
 	}
-	if version != 1 {
-		return nil, keyErrorf("EC private key version is %d, want 1", version)
-	}
-	oid := cryptobyte.String(outer)
-	if hasParams {
-		if !readOID(&params, &oid) || !params.Empty() {
-			return nil, keyErrorf("EC private key parameters are not a named curve (explicit curve parameters are not supported)")
+	for _, name := range []string{"d", "p", "q", "dp", "dq", "qinv"} {
+		if !seq.SkipASN1(cbasn1.INTEGER) {
+			return nil, nil, keyErrorf("RSA private key lacks INTEGER %s", name)
 		}
 	}
-	if oid == nil {
-		return nil, keyErrorf("EC private key does not name its curve")
+	if !seq.SkipOptionalASN1(cbasn1.SEQUENCE) || !seq.Empty() {
+		return nil, nil, keyErrorf("RSA private key has unexpected fields after qinv")
 	}
-	c := curveByOID(oid)
-	if c == nil {
-		return nil, keyErrorf("EC curve %s is not supported (P-256, P-384 and P-521 are)", oidString(oid))
-	}
-	if len(scalar) > c.size {
-		return nil, keyErrorf("%s private key is %d bytes, want at most %d", c.name, len(scalar), c.size)
-	}
-	padded := make([]byte, c.size)
-	copy(padded[c.size-len(scalar):], scalar)
-	priv, err := c.ecdh.NewPrivateKey(padded)
-	if err != nil {
-		return nil, keyErrorf("%s private key is out of range", c.name)
-	}
-	return ecSPKI(c, priv.PublicKey().Bytes()), nil
+	return n, e, nil
 }
 
 // addUnsigned adds a DER INTEGER with the magnitude mag, which has no
@@ -662,39 +632,56 @@ func ed25519SPKI(pub []byte) []byte {
 	}, func(b *cryptobyte.Builder) { b.AddBytes(pub) })
 }
 
-// Encodings returns every DER SubjectPublicKeyInfo under which the key of
-// spki may be stored in a filter. For an EC key on P-256, P-384 or P-521 they
-// are the uncompressed and then the compressed point form (the publisher
-// stores both), whichever form spki has; for other keys, spki alone. The
-// point must be on its curve. Errors wrap [ErrInvalidKey].
-func Encodings(spki []byte) ([][]byte, error) {
-	info, err := parseSPKI(spki)
-	if err != nil {
-		return nil, err
-	}
-	c := info.curve
-	if c == nil {
-		return [][]byte{spki}, nil
-	}
-	compressed, _ := c.pointKind(info.key) // checked by parseSPKI
-	var uncompressedPoint []byte
-	if compressed {
-		x, y := elliptic.UnmarshalCompressed(c.plain, info.key)
-		if x == nil {
-			return nil, keyErrorf("compressed %s point is not on the curve", c.name)
+// algorithmNames names public-key algorithms in words, for messages.
+var algorithmNames = []struct {
+	oid  []byte
+	name string
+}{
+	{oidRSA, "RSA"},
+	{oidRSAPSS, "RSA-PSS"},
+	{oidECPublicKey, "EC"},
+	{oidEd25519, "Ed25519"},
+	{oidEd448, "Ed448"},
+	{oidX25519, "X25519"},
+	{oidX448, "X448"},
+	{oidDSA, "DSA"},
+	{oidDHPKCS3, "DH (PKCS #3)"},
+	{oidDHX942, "DH (X9.42)"},
+	{oidBytes(1, 2, 840, 113549, 1, 1, 7), "RSA-OAEP"},
+	{oidBytes(1, 3, 132, 1, 12), "ECDH"},
+	{oidBytes(1, 3, 132, 1, 13), "ECMQV"},
+	{oidBytes(1, 2, 156, 10197, 1, 301), "SM2"},
+	{oidBytes(1, 2, 643, 2, 2, 19), "GOST R 34.10-2001"},
+	{oidBytes(1, 2, 643, 7, 1, 1, 1, 1), "GOST R 34.10-2012 (256 bits)"},
+	{oidBytes(1, 2, 643, 7, 1, 1, 1, 2), "GOST R 34.10-2012 (512 bits)"},
+	{oidBytes(2, 16, 840, 1, 101, 3, 4, 3, 17), "ML-DSA-44"},
+	{oidBytes(2, 16, 840, 1, 101, 3, 4, 3, 18), "ML-DSA-65"},
+	{oidBytes(2, 16, 840, 1, 101, 3, 4, 3, 19), "ML-DSA-87"},
+	{oidBytes(2, 16, 840, 1, 101, 3, 4, 4, 1), "ML-KEM-512"},
+	{oidBytes(2, 16, 840, 1, 101, 3, 4, 4, 2), "ML-KEM-768"},
+	{oidBytes(2, 16, 840, 1, 101, 3, 4, 4, 3), "ML-KEM-1024"},
+	{oidBytes(1, 2, 840, 113549, 1, 5, 3), "PBES1 (encrypted)"},
+	{oidPBES2, "PBES2 (encrypted)"},
+}
+
+// algorithmName names the algorithm of OID content bytes in words, with
+// the dotted OID beside an unknown one.
+func algorithmName(oid []byte) string {
+	for _, a := range algorithmNames {
+		if bytes.Equal(a.oid, oid) {
+			return a.name
 		}
-		uncompressedPoint = make([]byte, 1+2*c.size)
-		uncompressedPoint[0] = 4
-		x.FillBytes(uncompressedPoint[1 : 1+c.size])
-		y.FillBytes(uncompressedPoint[1+c.size:])
-	} else {
-		if _, err := c.ecdh.NewPublicKey(info.key); err != nil {
-			return nil, keyErrorf("%s point is not on the curve", c.name)
-		}
-		uncompressedPoint = info.key
 	}
-	compressedPoint := make([]byte, 1+c.size)
-	compressedPoint[0] = 2 | uncompressedPoint[len(uncompressedPoint)-1]&1
-	copy(compressedPoint[1:], uncompressedPoint[1:1+c.size])
-	return [][]byte{ecSPKI(c, uncompressedPoint), ecSPKI(c, compressedPoint)}, nil
+	return "unknown algorithm " + oidString(oid)
+}
+
+// rawKeySize is the public key size of the EdDSA and XDH algorithms.
+func rawKeySize(oid []byte) int {
+	switch {
+	case bytes.Equal(oid, oidEd25519), bytes.Equal(oid, oidX25519):
+		return 32
+	case bytes.Equal(oid, oidEd448):
+		return 57
+	}
+	return 56 // X448
 }

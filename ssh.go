@@ -3,6 +3,7 @@ package pkbf
 import (
 	"bytes"
 	"encoding/base64"
+	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -29,8 +30,8 @@ var sshKeyTypes = map[string]bool{
 	"ssh-ed25519-cert-v01@openssh.com":            true,
 	"sk-ecdsa-sha2-nistp256-cert-v01@openssh.com": true,
 	"sk-ssh-ed25519-cert-v01@openssh.com":         true,
-	"ssh-dss":                                     false,
-	"ssh-dss-cert-v01@openssh.com":                false,
+	"ssh-dss":                                     true,
+	"ssh-dss-cert-v01@openssh.com":                true,
 }
 
 const certSuffix = "-cert-v01@openssh.com"
@@ -44,19 +45,24 @@ func readSSHString(s *cryptobyte.String, out *[]byte) bool {
 	return s.ReadBytes(out, int(n))
 }
 
-// readMPInt reads an SSH mpint that must be positive and returns its
-// magnitude without leading zero bytes.
+// readMPInt reads an SSH mpint of an RSA key: see readMPIntNamed.
 func readMPInt(s *cryptobyte.String, name string) ([]byte, error) {
+	return readMPIntNamed(s, "RSA "+name)
+}
+
+// readMPIntNamed reads an SSH mpint that must be positive and returns its
+// magnitude without leading zero bytes.
+func readMPIntNamed(s *cryptobyte.String, name string) ([]byte, error) {
 	var v []byte
 	if !readSSHString(s, &v) {
-		return nil, keyErrorf("OpenSSH key is truncated before the RSA %s", name)
+		return nil, keyErrorf("OpenSSH key is truncated before the %s", name)
 	}
 	if len(v) > 0 && v[0] >= 0x80 {
-		return nil, keyErrorf("OpenSSH RSA %s is negative", name)
+		return nil, keyErrorf("OpenSSH %s is negative", name)
 	}
 	v = bytes.TrimLeft(v, "\x00")
 	if len(v) == 0 {
-		return nil, keyErrorf("OpenSSH RSA %s is zero", name)
+		return nil, keyErrorf("OpenSSH %s is zero", name)
 	}
 	return v, nil
 }
@@ -75,7 +81,7 @@ func sshBlobSPKI(blob []byte) ([]byte, error) {
 	case !known:
 		return nil, keyErrorf("OpenSSH key type %q is not supported", shorten(typ))
 	case !supported:
-		return nil, keyErrorf("OpenSSH key type %q (DSA) is not supported", typ)
+		return nil, keyErrorf("OpenSSH key type %q is not supported", typ)
 	}
 	isCert := strings.HasSuffix(typ, certSuffix)
 	if isCert {
@@ -101,6 +107,16 @@ func sshBlobSPKI(blob []byte) ([]byte, error) {
 			return nil, err
 		}
 		spki = rsaSPKI(n, e)
+	case "ssh-dss":
+		var ints [4][]byte
+		for i, name := range []string{"p", "q", "g", "y"} {
+			v, err := readMPIntNamed(&s, "DSA "+name)
+			if err != nil {
+				return nil, err
+			}
+			ints[i] = append([]byte{0}, v...) // a positive INTEGER's content
+		}
+		spki = dsaSPKI(ints[0], ints[1], ints[2], ints[3])
 	case "ssh-ed25519":
 		var pub []byte
 		if !readSSHString(&s, &pub) || len(pub) != ed25519KeyBytes {
@@ -181,7 +197,7 @@ func sshTextSPKI(text []byte) ([]byte, error) {
 		var line []byte
 		line, text, _ = bytes.Cut(text, []byte("\n"))
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 && trimmed[0] != '#' && !looksLikeSSHLine(trimmed) {
-			return nil, keyErrorf("input is not a key, certificate or certificate request in PEM, DER or OpenSSH form")
+			continue // text, not a key line
 		}
 		spki, err := sshLineSPKI(line)
 		if err == errNoKeyLine {
@@ -261,4 +277,61 @@ func nextField(s []byte) (field, rest []byte) {
 		}
 	}
 	return s, nil
+}
+
+// The two other text forms of SSH public keys.
+const (
+	rfc4716Begin = "---- BEGIN SSH2 PUBLIC KEY ----"
+	rfc4716End   = "---- END SSH2 PUBLIC KEY ----"
+	puttyMagic   = "PuTTY-User-Key-File-"
+)
+
+// rfc4716SPKI reads an RFC 4716 public key block: the BEGIN line, headers
+// ("Tag: value", continued by a final backslash), base64 of the key blob,
+// the END line.
+func rfc4716SPKI(block []byte) ([]byte, error) {
+	var encoded []byte
+	continued := false
+	for line := range bytes.Lines(block) {
+		line = bytes.TrimSpace(line)
+		switch {
+		case bytes.HasPrefix(line, []byte("---- ")):
+		case continued || bytes.IndexByte(line, ':') >= 0:
+			continued = bytes.HasSuffix(line, []byte(`\`))
+		default:
+			encoded = append(encoded, line...)
+		}
+	}
+	blob, err := base64.StdEncoding.DecodeString(string(encoded))
+	if err != nil || len(blob) == 0 {
+		return nil, keyErrorf("RFC 4716 public key is not valid base64")
+	}
+	return sshBlobSPKI(blob)
+}
+
+// puttySPKI reads the public half of a PuTTY private key file (.ppk,
+// versions 2 and 3), which is stored in clear even when the private half is
+// encrypted: "Public-Lines: N" and N lines of base64 of the key blob.
+func puttySPKI(block []byte) ([]byte, error) {
+	lines := bytes.Split(block, []byte("\n"))
+	typ, _, _ := bytes.Cut(bytes.TrimPrefix(lines[0], []byte(puttyMagic)), []byte(":"))
+	if v := string(typ); v != "2" && v != "3" {
+		return nil, keyErrorf("PuTTY key file version %q is not supported (2 and 3 are)", shorten(v))
+	}
+	for i, line := range lines {
+		count, ok := bytes.CutPrefix(line, []byte("Public-Lines:"))
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(string(bytes.TrimSpace(count)))
+		if err != nil || n < 1 || i+1+n > len(lines) {
+			return nil, keyErrorf("PuTTY key file has a bad Public-Lines count %q", shorten(string(count)))
+		}
+		blob, err := base64.StdEncoding.DecodeString(string(bytes.Join(lines[i+1:i+1+n], nil)))
+		if err != nil {
+			return nil, keyErrorf("PuTTY key file's public key is not valid base64")
+		}
+		return sshBlobSPKI(blob)
+	}
+	return nil, keyErrorf("PuTTY key file has no Public-Lines")
 }

@@ -1,0 +1,190 @@
+package pkbf
+
+import (
+	"bytes"
+	"crypto/elliptic"
+	"encoding/hex"
+	"math/big"
+	"sync"
+
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
+)
+
+//go:generate bash gen_curves.sh
+
+// An ecCurve is an elliptic curve over a prime field, y² = x³ + ax + b
+// mod p, as OpenSSL knows it (curves_table.go): enough to name a curve
+// given by explicit parameters and to convert between point forms.
+type ecCurve struct {
+	name          string // OpenSSL's name, or P-256 and so on for the NIST curves
+	oid           []byte // content bytes of the named-curve OID
+	p, a, b, n    *big.Int
+	gx, gy        *big.Int
+	size          int            // bytes in a field element
+	plain         elliptic.Curve // the standard library's, for NIST curves, or nil
+	firstOfParams bool           // the first curve in the table with these parameters
+}
+
+// nistNames gives the NIST curves their usual names.
+var nistNames = map[string]string{"prime192v1": "P-192", "secp224r1": "P-224", "prime256v1": "P-256", "secp384r1": "P-384", "secp521r1": "P-521"}
+
+// ecCurves parses curveTable once.
+var ecCurves = sync.OnceValue(func() []*ecCurve {
+	var out []*ecCurve
+	for _, t := range curveTable {
+		oidDER, _ := hex.DecodeString(t.oid)
+		explicit, _ := hex.DecodeString(t.explicit)
+		c, ok := parseExplicitCurve(explicit)
+		if !ok || len(oidDER) < 2 {
+			panic("pkbf: bad curve table entry " + t.name) // generated: cannot happen
+		}
+		c.name, c.oid = t.name, oidDER[2:]
+		if n, ok := nistNames[t.name]; ok {
+			c.name = n
+		}
+		switch c.name {
+		case "P-224":
+			c.plain = elliptic.P224()
+		case "P-256":
+			c.plain = elliptic.P256()
+		case "P-384":
+			c.plain = elliptic.P384()
+		case "P-521":
+			c.plain = elliptic.P521()
+		}
+		c.firstOfParams = true
+		for _, o := range out {
+			if o.sameParams(c) {
+				c.firstOfParams = false
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+})
+
+// parseExplicitCurve reads explicit ECParameters (SEC 1 C.2) over a prime
+// field: version, fieldID {prime-field, p}, curve {a, b, seed}, base point,
+// order, cofactor. The base point may be in any form.
+func parseExplicitCurve(der []byte) (*ecCurve, bool) {
+	s := cryptobyte.String(der)
+	var params, field, curveSeq, fieldType, a, b, base cryptobyte.String
+	var version int
+	p, n := new(big.Int), new(big.Int)
+	if !s.ReadASN1(&params, cbasn1.SEQUENCE) || !s.Empty() ||
+		!params.ReadASN1Integer(&version) ||
+		!params.ReadASN1(&field, cbasn1.SEQUENCE) || !field.ReadASN1(&fieldType, cbasn1.OBJECT_IDENTIFIER) ||
+		!bytes.Equal(fieldType, oidPrimeField) || !field.ReadASN1Integer(p) || !field.Empty() ||
+		!params.ReadASN1(&curveSeq, cbasn1.SEQUENCE) ||
+		!curveSeq.ReadASN1(&a, cbasn1.OCTET_STRING) || !curveSeq.ReadASN1(&b, cbasn1.OCTET_STRING) ||
+		!curveSeq.SkipOptionalASN1(cbasn1.BIT_STRING) || !curveSeq.Empty() ||
+		!params.ReadASN1(&base, cbasn1.OCTET_STRING) ||
+		!params.ReadASN1Integer(n) ||
+		!params.SkipOptionalASN1(cbasn1.INTEGER) || !params.Empty() {
+		return nil, false
+	}
+	if p.Sign() <= 0 || p.BitLen() > 1024 {
+		return nil, false
+	}
+	c := &ecCurve{p: p, n: n, a: new(big.Int).SetBytes(a), b: new(big.Int).SetBytes(b), size: (p.BitLen() + 7) / 8}
+	x, y, ok := c.decodePoint(base)
+	if !ok {
+		return nil, false
+	}
+	c.gx, c.gy = x, y
+	return c, true
+}
+
+func (c *ecCurve) sameParams(o *ecCurve) bool {
+	return c.p.Cmp(o.p) == 0 && c.a.Cmp(o.a) == 0 && c.b.Cmp(o.b) == 0 && c.n.Cmp(o.n) == 0 && c.gx.Cmp(o.gx) == 0 && c.gy.Cmp(o.gy) == 0
+}
+
+// curveByParams returns the named curve with the parameters of c, as
+// OpenSSL maps explicit parameters to a named curve, or nil.
+func curveByParams(c *ecCurve) *ecCurve {
+	for _, k := range ecCurves() {
+		if k.firstOfParams && k.sameParams(c) {
+			return k
+		}
+	}
+	return nil
+}
+
+func curveByNamedOID(oid []byte) *ecCurve {
+	for _, k := range ecCurves() {
+		if bytes.Equal(k.oid, oid) {
+			return k
+		}
+	}
+	return nil
+}
+
+// decodePoint reads a point in uncompressed (04), compressed (02, 03) or
+// hybrid (06, 07) form and returns its affine coordinates, checking that
+// it lies on the curve.
+func (c *ecCurve) decodePoint(pt []byte) (x, y *big.Int, ok bool) {
+	if len(pt) == 0 {
+		return nil, nil, false
+	}
+	switch {
+	case len(pt) == 1+c.size && (pt[0] == 2 || pt[0] == 3):
+		x = new(big.Int).SetBytes(pt[1:])
+		if x.Cmp(c.p) >= 0 {
+			return nil, nil, false
+		}
+		if c.plain != nil {
+			px, py := elliptic.UnmarshalCompressed(c.plain, pt)
+			return px, py, px != nil
+		}
+		y = c.rhs(x)
+		if y.ModSqrt(y, c.p) == nil {
+			return nil, nil, false
+		}
+		if y.Bit(0) != uint(pt[0]&1) {
+			y.Sub(c.p, y)
+		}
+		return x, y, true
+	case len(pt) == 1+2*c.size && (pt[0] == 4 || pt[0] == 6 || pt[0] == 7):
+		x = new(big.Int).SetBytes(pt[1 : 1+c.size])
+		y = new(big.Int).SetBytes(pt[1+c.size:])
+		if pt[0] != 4 && y.Bit(0) != uint(pt[0]&1) {
+			return nil, nil, false
+		}
+		return x, y, c.onCurve(x, y)
+	}
+	return nil, nil, false
+}
+
+// rhs returns x³ + ax + b mod p.
+func (c *ecCurve) rhs(x *big.Int) *big.Int {
+	r := new(big.Int).Mul(x, x)
+	r.Add(r, c.a)
+	r.Mul(r, x)
+	r.Add(r, c.b)
+	return r.Mod(r, c.p)
+}
+
+func (c *ecCurve) onCurve(x, y *big.Int) bool {
+	if x.Cmp(c.p) >= 0 || y.Cmp(c.p) >= 0 {
+		return false
+	}
+	y2 := new(big.Int).Mul(y, y)
+	return y2.Mod(y2, c.p).Cmp(c.rhs(x)) == 0
+}
+
+// uncompressed and compressed encode a point.
+func (c *ecCurve) uncompressed(x, y *big.Int) []byte {
+	b := make([]byte, 1+2*c.size)
+	b[0] = 4
+	x.FillBytes(b[1 : 1+c.size])
+	y.FillBytes(b[1+c.size:])
+	return b
+}
+
+func (c *ecCurve) compressed(x, y *big.Int) []byte {
+	b := make([]byte, 1+c.size)
+	b[0] = 2 | byte(y.Bit(0))
+	x.FillBytes(b[1:])
+	return b
+}

@@ -1,0 +1,304 @@
+package pkbf
+
+import (
+	"bytes"
+
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
+)
+
+// One key has many DER encodings, and a filter holds whichever one was
+// added: the reference implementation re-encodes every key through
+// OpenSSL before hashing (minimal integers, RSA with NULL parameters, EC on
+// a named curve with an uncompressed point) but hashes a certificate's or
+// request's SPKI as it stands, and the publisher adds EC keys under both
+// point forms. A definite "no" must hold for every one of them.
+
+// Canonical returns the OpenSSL-canonical DER encoding of the key in spki,
+// the one OpenSSL writes and pwnedkeys fingerprints (its [Fingerprint] is
+// the key's pwnedkeys fingerprint): integers in minimal form, an RSA
+// AlgorithmIdentifier with NULL parameters, an EC key on its named curve
+// (explicit parameters mapped to the curve OpenSSL maps them to) with an
+// uncompressed point. It returns spki itself, not a copy, when spki is
+// already canonical. Keys of algorithms it does not know, and EC keys on
+// curves it cannot compute on, are returned as they are.
+//
+// Errors wrap [ErrInvalidKey]: spki is not a SubjectPublicKeyInfo, or the
+// key in it is malformed (an EC point not on its curve, say).
+func Canonical(spki []byte) ([]byte, error) {
+	canonical, _, err := forms(spki, true)
+	return canonical, err
+}
+
+// Encodings returns every DER SubjectPublicKeyInfo under which the key of
+// spki may be stored in a filter, canonical first (see [Canonical]): for
+// an EC key on a curve pkbf can compute on, the uncompressed and then the
+// compressed point form on the named curve, as the publisher stores them;
+// then spki as given, if it is neither. [Filter.AddKey] adds all of them;
+// [Filter.Contains] looks for any. An EC point must be on its curve.
+// Errors wrap [ErrInvalidKey].
+func Encodings(spki []byte) ([][]byte, error) {
+	canonical, other, err := forms(spki, true)
+	if err != nil {
+		return nil, err
+	}
+	out := [][]byte{canonical}
+	if other != nil {
+		out = append(out, other)
+	}
+	if !bytes.Equal(spki, canonical) && !bytes.Equal(spki, other) {
+		out = append(out, spki)
+	}
+	return out, nil
+}
+
+// Contains reports whether the filter probably holds the key of spki under
+// any of the encodings a filter may hold it in ([Encodings]): spki as
+// given, its canonical re-encoding, and for EC keys both point forms. False
+// is definite for all of them. spki as given is tried first, and is tried
+// even when it cannot be parsed (then it is the only one).
+//
+// For an RSA key already in canonical form this is one query, as
+// [Filter.Probably], and allocates nothing; an EC key costs two, plus a
+// square root when its point is compressed. Contains is safe for
+// concurrent use and panics as Probably does.
+func (f *Filter) Contains(spki []byte) bool {
+	if f.Probably(spki) {
+		return true
+	}
+	canonical, other, err := forms(spki, false)
+	if err != nil {
+		return false
+	}
+	return (!sameSlice(canonical, spki) && f.Probably(canonical)) || (other != nil && f.Probably(other))
+}
+
+// sameSlice reports whether a and b are the same bytes in memory.
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// forms returns the canonical encoding of the key in spki (spki itself when
+// it is canonical) and, for EC keys, the compressed point form on the same
+// named curve, or nil. With check, an EC point must lie on its curve; a
+// lookup skips that cost for uncompressed points.
+func forms(spki []byte, check bool) (canonical, other []byte, err error) {
+	d := derReader(spki)
+	body, ok := d.read(tagSequence)
+	if !ok || !d.empty() {
+		return nil, nil, keyErrorf("SubjectPublicKeyInfo is not one complete DER SEQUENCE")
+	}
+	fields := derReader(body)
+	algContent, ok1 := fields.read(tagSequence)
+	alg := derReader(algContent)
+	oid, ok2 := alg.read(tagOID)
+	if !ok1 || !ok2 || len(oid) == 0 {
+		return nil, nil, keyErrorf("SubjectPublicKeyInfo has no algorithm identifier")
+	}
+	params := []byte(alg)
+	key, keyBits, ok := fields.readBitString()
+	if !ok || !fields.empty() {
+		return nil, nil, keyErrorf("SubjectPublicKeyInfo's public key is not a BIT STRING ending the structure")
+	}
+	name := algorithmName(oid)
+	if keyBits%8 != 0 {
+		return nil, nil, keyErrorf("%s public key BIT STRING has unused bits", name)
+	}
+	switch {
+	case bytes.Equal(oid, oidRSA):
+		if len(params) != 0 && !bytes.Equal(params, derNull) {
+			return nil, nil, keyErrorf("RSA algorithm parameters are not NULL")
+		}
+		n, e, err := rsaPublicInts(key)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(params) != 0 && isMinimalInt(n) && isMinimalInt(e) {
+			return spki, nil, nil
+		}
+		return buildSPKIRaw(oid, derNull, rsaKeyDER(n, e)), nil, nil
+	case bytes.Equal(oid, oidRSAPSS):
+		n, e, err := rsaPublicInts(key)
+		if err != nil {
+			return nil, nil, err
+		}
+		return sameOr(spki, buildSPKIRaw(oid, params, rsaKeyDER(n, e))), nil, nil
+	case bytes.Equal(oid, oidECPublicKey):
+		return ecForms(spki, params, key, check)
+	case bytes.Equal(oid, oidEd25519), bytes.Equal(oid, oidEd448), bytes.Equal(oid, oidX25519), bytes.Equal(oid, oidX448):
+		if len(params) != 0 {
+			return nil, nil, keyErrorf("%s algorithm identifier has parameters", name)
+		}
+		if want := rawKeySize(oid); len(key) != want {
+			return nil, nil, keyErrorf("%s public key is %d bytes, want %d", name, len(key), want)
+		}
+		return spki, nil, nil
+	case bytes.Equal(oid, oidDSA), bytes.Equal(oid, oidDHPKCS3), bytes.Equal(oid, oidDHX942):
+		// Domain parameters (a SEQUENCE of INTEGERs, for X9.42 with a
+		// nested SEQUENCE kept as it is) and the key, an INTEGER.
+		canonParams, err := minimalParams(params, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		k := cryptobyte.String(key)
+		var y cryptobyte.String
+		if !k.ReadASN1(&y, cbasn1.INTEGER) || !k.Empty() || len(y) == 0 {
+			return nil, nil, keyErrorf("%s public key is not an INTEGER", name)
+		}
+		return sameOr(spki, buildSPKIRaw(oid, canonParams, intDER(y))), nil, nil
+	}
+	return spki, nil, nil
+}
+
+// sameOr returns spki if built has the same bytes, else built.
+func sameOr(spki, built []byte) []byte {
+	if bytes.Equal(spki, built) {
+		return spki
+	}
+	return built
+}
+
+var derNull = []byte{0x05, 0x00}
+
+// rsaPublicInts reads RSAPublicKey ::= SEQUENCE { n, e } leniently: the
+// INTEGERs' contents as they are, minimal or not.
+func rsaPublicInts(key []byte) (n, e []byte, err error) {
+	s := cryptobyte.String(key)
+	var seq, nc, ec cryptobyte.String
+	if !s.ReadASN1(&seq, cbasn1.SEQUENCE) || !s.Empty() ||
+		!seq.ReadASN1(&nc, cbasn1.INTEGER) || !seq.ReadASN1(&ec, cbasn1.INTEGER) || !seq.Empty() || len(nc) == 0 || len(ec) == 0 {
+		return nil, nil, keyErrorf("RSA public key is not a SEQUENCE of modulus and exponent")
+	}
+	return nc, ec, nil
+}
+
+// isMinimalInt reports whether INTEGER content bytes are in minimal form.
+func isMinimalInt(v []byte) bool {
+	return len(v) < 2 || !(v[0] == 0 && v[1] < 0x80 || v[0] == 0xff && v[1] >= 0x80)
+}
+
+// minimalInt returns INTEGER content bytes in minimal two's-complement
+// form, the same value: what OpenSSL writes after reading any form.
+func minimalInt(v []byte) []byte {
+	for len(v) > 1 && (v[0] == 0 && v[1] < 0x80 || v[0] == 0xff && v[1] >= 0x80) {
+		v = v[1:]
+	}
+	return v
+}
+
+// intDER encodes INTEGER content bytes, made minimal, as a DER INTEGER.
+func intDER(v []byte) []byte {
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.INTEGER, func(b *cryptobyte.Builder) { b.AddBytes(minimalInt(v)) })
+	return b.BytesOrPanic()
+}
+
+func rsaKeyDER(n, e []byte) []byte {
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		b.AddBytes(intDER(n))
+		b.AddBytes(intDER(e))
+	})
+	return b.BytesOrPanic()
+}
+
+// minimalParams re-encodes DSA or DH domain parameters, a SEQUENCE whose
+// INTEGERs are made minimal (anything else in it is kept as it is). Absent
+// parameters stay absent.
+func minimalParams(params []byte, name string) ([]byte, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	d := derReader(params)
+	content, ok := d.read(tagSequence)
+	if !ok || !d.empty() {
+		return nil, keyErrorf("%s domain parameters are not a SEQUENCE", name)
+	}
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		fields := derReader(content)
+		for !fields.empty() {
+			tag, element, value, ok := fields.next()
+			if !ok {
+				b.SetError(errMalformed)
+				return
+			}
+			if tag == tagInteger {
+				b.AddBytes(intDER(value))
+			} else {
+				b.AddBytes(element)
+			}
+		}
+	})
+	out, err := b.Bytes()
+	if err != nil {
+		return nil, keyErrorf("%s domain parameters are malformed", name)
+	}
+	return out, nil
+}
+
+var errMalformed = keyErrorf("malformed")
+
+// buildSPKIRaw builds SEQUENCE { SEQUENCE { OID, params }, BIT STRING key }
+// from the OID's content, the parameters' whole encoding (or nil) and the
+// key's bytes.
+func buildSPKIRaw(oid, params, key []byte) []byte {
+	return buildSPKI(func(b *cryptobyte.Builder) {
+		addOID(b, oid)
+		b.AddBytes(params)
+	}, func(b *cryptobyte.Builder) { b.AddBytes(key) })
+}
+
+// ecForms is forms for an EC key: params is the AlgorithmIdentifier's
+// parameters, a named curve's OID, explicit parameters or NULL.
+func ecForms(spki, params, point []byte, check bool) (canonical, other []byte, err error) {
+	d := derReader(params)
+	tag, _, content, ok := d.next()
+	if !ok || !d.empty() {
+		return nil, nil, keyErrorf("EC algorithm parameters are missing or malformed")
+	}
+	var c *ecCurve
+	var curveParams []byte // the canonical parameters' encoding
+	switch tag {
+	case tagOID:
+		c, curveParams = curveByNamedOID(content), params
+	case tagSequence:
+		explicit, ok := parseExplicitCurve(params)
+		if !ok {
+			return nil, nil, keyErrorf("EC explicit curve parameters are malformed or not over a prime field")
+		}
+		c, curveParams = explicit, params
+		if named := curveByParams(explicit); named != nil {
+			c = named
+			curveParams = oidDER(named.oid)
+		}
+	case tagNull: // implicitlyCA: the curve is known only to the parties
+		return spki, nil, nil
+	default:
+		return nil, nil, keyErrorf("EC algorithm parameters are neither a named curve nor explicit parameters")
+	}
+	if c == nil { // a named curve pkbf cannot compute on
+		return spki, nil, nil
+	}
+	var uncompressed, compressed []byte
+	if !check && len(point) == 1+2*c.size && point[0] == 4 {
+		// A lookup: the other form needs no arithmetic.
+		uncompressed = point
+		compressed = make([]byte, 1+c.size)
+		compressed[0] = 2 | point[len(point)-1]&1
+		copy(compressed[1:], point[1:1+c.size])
+	} else {
+		x, y, ok := c.decodePoint(point)
+		if !ok {
+			return nil, nil, keyErrorf("%s point (%d bytes, prefix %#02x) is malformed or not on the curve", c.name, len(point), first(point))
+		}
+		uncompressed, compressed = c.uncompressed(x, y), c.compressed(x, y)
+	}
+	canonical = sameOr(spki, buildSPKIRaw(oidECPublicKey, curveParams, uncompressed))
+	return canonical, buildSPKIRaw(oidECPublicKey, curveParams, compressed), nil
+}
+
+// oidDER encodes OID content bytes as a DER OBJECT IDENTIFIER.
+func oidDER(content []byte) []byte {
+	return append([]byte{tagOID, byte(len(content))}, content...)
+}
