@@ -132,7 +132,7 @@ func isPKCS12(body []byte) bool {
 
 // Limits on what a PKCS#12 file may ask of pkbf.
 const (
-	maxPKCS12Iterations = 10_000_000
+	maxPKCS12Iterations = 1 << 21 // PBKDF2 or the PKCS#12 KDF: under a second
 	maxPKCS12Depth      = 4 // nested SafeContents
 )
 
@@ -486,7 +486,7 @@ func pbes2Decrypt(params cryptobyte.String, data []byte, password string) ([]byt
 	if !params.ReadASN1(&kdf, cbasn1.SEQUENCE) || !kdf.ReadASN1(&kdfOID, cbasn1.OBJECT_IDENTIFIER) ||
 		!bytes.Equal(kdfOID, oidPBKDF2) || !kdf.ReadASN1(&kdfParams, cbasn1.SEQUENCE) ||
 		!kdfParams.ReadASN1(&salt, cbasn1.OCTET_STRING) || !kdfParams.ReadASN1Integer(&iterations) ||
-		!kdfParams.ReadOptionalASN1Integer(&keyLength, cbasn1.INTEGER, 0) ||
+		kdfParams.PeekASN1Tag(cbasn1.INTEGER) && !kdfParams.ReadASN1Integer(&keyLength) ||
 		!kdfParams.ReadOptionalASN1(&prf, &hasPRF, cbasn1.SEQUENCE) ||
 		!params.ReadASN1(&scheme, cbasn1.SEQUENCE) || !scheme.ReadASN1(&schemeOID, cbasn1.OBJECT_IDENTIFIER) ||
 		!scheme.ReadASN1(&iv, cbasn1.OCTET_STRING) {
@@ -607,7 +607,7 @@ func pkcs12MACPassword(macData cryptobyte.String, data []byte, candidates []stri
 	if !macData.ReadASN1(&digestInfo, cbasn1.SEQUENCE) || !digestInfo.ReadASN1(&alg, cbasn1.SEQUENCE) ||
 		!alg.ReadASN1(&algOID, cbasn1.OBJECT_IDENTIFIER) || !digestInfo.ReadASN1(&digest, cbasn1.OCTET_STRING) ||
 		!macData.ReadASN1(&salt, cbasn1.OCTET_STRING) ||
-		!macData.ReadOptionalASN1Integer(&iterations, cbasn1.INTEGER, 1) {
+		macData.PeekASN1Tag(cbasn1.INTEGER) && !macData.ReadASN1Integer(&iterations) {
 		return "", false, keyErrorf("PKCS#12 MAC is malformed")
 	}
 	h := hashByOID(algOID)

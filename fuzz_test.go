@@ -91,7 +91,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func FuzzSPKI(f *testing.F) {
-	seedFiles(f, "testdata/keys/*")
+	seedFiles(f, "testdata/keys/*", "testdata/keys/more/*")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		spki, err := SPKI(b)
 		if err != nil {
@@ -115,6 +115,23 @@ func FuzzSPKI(f *testing.F) {
 		for _, e := range encs {
 			if _, err := parseSPKI(e); err != nil {
 				t.Fatalf("Encodings returned an invalid SPKI: %v", err)
+			}
+		}
+		// The canonical form is a fixed point, and a filter holding any
+		// encoding finds the key from any other.
+		canonical := encs[0]
+		if again, err := Canonical(canonical); err != nil || !bytes.Equal(again, canonical) {
+			t.Fatalf("Canonical(Canonical(x)) = %x, %v; want Canonical(x) %x", again, err, canonical)
+		}
+		forms, err := Encodings(canonical)
+		if err != nil {
+			t.Fatalf("Encodings(canonical): %v", err)
+		}
+		for _, stored := range forms {
+			filter, _ := New(3, 12)
+			filter.Add(stored)
+			if !filter.Contains(spki) || !filter.Contains(canonical) {
+				t.Fatalf("filter holding %x does not contain %x", stored, spki)
 			}
 		}
 	})
@@ -144,7 +161,11 @@ func checkFramings(t *testing.T, name string, b []byte) {
 
 func TestKeyScannerFramings(t *testing.T) {
 	names, _ := filepath.Glob("testdata/keys/*")
-	for _, name := range names {
+	more, _ := filepath.Glob("testdata/keys/more/*")
+	for _, name := range append(names, more...) {
+		if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+			continue
+		}
 		checkFramings(t, name, mustRead(t, name))
 	}
 	pub := mustRead(t, "testdata/keys/p256.spki.pem")
@@ -158,7 +179,7 @@ func TestKeyScannerFramings(t *testing.T) {
 }
 
 func FuzzKeyScanner(f *testing.F) {
-	seedFiles(f, "testdata/keys/*")
+	seedFiles(f, "testdata/keys/*", "testdata/keys/more/*")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkFramings(t, "input", b)
 		s := NewKeyScanner(bytes.NewReader(b))

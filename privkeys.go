@@ -18,7 +18,7 @@ import (
 
 // maxFieldBits bounds the DSA and DH moduli pkbf computes with, so that a
 // hostile file cannot ask for an endless exponentiation.
-const maxFieldBits = 16384
+const maxFieldBits = 10000 // OpenSSL's own limit for DSA and DH
 
 // pkcs8SPKI reads a PKCS#8 PrivateKeyInfo or OneAsymmetricKey: SEQUENCE {
 // version, AlgorithmIdentifier, OCTET STRING privateKey, [0] attributes
@@ -54,11 +54,11 @@ func pkcs8SPKI(der []byte) ([]byte, error) {
 	case bytes.Equal(algorithm, oidRSAPSS):
 		// OpenSSL writes the SPKI of an RSA-PSS key with the
 		// AlgorithmIdentifier of the private key: the same parameters.
-		n, e, err := pkcs1PrivatePublic(priv)
+		n, e, err := pkcs1PrivatePublic(priv) // magnitudes: made INTEGER contents
 		if err != nil {
 			return nil, err
 		}
-		return Canonical(buildSPKIRaw(algorithm, params, rsaKeyDER(n, e)))
+		return Canonical(buildSPKIRaw(algorithm, params, rsaKeyDER(append([]byte{0}, n...), append([]byte{0}, e...))))
 	case bytes.Equal(algorithm, oidECPublicKey):
 		return sec1SPKI(priv, params)
 	case bytes.Equal(algorithm, oidEd25519), bytes.Equal(algorithm, oidEd448),

@@ -126,19 +126,19 @@ func (k *Key) SPKI() ([]byte, error) {
 //	}
 //	if err := s.Err(); err != nil { ... } // reading r failed
 type KeyScanner struct {
-	r        *bufio.Reader
-	mode     keyKind // 0 until the first byte is seen, then kindDER or kindLine
-	line     int     // lines read so far
-	offset   int64   // bytes read so far
-	count    int     // keys reported so far
-	key      Key
-	err      error
-	done     bool
-	ignored  int    // first line of text that was neither key nor comment
-	ecParams []byte // an "EC PARAMETERS" block waiting for its key
-	pushback *textLine
-	scratch  []byte // the PEM block being read, reused
-	queue    []Key  // the objects of a container, still to report
+	r           *bufio.Reader
+	mode        keyKind // 0 until the first byte is seen, then kindDER or kindLine
+	line        int     // lines read so far
+	offset      int64   // bytes read so far
+	count       int     // keys reported so far
+	key         Key
+	err         error
+	done        bool
+	ignored     int    // first line of text that was neither key nor comment
+	ecParams    []byte // an "EC PARAMETERS" block waiting for its key
+	pushback    *textLine
+	scratch     []byte // the PEM block being read, reused
+	queue       []Key  // the objects of a container, still to report
 	passphrases []string
 }
 

@@ -22,12 +22,19 @@ type Checker struct {
 	sem  chan struct{}
 }
 
-// Check reports whether the filter says spki is probably compromised and,
-// when it does, what the API says, as Client.Check: a verified attestation,
-// a 404 (a false positive of the filter) or an error. When the filter says
-// no, Check makes no request and returns probably false.
+// Check reports whether the filter probably holds the key of spki, under
+// any of its encodings (pkbf.Filter.Contains), and when it does, what the
+// API says of its canonical encoding (pkbf.Canonical), as Client.Check: a
+// verified attestation, a 404 (a false positive of the filter) or an
+// error. When the filter says no, Check makes no request and returns
+// probably false. The Result's Fingerprint is the canonical one.
 func (c *Checker) Check(ctx context.Context, spki []byte) (probably bool, res Result, err error) {
-	if !c.Filter.Probably(spki) {
+	if canonical, err := pkbf.Canonical(spki); err == nil {
+		if !c.Filter.Contains(spki) {
+			return false, Result{Fingerprint: pkbf.Fingerprint(canonical)}, nil
+		}
+		spki = canonical
+	} else if !c.Filter.Probably(spki) {
 		return false, Result{Fingerprint: pkbf.Fingerprint(spki)}, nil
 	}
 	c.once.Do(func() {

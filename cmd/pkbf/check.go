@@ -54,6 +54,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	asJSON := c.Bool("json", false, "print one JSON object per key: source, fingerprint, probably (or error)")
 	confirm := c.Bool("confirm", false, "confirm every probably with the pwnedkeys API, verifying its proof")
 	api := c.String("api", pwnedkeys.DefaultBaseURL, "the pwnedkeys API `URL`, for -confirm")
+	passphraseFile := c.String("passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")")
 	timeout := c.Duration("timeout", defaultConfirmTimeout, "with -confirm: give up on the API after `DURATION` in all (0: never); keys left are unconfirmed")
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
@@ -67,12 +68,16 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	out := bufio.NewWriterSize(stdout, 64<<10)
 	defer out.Flush()
-	inputs := inputsOf(c.Args()[1:], stdin)
+	pws, err := passphrases(*passphraseFile)
+	if err != nil {
+		errorf(stderr, "%v", err)
+		return exitTrouble
+	}
+	inputs := inputsOf(c.Args()[1:], stdin, pws)
 	prog := startProgress(stderr, inputs)
 	work, workers := func(it *item) {
-		it.spki, it.err = it.key.SPKI()
-		if it.err == nil {
-			it.probably = f.Probably(it.spki)
+		if it.decode() {
+			it.probably = f.Contains(it.spki)
 		}
 	}, runtime.GOMAXPROCS(0)
 	if *confirm {
@@ -84,8 +89,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: *api}, MaxInFlight: confirmInFlight}
 		work = func(it *item) {
-			it.spki, it.err = it.key.SPKI()
-			if it.err == nil {
+			if it.decode() {
 				var res pwnedkeys.Result
 				it.probably, res, it.confirmErr = checker.Check(ctx, it.spki)
 				it.pwned = res.Pwned
@@ -118,7 +122,8 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if it.confirmErr != nil {
 				troubled = true
 				prog.clear()
-				errorf(stderr, "%s: confirming %x: %s", it.source(), fingerprint(it.spki), displayErr(it.confirmErr))
+				fp := fingerprint(it.canonical)
+				errorf(stderr, "%s: confirming %s: %s", it.source(), fp[:], displayErr(it.confirmErr))
 			}
 			if *confirm {
 				found = found || it.pwned
@@ -180,6 +185,20 @@ func displayErr(err error) string {
 	return strings.TrimPrefix(err.Error(), "pkbf: ")
 }
 
+// decode reads the item's key and its canonical encoding, and reports
+// whether that worked.
+func (it *item) decode() bool {
+	it.spki, it.err = it.key.SPKI()
+	if it.err != nil {
+		return false
+	}
+	var err error
+	if it.canonical, err = pkbf.Canonical(it.spki); err != nil {
+		it.canonical = it.spki // looked up as given only
+	}
+	return true
+}
+
 func fingerprint(spki []byte) [2 * sha256.Size]byte {
 	var out [2 * sha256.Size]byte
 	sum := sha256.Sum256(spki)
@@ -194,7 +213,7 @@ func appendTextVerdict(b []byte, it *item, confirm bool) []byte {
 	if confirm {
 		width = len(verdictFalsePositive)
 	}
-	fp := fingerprint(it.spki)
+	fp := fingerprint(it.canonical)
 	b = append(b, v...)
 	for range width - len(v) + 2 {
 		b = append(b, ' ')
@@ -202,6 +221,11 @@ func appendTextVerdict(b []byte, it *item, confirm bool) []byte {
 	b = append(b, fp[:]...)
 	b = append(b, "  "...)
 	b = append(b, it.source()...)
+	if given, ok := it.givenFingerprint(); ok {
+		b = append(b, "  (as given: "...)
+		b = append(b, given[:]...)
+		b = append(b, ')')
+	}
 	return append(b, '\n')
 }
 
@@ -221,11 +245,24 @@ func appendJSONSource(b []byte, it *item) []byte {
 	return b
 }
 
+// givenFingerprint is the fingerprint of the key as the input has it, when
+// that is not the canonical encoding.
+func (it *item) givenFingerprint() ([2 * sha256.Size]byte, bool) {
+	if len(it.spki) == len(it.canonical) && &it.spki[0] == &it.canonical[0] {
+		return [2 * sha256.Size]byte{}, false
+	}
+	return fingerprint(it.spki), true
+}
+
 func appendJSONVerdict(b []byte, it *item, confirm bool) []byte {
-	fp := fingerprint(it.spki)
+	fp := fingerprint(it.canonical)
 	b = appendJSONSource(b, it)
 	b = append(b, `,"fingerprint":"`...)
 	b = append(b, fp[:]...)
+	if given, ok := it.givenFingerprint(); ok {
+		b = append(b, `","fingerprint_as_given":"`...)
+		b = append(b, given[:]...)
+	}
 	b = append(b, `","probably":`...)
 	b = strconv.AppendBool(b, it.probably)
 	if confirm {

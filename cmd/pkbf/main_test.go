@@ -64,7 +64,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{[]string{"info", "-h"}, 0, "Usage: pkbf info [-json] FILTER", "", true},
 		{[]string{"check", "-h"}, 0, "Usage: pkbf check", "", true},
 		{[]string{"create", "-h"}, 0, "-fp-rate P", "", true},
-		{[]string{"add", "-h"}, 0, "Usage: pkbf add FILTER", "", true},
+		{[]string{"add", "-h"}, 0, "Usage: pkbf add [-passphrase-file FILE] FILTER", "", true},
 		{[]string{"info"}, 2, "", "pkbf: error: missing arguments", true},
 		{[]string{"info", "a", "b"}, 2, "", "pkbf: error: unexpected arguments: b", true},
 		{[]string{"check", "-bogus", "f"}, 2, "", "pkbf: error: flag provided but not defined: -bogus", true},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -12,8 +13,9 @@ import (
 
 // An input is one FILE argument, or standard input.
 type input struct {
-	name  string // as the user wrote it; "-" is standard input
-	stdin io.Reader
+	name        string // as the user wrote it; "-" is standard input
+	stdin       io.Reader
+	passphrases []string // for encrypted containers, after the empty one
 }
 
 // display is how the input is named in output.
@@ -24,15 +26,39 @@ func (in input) display() string {
 	return in.name
 }
 
-func inputsOf(names []string, stdin io.Reader) []input {
+func inputsOf(names []string, stdin io.Reader, passphrases []string) []input {
 	if len(names) == 0 {
 		names = []string{"-"}
 	}
 	inputs := make([]input, len(names))
 	for i, name := range names {
-		inputs[i] = input{name: name, stdin: stdin}
+		inputs[i] = input{name: name, stdin: stdin, passphrases: passphrases}
 	}
 	return inputs
+}
+
+// passphraseEnv names the environment variable that may hold a passphrase
+// for encrypted PKCS#12 files, beside -passphrase-file.
+const passphraseEnv = "PKBF_PASSPHRASE"
+
+// passphrases returns the passphrases to try on encrypted containers: each
+// line of file (if not ""), then $PKBF_PASSPHRASE (if set). A passphrase on
+// the command line would show in ps, so there is no flag for one.
+func passphrases(file string) ([]string, error) {
+	var out []string
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		for line := range strings.Lines(string(b)) {
+			out = append(out, strings.TrimRight(line, "\r\n"))
+		}
+	}
+	if v, ok := os.LookupEnv(passphraseEnv); ok {
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // An item is one key found in an input, or an input that could not be
@@ -42,9 +68,10 @@ type item struct {
 	key   pkbf.Key
 	err   error
 	// Set by the work function.
-	spki     []byte
-	probably bool
-	extra    [][]byte // add: the other encodings
+	spki      []byte // as the input has it
+	canonical []byte // OpenSSL's encoding: spki itself when the same
+	probably  bool
+	extra     [][]byte // add: the other encodings
 	// check -confirm: what the pwnedkeys API said of a probable key.
 	pwned      bool
 	confirmErr error
@@ -188,6 +215,7 @@ func readInput(in input, send func(*batch) bool, prog *progress) bool {
 		beforeRead = func() {}
 	}
 	s := pkbf.NewKeyScanner(&countingReader{r: r, n: &prog.bytes, beforeRead: beforeRead})
+	s.SetPassphrases(in.passphrases...)
 	for ok && s.Scan() {
 		b.items = append(b.items, item{input: in.display(), key: s.Key()})
 		if len(b.items) == batchSize {

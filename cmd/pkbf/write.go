@@ -64,7 +64,8 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 }
 
 func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommand("add", "add FILTER [FILE...]", stdout, stderr)
+	c := newCommand("add", "add [-passphrase-file FILE] FILTER [FILE...]", stdout, stderr)
+	passphraseFile := c.String("passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")")
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
 	}
@@ -94,7 +95,12 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}()
 
-	inputs := inputsOf(c.Args()[1:], stdin)
+	pws, err := passphrases(*passphraseFile)
+	if err != nil {
+		errorf(stderr, "%v", err)
+		return exitTrouble
+	}
+	inputs := inputsOf(c.Args()[1:], stdin, pws)
 	prog := startProgress(stderr, inputs)
 	var keys, added int
 	troubled, stopped := false, false
