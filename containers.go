@@ -133,7 +133,7 @@ func isPKCS12(body []byte) bool {
 // Limits on what a PKCS#12 file may ask of pkbf.
 const (
 	maxPKCS12Iterations = 1 << 21 // PBKDF2 or the PKCS#12 KDF: under a second
-	maxPKCS12Depth      = 4 // nested SafeContents
+	maxPKCS12Depth      = 4       // nested SafeContents
 )
 
 // pkcs12Parts reads the certificates and keys of a PKCS#12 file (RFC

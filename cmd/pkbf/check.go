@@ -142,7 +142,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 		return true
-	}, prog)
+	}, func() { out.Flush() }, prog)
 	prog.stop()
 	if err := out.Flush(); err != nil {
 		errorf(stderr, "writing output: %v", err)

@@ -108,10 +108,12 @@ const batchSize = 256
 
 // pipeline reads every key of the inputs, runs work on each in as many
 // goroutines as workers, and calls emit on each in input order, from one
-// goroutine. emit returns
-// false to stop early. Memory stays bounded: the reader waits when the
-// workers or emit fall behind.
-func pipeline(inputs []input, workers int, work func(*item), emit func(*item) bool, prog *progress) {
+// goroutine. emit returns false to stop early. idle, if not nil, is called
+// from that goroutine whenever everything read so far has been emitted:
+// the input is slower than the work (a pipe, a terminal), so output should
+// be flushed. Memory stays bounded: the reader waits when the workers or
+// emit fall behind.
+func pipeline(inputs []input, workers int, work func(*item), emit func(*item) bool, idle func(), prog *progress) {
 	order := make(chan *batch, 4*workers)
 	todo := make(chan *batch, 4*workers)
 	stop := make(chan struct{})
@@ -170,6 +172,9 @@ func pipeline(inputs []input, workers int, work func(*item), emit func(*item) bo
 			}
 		}
 		prog.keys.Add(int64(len(b.items)))
+		if idle != nil && len(order) == 0 {
+			idle()
+		}
 	}
 	wg.Wait()
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -56,13 +57,18 @@ func TestCheckFilterTruncatedUnderIt(t *testing.T) {
 	}
 	cmd := pkbfProcess("check", p)
 	stdin, _ := cmd.StdinPipe()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	out, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	stdin.Write(mustRead(t, key("p256.pub")))
-	time.Sleep(300 * time.Millisecond) // the first verdict is made
+	lines := bufio.NewReader(out)
+	first, err := lines.ReadString('\n') // the verdict streams out while input idles
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Truncate(p, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +77,8 @@ func TestCheckFilterTruncatedUnderIt(t *testing.T) {
 		stdin.Write(mustRead(t, key("ed25519.pub")))
 	}
 	stdin.Close()
+	rest, _ := io.ReadAll(lines)
+	stdout := bytes.NewBufferString(first + string(rest))
 	code := exitCode(t, cmd)
 	if code != exitTrouble || !strings.HasPrefix(stdout.String(), "probably") ||
 		!strings.Contains(stderr.String(), p+" was truncated or changed while in use") ||
@@ -96,7 +104,14 @@ func TestAddFilterRenamedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdin.Write(mustRead(t, key("p256.pub")))
-	time.Sleep(300 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, err := os.ReadFile(p); err == nil && len(b) > 21 && b[21] > 0 {
+			break // the key is in: add has the file open
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("add did not add the first key")
+		}
+	}
 	tmp := filepath.Join(dir, "new.pkbf")
 	if err := pkbf.Create(tmp, 4, 16); err != nil {
 		t.Fatal(err)

@@ -129,7 +129,7 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// The file was replaced or cut short: adding more is pointless;
 		// Close reports why.
 		return f.Err() == nil
-	}, prog)
+	}, nil, prog)
 	prog.stop()
 	if err := f.Close(); err != nil {
 		errorf(stderr, "%s", displayErr(err))
