@@ -2,6 +2,10 @@ package pkbf
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/binary"
 	"math/rand/v2"
@@ -234,6 +238,40 @@ func BenchmarkProbablyMapped(b *testing.B) {
 				}
 			}
 			sink += uint64(hits)
+		})
+	}
+}
+
+// BenchmarkContains compares the lookup under every encoding with the
+// single query, on real keys (64 of each kind, in turn) and a half-full
+// in-cache filter: nearly every answer is no, so every form is tried.
+func BenchmarkContains(b *testing.B) {
+	const n = 64
+	kinds := map[string][][]byte{}
+	for range n {
+		rk, _ := rsa.GenerateKey(crand.Reader, 1024)
+		der, _ := x509.MarshalPKIXPublicKey(&rk.PublicKey)
+		kinds["RSA/canonical"] = append(kinds["RSA/canonical"], der)
+		ek, _ := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+		der, _ = x509.MarshalPKIXPublicKey(&ek.PublicKey)
+		kinds["P256/uncompressed"] = append(kinds["P256/uncompressed"], der)
+		encs, _ := Encodings(der)
+		kinds["P256/compressed"] = append(kinds["P256/compressed"], encs[1])
+	}
+	f := benchFilter(b, 12, 20, false)
+	for _, name := range []string{"RSA/canonical", "P256/uncompressed", "P256/compressed"} {
+		keys := kinds[name]
+		b.Run(name+"/Probably", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				f.Probably(keys[i%n])
+			}
+		})
+		b.Run(name+"/Contains", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				f.Contains(keys[i%n])
+			}
 		})
 	}
 }

@@ -111,14 +111,18 @@ func curveByParams(c *ecCurve) *ecCurve {
 	return nil
 }
 
-func curveByNamedOID(oid []byte) *ecCurve {
-	for _, k := range ecCurves() {
-		if bytes.Equal(k.oid, oid) {
-			return k
+// curvesByOID indexes ecCurves by the named-curve OID's content bytes.
+var curvesByOID = sync.OnceValue(func() map[string]*ecCurve {
+	m := map[string]*ecCurve{}
+	for _, c := range ecCurves() {
+		if _, dup := m[string(c.oid)]; !dup {
+			m[string(c.oid)] = c
 		}
 	}
-	return nil
-}
+	return m
+})
+
+func curveByNamedOID(oid []byte) *ecCurve { return curvesByOID()[string(oid)] }
 
 // decodePoint reads a point in uncompressed (04), compressed (02, 03) or
 // hybrid (06, 07) form and returns its affine coordinates, checking that

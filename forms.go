@@ -26,7 +26,7 @@ import (
 // Errors wrap [ErrInvalidKey]: spki is not a SubjectPublicKeyInfo, or the
 // key in it is malformed (an EC point not on its curve, say).
 func Canonical(spki []byte) ([]byte, error) {
-	canonical, _, err := forms(spki, true)
+	canonical, _, err := forms(spki, true, nil)
 	return canonical, err
 }
 
@@ -38,7 +38,7 @@ func Canonical(spki []byte) ([]byte, error) {
 // [Filter.Contains] looks for any. An EC point must be on its curve.
 // Errors wrap [ErrInvalidKey].
 func Encodings(spki []byte) ([][]byte, error) {
-	canonical, other, err := forms(spki, true)
+	canonical, other, err := forms(spki, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,8 @@ func (f *Filter) Contains(spki []byte) bool {
 	if f.Probably(spki) {
 		return true
 	}
-	canonical, other, err := forms(spki, false)
+	var buf [256]byte // room for the other forms of most keys
+	canonical, other, err := forms(spki, false, buf[:0])
 	if err != nil {
 		return false
 	}
@@ -81,8 +82,9 @@ func sameSlice(a, b []byte) bool {
 // forms returns the canonical encoding of the key in spki (spki itself when
 // it is canonical) and, for EC keys, the compressed point form on the same
 // named curve, or nil. With check, an EC point must lie on its curve; a
-// lookup skips that cost for uncompressed points.
-func forms(spki []byte, check bool) (canonical, other []byte, err error) {
+// lookup skips that cost for uncompressed points. New encodings are
+// appended to dst, which may be a caller's buffer (or nil).
+func forms(spki []byte, check bool, dst []byte) (canonical, other []byte, err error) {
 	d := derReader(spki)
 	body, ok := d.read(tagSequence)
 	if !ok || !d.empty() {
@@ -100,9 +102,8 @@ func forms(spki []byte, check bool) (canonical, other []byte, err error) {
 	if !ok || !fields.empty() {
 		return nil, nil, keyErrorf("SubjectPublicKeyInfo's public key is not a BIT STRING ending the structure")
 	}
-	name := algorithmName(oid)
 	if keyBits%8 != 0 {
-		return nil, nil, keyErrorf("%s public key BIT STRING has unused bits", name)
+		return nil, nil, keyErrorf("%s public key BIT STRING has unused bits", algorithmName(oid))
 	}
 	switch {
 	case bytes.Equal(oid, oidRSA):
@@ -124,18 +125,19 @@ func forms(spki []byte, check bool) (canonical, other []byte, err error) {
 		}
 		return sameOr(spki, buildSPKIRaw(oid, params, rsaKeyDER(n, e))), nil, nil
 	case bytes.Equal(oid, oidECPublicKey):
-		return ecForms(spki, params, key, check)
+		return ecForms(spki, params, key, check, dst)
 	case bytes.Equal(oid, oidEd25519), bytes.Equal(oid, oidEd448), bytes.Equal(oid, oidX25519), bytes.Equal(oid, oidX448):
 		if len(params) != 0 {
-			return nil, nil, keyErrorf("%s algorithm identifier has parameters", name)
+			return nil, nil, keyErrorf("%s algorithm identifier has parameters", algorithmName(oid))
 		}
 		if want := rawKeySize(oid); len(key) != want {
-			return nil, nil, keyErrorf("%s public key is %d bytes, want %d", name, len(key), want)
+			return nil, nil, keyErrorf("%s public key is %d bytes, want %d", algorithmName(oid), len(key), want)
 		}
 		return spki, nil, nil
 	case bytes.Equal(oid, oidDSA), bytes.Equal(oid, oidDHPKCS3), bytes.Equal(oid, oidDHX942):
 		// Domain parameters (a SEQUENCE of INTEGERs, for X9.42 with a
 		// nested SEQUENCE kept as it is) and the key, an INTEGER.
+		name := algorithmName(oid)
 		canonParams, err := minimalParams(params, name)
 		if err != nil {
 			return nil, nil, err
@@ -163,13 +165,15 @@ var derNull = []byte{0x05, 0x00}
 // rsaPublicInts reads RSAPublicKey ::= SEQUENCE { n, e } leniently: the
 // INTEGERs' contents as they are, minimal or not.
 func rsaPublicInts(key []byte) (n, e []byte, err error) {
-	s := cryptobyte.String(key)
-	var seq, nc, ec cryptobyte.String
-	if !s.ReadASN1(&seq, cbasn1.SEQUENCE) || !s.Empty() ||
-		!seq.ReadASN1(&nc, cbasn1.INTEGER) || !seq.ReadASN1(&ec, cbasn1.INTEGER) || !seq.Empty() || len(nc) == 0 || len(ec) == 0 {
+	d := derReader(key)
+	seq, ok := d.read(tagSequence)
+	fields := derReader(seq)
+	n, ok1 := fields.read(tagInteger)
+	e, ok2 := fields.read(tagInteger)
+	if !ok || !d.empty() || !ok1 || !ok2 || !fields.empty() || len(n) == 0 || len(e) == 0 {
 		return nil, nil, keyErrorf("RSA public key is not a SEQUENCE of modulus and exponent")
 	}
-	return nc, ec, nil
+	return n, e, nil
 }
 
 // isMinimalInt reports whether INTEGER content bytes are in minimal form.
@@ -243,15 +247,44 @@ var errMalformed = keyErrorf("malformed")
 // from the OID's content, the parameters' whole encoding (or nil) and the
 // key's bytes.
 func buildSPKIRaw(oid, params, key []byte) []byte {
-	return buildSPKI(func(b *cryptobyte.Builder) {
-		addOID(b, oid)
-		b.AddBytes(params)
-	}, func(b *cryptobyte.Builder) { b.AddBytes(key) })
+	return appendSPKIRaw(nil, oid, params, key)
+}
+
+// appendSPKIRaw is buildSPKIRaw appending to dst.
+func appendSPKIRaw(dst, oid, params, key []byte) []byte {
+	algLen := derLen(len(oid)) + len(params)
+	bitsLen := 1 + len(key)
+	dst = appendDERHeader(dst, tagSequence, derLen(algLen)+derLen(bitsLen))
+	dst = appendDERHeader(dst, tagSequence, algLen)
+	dst = appendDERHeader(dst, tagOID, len(oid))
+	dst = append(append(dst, oid...), params...)
+	dst = appendDERHeader(dst, tagBitString, bitsLen)
+	return append(append(dst, 0), key...)
+}
+
+// derLen is the size of an element whose content is n bytes.
+func derLen(n int) int {
+	return len(appendDERHeader(make([]byte, 0, 6), 0, n)) + n
+}
+
+// appendDERHeader appends a tag and a length in DER's minimal form.
+func appendDERHeader(dst []byte, tag byte, n int) []byte {
+	switch {
+	case n < 0x80:
+		return append(dst, tag, byte(n))
+	case n < 1<<8:
+		return append(dst, tag, 0x81, byte(n))
+	case n < 1<<16:
+		return append(dst, tag, 0x82, byte(n>>8), byte(n))
+	case n < 1<<24:
+		return append(dst, tag, 0x83, byte(n>>16), byte(n>>8), byte(n))
+	}
+	return append(dst, tag, 0x84, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
 }
 
 // ecForms is forms for an EC key: params is the AlgorithmIdentifier's
 // parameters, a named curve's OID, explicit parameters or NULL.
-func ecForms(spki, params, point []byte, check bool) (canonical, other []byte, err error) {
+func ecForms(spki, params, point []byte, check bool, dst []byte) (canonical, other []byte, err error) {
 	d := derReader(params)
 	tag, _, content, ok := d.next()
 	if !ok || !d.empty() {
@@ -280,22 +313,20 @@ func ecForms(spki, params, point []byte, check bool) (canonical, other []byte, e
 	if c == nil { // a named curve pkbf cannot compute on
 		return spki, nil, nil
 	}
-	var uncompressed, compressed []byte
-	if !check && len(point) == 1+2*c.size && point[0] == 4 {
-		// A lookup: the other form needs no arithmetic.
-		uncompressed = point
-		compressed = make([]byte, 1+c.size)
+	if !check && tag == tagOID && len(point) == 1+2*c.size && point[0] == 4 {
+		// A lookup of the canonical form: the other form needs no
+		// arithmetic, and nothing is allocated if dst has room.
+		var compressed [1 + 66]byte
 		compressed[0] = 2 | point[len(point)-1]&1
-		copy(compressed[1:], point[1:1+c.size])
-	} else {
-		x, y, ok := c.decodePoint(point)
-		if !ok {
-			return nil, nil, keyErrorf("%s point (%d bytes, prefix %#02x) is malformed or not on the curve", c.name, len(point), first(point))
-		}
-		uncompressed, compressed = c.uncompressed(x, y), c.compressed(x, y)
+		n := 1 + copy(compressed[1:], point[1:1+c.size])
+		return spki, appendSPKIRaw(dst, oidECPublicKey, curveParams, compressed[:n]), nil
 	}
-	canonical = sameOr(spki, buildSPKIRaw(oidECPublicKey, curveParams, uncompressed))
-	return canonical, buildSPKIRaw(oidECPublicKey, curveParams, compressed), nil
+	x, y, ok := c.decodePoint(point)
+	if !ok {
+		return nil, nil, keyErrorf("%s point (%d bytes, prefix %#02x) is malformed or not on the curve", c.name, len(point), first(point))
+	}
+	canonical = sameOr(spki, appendSPKIRaw(dst, oidECPublicKey, curveParams, c.uncompressed(x, y)))
+	return canonical, appendSPKIRaw(canonical[len(canonical):len(canonical):len(canonical)], oidECPublicKey, curveParams, c.compressed(x, y)), nil
 }
 
 // oidDER encodes OID content bytes as a DER OBJECT IDENTIFIER.
