@@ -2,6 +2,7 @@ package pkbf
 
 import (
 	"bytes"
+	"unsafe"
 
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
@@ -332,4 +333,58 @@ func ecForms(spki, params, point []byte, check bool, dst []byte) (canonical, oth
 // oidDER encodes OID content bytes as a DER OBJECT IDENTIFIER.
 func oidDER(content []byte) []byte {
 	return append([]byte{tagOID, byte(len(content))}, content...)
+}
+
+// containsChunk is how many keys ContainsBatch looks up in other forms at
+// once, with their encodings built in a buffer on the stack.
+const containsChunk = 32
+
+// ContainsBatch sets out[i] = f.Contains(spkis[i]) for every i: exactly the
+// same answers, computed together, as [Filter.ProbablyBatch] computes
+// Probably's: first every key as given, then the other encodings of the
+// keys not found, in batches. out must be at least as long as spkis. For
+// RSA keys already in canonical form it costs what ProbablyBatch does;
+// like Contains it allocates only for keys in a form other than the
+// canonical one (or an EC point form of it). Safe for concurrent use.
+func (f *Filter) ContainsBatch(spkis [][]byte, out []bool) {
+	f.ProbablyBatch(spkis, out)
+	var scratch [containsChunk * 192]byte
+	var others [2 * containsChunk][]byte
+	var owner [2 * containsChunk]int
+	var found [2 * containsChunk]bool
+	n, used := 0, 0
+	for i, s := range spkis {
+		if !out[i] {
+			// The other encodings, built in scratch from used on; a key
+			// that cannot be parsed has none.
+			canonical, other, err := forms(s, false, scratch[used:used])
+			if err == nil && !sameSlice(canonical, s) {
+				others[n], owner[n] = canonical, i
+				n++
+				used = max(used, endIn(scratch[:], canonical))
+			}
+			if err == nil && other != nil {
+				others[n], owner[n] = other, i
+				n++
+				used = max(used, endIn(scratch[:], other))
+			}
+		}
+		if n > len(others)-2 || used > len(scratch)-192 || i == len(spkis)-1 {
+			f.ProbablyBatch(others[:n], found[:n])
+			for j := range n {
+				out[owner[j]] = out[owner[j]] || found[j]
+			}
+			n, used = 0, 0
+		}
+	}
+}
+
+// endIn returns the offset in buf just past e, if e lies in buf, else 0.
+func endIn(buf, e []byte) int {
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(e)))
+	if p < start || p >= start+uintptr(len(buf)) {
+		return 0
+	}
+	return int(p-start) + len(e)
 }

@@ -2,6 +2,8 @@ package pkbf
 
 import (
 	"runtime/debug"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -116,4 +118,177 @@ func (f *Filter) probe(x, y, i uint64) bool {
 		x, y = step(x, y, i)
 	}
 	return true
+}
+
+// Writable filters: Add may set bits while queries read them, so their
+// words are loaded atomically, as Add stores them.
+
+// wordBit returns the index of the word holding bit p of the data, and the
+// bit's mask within that word (bit p is data byte p/8 under 0x80>>(p%8)).
+// Where a byte sits in its word depends on the machine's byte order:
+// byteInWord is 0 on little-endian machines and 3 on big-endian ones.
+func wordBit(p uint64) (uint64, uint32) {
+	b := p >> 3
+	shift := ((b & 3) ^ byteInWord) * 8
+	return b >> 2, uint32(0x80>>(p&7)) << shift
+}
+
+// probablyAtomic is Probably for writable filters: it loads the words
+// atomically, as Add stores them.
+func (f *Filter) probablyAtomic(spki []byte) bool {
+	h1, h2 := hashes(spki)
+	return f.probeAtomic(h1, h2)
+}
+
+func (f *Filter) probeAtomic(x, y uint64) bool {
+	words, mask := f.words, f.mask
+	for i := range f.k {
+		w, m := wordBit(x & mask)
+		if atomic.LoadUint32(&words[w])&m == 0 {
+			return false
+		}
+		x, y = step(x, y, i)
+	}
+	return true
+}
+
+// loadAll loads the word of every position of a key, with no branch
+// between the loads, and reports whether all its bits are set.
+func (f *Filter) loadAll(x, y uint64) bool {
+	words, mask := f.words, f.mask
+	var missing uint32
+	for i := range f.k {
+		w, m := wordBit(x & mask)
+		missing |= m &^ atomic.LoadUint32(&words[w])
+		x, y = step(x, y, i)
+	}
+	return missing == 0
+}
+
+// Batches: out of cache, every probe of Probably is a cache miss (and a
+// TLB miss), and a negative answer's branch waits for its load.
+// ProbablyBatch hashes many keys before it tests any, asking the CPU to
+// fetch each key's lines as soon as their positions are known, so that
+// the misses of many keys overlap with each other and with the hashing.
+
+// batchBlock is the number of keys in each stage of ProbablyBatch: enough
+// for the lines of one block to arrive while the next is hashed, few
+// enough that their prefetches fit what the CPU can have outstanding.
+const batchBlock = 16
+
+// maxPrefetch bounds the lines prefetched for one key; past it, the rest
+// of a key's probes load as Probably's do.
+const maxPrefetch = 16
+
+// ProbablyBatch sets out[i] = f.Probably(spkis[i]) for every i: exactly the
+// same answers, computed together. On a filter larger than the CPU caches
+// it overlaps the memory latency of many keys (one key cannot: see
+// [Filter.Probably]): it works on blocks of keys in three stages (hash a
+// block, prefetching the line of each key's first bit; test those bits,
+// prefetching the other lines of the keys whose first bit is set; test the
+// rest), and runs the last stage of a block after the hashing of the next,
+// so that its lines have arrived by then. In cache it is Probably in a
+// loop. out must be at least as long as spkis; ProbablyBatch panics
+// otherwise. It does not allocate, is safe for concurrent use, and panics
+// as Probably does on a closed filter or a file cut short.
+func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
+	if len(out) < len(spkis) {
+		panic("pkbf: ProbablyBatch: out is shorter than spkis")
+	}
+	if f.data == nil {
+		panic("pkbf: query on a closed Filter")
+	}
+	if f.mapped != nil {
+		defer f.mapped.catchFault(debug.SetPanicOnFault(true))
+	}
+	switch {
+	case f.words != nil: // writable: Add may be setting bits right now
+		for i, s := range spkis {
+			out[i] = f.probablyAtomic(s)
+		}
+	case !f.large:
+		for i, s := range spkis {
+			out[i] = f.probably(s)
+		}
+	default:
+		f.probeBlocks(spkis, out)
+	}
+}
+
+// A probeBlock is the state of one block of keys between the stages.
+type probeBlock struct {
+	x, y  [batchBlock]uint64 // each key's next position and step
+	live  [batchBlock]uint8  // the keys whose first bit is set
+	n     int                // how many live
+	start int                // the block's first key in the batch
+	keys  int                // how many keys in the block
+}
+
+// probeBlocks is ProbablyBatch on a large filter: while one block's lines
+// are on their way, the next block is hashed.
+func (f *Filter) probeBlocks(spkis [][]byte, out []bool) {
+	var blocks [2]probeBlock
+	prev := (*probeBlock)(nil)
+	for start, b := 0, 0; start < len(spkis); start, b = start+batchBlock, b^1 {
+		end := min(len(spkis), start+batchBlock)
+		cur := &blocks[b]
+		cur.start, cur.keys = start, end-start
+		f.hashAndPrefetch(cur, spkis[start:end])
+		if prev != nil {
+			f.testRest(prev, out[prev.start:])
+		}
+		f.testFirst(cur, out[start:end])
+		prev = cur
+	}
+	if prev != nil {
+		f.testRest(prev, out[prev.start:])
+	}
+}
+
+// hashAndPrefetch is the first stage: hash the keys and prefetch the line
+// of each key's first bit.
+func (f *Filter) hashAndPrefetch(blk *probeBlock, spkis [][]byte) {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(f.data)))
+	mask := f.mask
+	var line [1]uintptr
+	for j, s := range spkis {
+		blk.x[j], blk.y[j] = hashes(s)
+		line[0] = base + uintptr(blk.x[j]&mask>>3)
+		prefetch(&line[0], 1)
+	}
+}
+
+// testFirst is the second stage: test each key's first bit; a key whose
+// bit is clear is answered, the others get their other lines prefetched.
+func (f *Filter) testFirst(blk *probeBlock, out []bool) {
+	data, mask, k := f.data, f.mask, f.k
+	last := uint64(len(data) - 1) // == mask>>3, as in probe
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	var lines [maxPrefetch]uintptr
+	blk.n = 0
+	for j := range blk.keys {
+		pos := blk.x[j] & mask
+		if data[pos>>3&last]&(0x80>>(pos&7)) == 0 {
+			out[j] = false
+			continue
+		}
+		x, y := step(blk.x[j], blk.y[j], 0)
+		blk.x[j], blk.y[j] = x, y
+		c := 0
+		for i := uint64(1); i < k && c < maxPrefetch; i++ {
+			lines[c] = base + uintptr(x&mask>>3)
+			c++
+			x, y = step(x, y, i)
+		}
+		prefetch(&lines[0], c)
+		blk.live[blk.n] = uint8(j)
+		blk.n++
+	}
+}
+
+// testRest is the last stage: test the other bits of the live keys.
+func (f *Filter) testRest(blk *probeBlock, out []bool) {
+	for _, j := range blk.live[:blk.n] {
+		out[j] = f.probe(blk.x[j], blk.y[j], 1)
+	}
 }

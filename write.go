@@ -54,52 +54,11 @@ func New(hashCount, hashLength int) (*Filter, error) {
 	}
 	h := Header{Updated: time.Unix(0, 0).UTC(), HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
 	n := int(h.DataSize())
-	words := make([]uint32, (n+3)/4)
-	f := newFilter(h, unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n))
+	data := allocData((n + 3) &^ 3) // whole words; huge pages when large
+	words := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(data))), len(data)/4)
+	f := newFilter(h, data[:n:n])
 	f.words = words
 	return f, nil
-}
-
-// wordBit returns the index of the word holding bit p of the data, and the
-// bit's mask within that word (bit p is data byte p/8 under 0x80>>(p%8)).
-// Where a byte sits in its word depends on the machine's byte order:
-// byteInWord is 0 on little-endian machines and 3 on big-endian ones.
-func wordBit(p uint64) (uint64, uint32) {
-	b := p >> 3
-	shift := ((b & 3) ^ byteInWord) * 8
-	return b >> 2, uint32(0x80>>(p&7)) << shift
-}
-
-// probablyAtomic is Probably for writable filters: it loads the words
-// atomically, as Add stores them.
-func (f *Filter) probablyAtomic(spki []byte) bool {
-	h1, h2 := hashes(spki)
-	return f.probeAtomic(h1, h2)
-}
-
-func (f *Filter) probeAtomic(x, y uint64) bool {
-	words, mask := f.words, f.mask
-	for i := range f.k {
-		w, m := wordBit(x & mask)
-		if atomic.LoadUint32(&words[w])&m == 0 {
-			return false
-		}
-		x, y = step(x, y, i)
-	}
-	return true
-}
-
-// loadAll loads the word of every position of a key, with no branch
-// between the loads, and reports whether all its bits are set.
-func (f *Filter) loadAll(x, y uint64) bool {
-	words, mask := f.words, f.mask
-	var missing uint32
-	for i := range f.k {
-		w, m := wordBit(x & mask)
-		missing |= m &^ atomic.LoadUint32(&words[w])
-		x, y = step(x, y, i)
-	}
-	return missing == 0
 }
 
 // Add adds spki, a DER SubjectPublicKeyInfo, to the filter, as the

@@ -19,6 +19,12 @@ const firstChunk = 1 << 20
 // io.ErrUnexpectedEOF (or io.EOF when nothing did) if r ends first; or n and
 // r's error.
 func Read(r io.Reader, size int) (data []byte, n int, err error) {
+	return ReadInto(r, size, nil)
+}
+
+// ReadInto is Read with the allocation of the result made by alloc (nil
+// means make), which must return size zero bytes.
+func ReadInto(r io.Reader, size int, alloc func(int) []byte) (data []byte, n int, err error) {
 	quarter := size / 4
 	var chunks [][]byte
 	for n < quarter {
@@ -30,7 +36,11 @@ func Read(r io.Reader, size int) (data []byte, n int, err error) {
 		}
 		chunks = append(chunks, c)
 	}
-	data = make([]byte, size)
+	if alloc == nil {
+		data = make([]byte, size)
+	} else {
+		data = alloc(size)
+	}
 	at := 0
 	for _, c := range chunks {
 		at += copy(data[at:], c)

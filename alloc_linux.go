@@ -1,0 +1,31 @@
+package pkbf
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// hugePage is the size of a transparent huge page on the platforms pkbf
+// asks for them (x86-64 and arm64 with 4 KiB base pages).
+const hugePage = 2 << 20
+
+// allocData returns n zero bytes for filter data the package owns (New,
+// ReadFilter, Load). Past a few huge pages it asks Linux to back them with
+// transparent huge pages: out of cache, every probe of a query is also a
+// TLB miss, and one 2 MiB page covers what 512 small ones do (measured in
+// BenchmarkBatch: ProbablyBatch on a 256 MiB filter 30 to 40% faster).
+// The memory comes from the Go heap and is freed by the collector as
+// usual; the advice covers the whole huge pages inside it, and only
+// matters for pages not yet touched, which a fresh large allocation's are.
+func allocData(n int) []byte {
+	b := make([]byte, n)
+	if n < 4*hugePage {
+		return b
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	off := int(-start & (hugePage - 1))
+	end := off + (n-off)&^(hugePage-1)
+	unix.Madvise(b[off:end], unix.MADV_HUGEPAGE) // advice: an error changes nothing
+	return b
+}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package pkbf
+
+// allocData returns n zero bytes for filter data the package owns.
+func allocData(n int) []byte { return make([]byte, n) }

@@ -1,0 +1,171 @@
+package pkbf
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// randomKeys returns n distinct keys of 30 to 300 bytes.
+func randomKeys(n int, seed uint64) [][]byte {
+	r := rand.New(rand.NewPCG(seed, 7))
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = make([]byte, 30+r.IntN(270))
+		for j := range keys[i] {
+			keys[i][j] = byte(r.Uint32())
+		}
+		binary.LittleEndian.PutUint32(keys[i], uint32(i))
+	}
+	return keys
+}
+
+// ProbablyBatch answers exactly as Probably, on every kind of filter and
+// batch length, half of the keys added and half not.
+func TestProbablyBatch(t *testing.T) {
+	keys := randomKeys(1000, 1)
+	type kind struct {
+		name string
+		make func(t *testing.T, k, l uint8) *Filter
+	}
+	kinds := []kind{
+		{"parsed", func(t *testing.T, k, l uint8) *Filter {
+			f, err := Parse(buildFilter(t, k, l, keys[:500]...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}},
+		{"parsed, large path", func(t *testing.T, k, l uint8) *Filter {
+			f, err := Parse(buildFilter(t, k, l, keys[:500]...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.large = true // the staged path, on a small filter
+			return f
+		}},
+		{"writable", func(t *testing.T, k, l uint8) *Filter {
+			f, _ := New(int(k), int(l))
+			for _, key := range keys[:500] {
+				f.Add(key)
+			}
+			return f
+		}},
+		{"mapped, large path", func(t *testing.T, k, l uint8) *Filter {
+			path := filepath.Join(t.TempDir(), "f.pkbf")
+			if err := os.WriteFile(path, buildFilter(t, k, l, keys[:500]...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			f.large = true
+			return f
+		}},
+	}
+	for _, kd := range kinds {
+		for _, p := range []struct{ k, l uint8 }{{1, 12}, {3, 10}, {12, 14}, {40, 16}} {
+			t.Run(fmt.Sprintf("%s/k%d/L%d", kd.name, p.k, p.l), func(t *testing.T) {
+				f := kd.make(t, p.k, p.l)
+				for _, n := range []int{0, 1, batchBlock - 1, batchBlock, batchBlock + 1, 1000} {
+					out := make([]bool, n+3)
+					for i := range out {
+						out[i] = i%2 == 0 // garbage that must be overwritten
+					}
+					f.ProbablyBatch(keys[:n], out)
+					for i := range n {
+						if want := f.Probably(keys[i]); out[i] != want {
+							t.Fatalf("batch of %d: out[%d] = %v, Probably = %v", n, i, out[i], want)
+						}
+						if i < 500 && !out[i] {
+							t.Fatalf("batch of %d: added key %d answers no", n, i)
+						}
+					}
+					if out[n] != (n%2 == 0) {
+						t.Fatalf("batch of %d wrote past its keys", n)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestProbablyBatchMisuse(t *testing.T) {
+	f, _ := Parse(buildFilter(t, 3, 10))
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "out is shorter") {
+			t.Errorf("short out: recover() = %v", r)
+		}
+	}()
+	f.ProbablyBatch(randomKeys(3, 2), make([]bool, 2))
+}
+
+func TestProbablyBatchAllocs(t *testing.T) {
+	keys := randomKeys(256, 3)
+	out := make([]bool, len(keys))
+	f, _ := Parse(buildFilter(t, 12, 16, keys[:100]...))
+	for _, large := range []bool{false, true} {
+		f.large = large
+		if a := testing.AllocsPerRun(20, func() { f.ProbablyBatch(keys, out) }); a != 0 {
+			t.Errorf("large %v: %v allocations per batch", large, a)
+		}
+	}
+	// ContainsBatch of canonical RSA and uncompressed EC keys: none either.
+	var spkis [][]byte
+	for _, name := range []string{"rsa2048.spki.der", "rsa1024.cert.der", "p256.spki.der", "p384.cert.pem", "ed25519.pub"} {
+		spki, err := SPKI(mustRead(t, filepath.Join(keysDir, name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spkis = append(spkis, spki)
+	}
+	if a := testing.AllocsPerRun(20, func() { f.ContainsBatch(spkis, out) }); a != 0 {
+		t.Errorf("ContainsBatch of canonical keys: %v allocations per batch", a)
+	}
+}
+
+// ContainsBatch answers exactly as Contains, for keys in every encoding.
+func TestContainsBatch(t *testing.T) {
+	groups := singleKeyFiles(t)
+	var keys [][]byte
+	f, _ := New(4, 18)
+	i := 0
+	for _, files := range groups {
+		for _, path := range files {
+			spki, err := SPKI(mustRead(t, path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, spki)
+		}
+		if i%2 == 0 { // half the keys in the filter, in their canonical form
+			c, _ := Canonical(keys[len(keys)-1])
+			f.Add(c)
+		}
+		i++
+	}
+	keys = append(keys, randomKeys(100, 4)...) // not SPKIs at all
+	for _, large := range []bool{false, true} {
+		f.large = large
+		out := make([]bool, len(keys))
+		f.ContainsBatch(keys, out)
+		hits := 0
+		for i, k := range keys {
+			if want := f.Contains(k); out[i] != want {
+				t.Fatalf("large %v: key %d of %d: ContainsBatch %v, Contains %v (%x)", large, i, len(keys), out[i], want, k)
+			}
+			if out[i] {
+				hits++
+			}
+		}
+		if hits == 0 || hits == len(keys) {
+			t.Fatalf("%d of %d hits: the test does not discriminate", hits, len(keys))
+		}
+	}
+}
