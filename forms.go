@@ -2,6 +2,7 @@ package pkbf
 
 import (
 	"bytes"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -24,10 +25,13 @@ import (
 // already canonical. Keys of algorithms it does not know, and EC keys on
 // curves it cannot compute on, are returned as they are.
 //
-// Errors wrap [ErrInvalidKey]: spki is not a SubjectPublicKeyInfo, or the
-// key in it is malformed (an EC point not on its curve, say).
+// Like [SPKI], Canonical checks structure, not mathematics: an uncompressed
+// EC point is not checked to lie on its curve (a compressed one is, as
+// decompressing it needs that); [Encodings] checks. Errors wrap
+// [ErrInvalidKey]: spki is not a SubjectPublicKeyInfo, or the key in it is
+// malformed.
 func Canonical(spki []byte) ([]byte, error) {
-	canonical, _, err := forms(spki, true, nil)
+	canonical, _, err := formsOf(spki, false, false, nil)
 	return canonical, err
 }
 
@@ -86,6 +90,12 @@ func sameSlice(a, b []byte) bool {
 // lookup skips that cost for uncompressed points. New encodings are
 // appended to dst, which may be a caller's buffer (or nil).
 func forms(spki []byte, check bool, dst []byte) (canonical, other []byte, err error) {
+	return formsOf(spki, check, true, dst)
+}
+
+// formsOf is forms; without wantOther it does not build the other point
+// form, and returns nil for it.
+func formsOf(spki []byte, check, wantOther bool, dst []byte) (canonical, other []byte, err error) {
 	d := derReader(spki)
 	body, ok := d.read(tagSequence)
 	if !ok || !d.empty() {
@@ -126,7 +136,7 @@ func forms(spki []byte, check bool, dst []byte) (canonical, other []byte, err er
 		}
 		return sameOr(spki, buildSPKIRaw(oid, params, rsaKeyDER(n, e))), nil, nil
 	case bytes.Equal(oid, oidECPublicKey):
-		return ecForms(spki, params, key, check, dst)
+		return ecForms(spki, params, key, check, wantOther, dst)
 	case bytes.Equal(oid, oidEd25519), bytes.Equal(oid, oidEd448), bytes.Equal(oid, oidX25519), bytes.Equal(oid, oidX448):
 		if len(params) != 0 {
 			return nil, nil, keyErrorf("%s algorithm identifier has parameters", algorithmName(oid))
@@ -255,6 +265,7 @@ func buildSPKIRaw(oid, params, key []byte) []byte {
 func appendSPKIRaw(dst, oid, params, key []byte) []byte {
 	algLen := derLen(len(oid)) + len(params)
 	bitsLen := 1 + len(key)
+	dst = slices.Grow(dst, derLen(derLen(algLen)+derLen(bitsLen)))
 	dst = appendDERHeader(dst, tagSequence, derLen(algLen)+derLen(bitsLen))
 	dst = appendDERHeader(dst, tagSequence, algLen)
 	dst = appendDERHeader(dst, tagOID, len(oid))
@@ -265,7 +276,17 @@ func appendSPKIRaw(dst, oid, params, key []byte) []byte {
 
 // derLen is the size of an element whose content is n bytes.
 func derLen(n int) int {
-	return len(appendDERHeader(make([]byte, 0, 6), 0, n)) + n
+	switch {
+	case n < 0x80:
+		return 2 + n
+	case n < 1<<8:
+		return 3 + n
+	case n < 1<<16:
+		return 4 + n
+	case n < 1<<24:
+		return 5 + n
+	}
+	return 6 + n
 }
 
 // appendDERHeader appends a tag and a length in DER's minimal form.
@@ -285,7 +306,7 @@ func appendDERHeader(dst []byte, tag byte, n int) []byte {
 
 // ecForms is forms for an EC key: params is the AlgorithmIdentifier's
 // parameters, a named curve's OID, explicit parameters or NULL.
-func ecForms(spki, params, point []byte, check bool, dst []byte) (canonical, other []byte, err error) {
+func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (canonical, other []byte, err error) {
 	d := derReader(params)
 	tag, _, content, ok := d.next()
 	if !ok || !d.empty() {
@@ -317,6 +338,9 @@ func ecForms(spki, params, point []byte, check bool, dst []byte) (canonical, oth
 	if !check && tag == tagOID && len(point) == 1+2*c.size && point[0] == 4 {
 		// A lookup of the canonical form: the other form needs no
 		// arithmetic, and nothing is allocated if dst has room.
+		if !wantOther {
+			return spki, nil, nil
+		}
 		var compressed [1 + 66]byte
 		compressed[0] = 2 | point[len(point)-1]&1
 		n := 1 + copy(compressed[1:], point[1:1+c.size])
@@ -327,6 +351,9 @@ func ecForms(spki, params, point []byte, check bool, dst []byte) (canonical, oth
 		return nil, nil, keyErrorf("%s point (%d bytes, prefix %#02x) is malformed or not on the curve", c.name, len(point), first(point))
 	}
 	canonical = sameOr(spki, appendSPKIRaw(dst, oidECPublicKey, curveParams, c.uncompressed(x, y)))
+	if !wantOther {
+		return canonical, nil, nil
+	}
 	return canonical, appendSPKIRaw(canonical[len(canonical):len(canonical):len(canonical)], oidECPublicKey, curveParams, c.compressed(x, y)), nil
 }
 

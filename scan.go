@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
+	"encoding/pem"
 	"io"
 	"strconv"
 
@@ -55,8 +56,10 @@ const (
 
 // Source says where the key came from: "block 2 (line 31)" for PEM,
 // "line 7" for OpenSSH lines, "object 3 (byte 2048)" for DER.
-func (k *Key) Source() string {
-	var b []byte
+func (k *Key) Source() string { return string(k.AppendSource(nil)) }
+
+// AppendSource appends [Key.Source] to b and returns the extended slice.
+func (k *Key) AppendSource(b []byte) []byte {
 	switch k.kind {
 	case kindPEM:
 		b = strconv.AppendInt(append(b, "block "...), int64(k.Index), 10)
@@ -72,7 +75,7 @@ func (k *Key) Source() string {
 	if k.Part != "" {
 		b = append(append(b, ", "...), k.Part...)
 	}
-	return string(b)
+	return b
 }
 
 // SPKI returns the key's DER SubjectPublicKeyInfo, as [SPKI] does for a
@@ -186,6 +189,7 @@ func (s *KeyScanner) Scan() bool {
 				s.r.Discard(3) // a byte-order mark, as some editors write
 				s.offset = 3
 			}
+			// Old Mac line ends become line feeds on the way in.
 			s.r = bufio.NewReaderSize(&crReader{r: s.r}, maxLineSize)
 		}
 	}
@@ -240,9 +244,16 @@ func containerParts(kind keyKind, raw []byte, passphrases []string) ([]part, boo
 	var der []byte
 	switch kind {
 	case kindPEM:
-		typ, b, ok := decodePEMBlock(raw)
-		if !ok || !isPKCS7PEMType(string(typ)) {
+		if !isPKCS7PEMType(pemType(raw)) {
 			return nil, false
+		}
+		_, b, ok := decodePEMBlock(raw)
+		if !ok {
+			var block *pem.Block
+			if block, _ = pem.Decode(raw); block == nil {
+				return []part{{err: keyErrorf("PEM block %q is malformed", pemType(raw))}}, true
+			}
+			b = block.Bytes
 		}
 		der = b
 	case kindDER:
@@ -303,8 +314,10 @@ func (c *crReader) Read(p []byte) (int, error) {
 	}
 	c.pending = false
 	for i := 0; i < n; i++ {
-		if p[i] != '\r' {
-			continue
+		if j := bytes.IndexByte(p[i:n], '\r'); j < 0 {
+			break
+		} else {
+			i += j
 		}
 		if i == n-1 {
 			if err == nil { // decide once the next byte is known

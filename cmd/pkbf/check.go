@@ -31,21 +31,23 @@ const confirmInFlight = 8
 // defaultConfirmTimeout bounds all of check -confirm's API requests.
 const defaultConfirmTimeout = 2 * time.Minute
 
-// guardFilter makes work report, in item.filterErr, that the filter file
-// was cut short while it queried it (pkbf.ErrFileChanged), instead of
-// ending the program.
-func guardFilter(work func(*item)) func(*item) {
-	return func(it *item) {
+// guardFilter makes work report, in the filterErr of every item of the
+// batch, that the filter file was cut short while it queried it
+// (pkbf.ErrFileChanged), instead of ending the program.
+func guardFilter(work func([]item)) func([]item) {
+	return func(items []item) {
 		defer func() {
 			if r := recover(); r != nil {
 				err, ok := r.(error)
 				if !ok || !errors.Is(err, pkbf.ErrFileChanged) {
 					panic(r)
 				}
-				it.filterErr = err
+				for i := range items {
+					items[i].filterErr = err
+				}
 			}
 		}()
-		work(it)
+		work(items)
 	}
 }
 
@@ -75,9 +77,22 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	inputs := inputsOf(c.Args()[1:], stdin, pws)
 	prog := startProgress(stderr, inputs)
-	work, workers := func(it *item) {
-		if it.decode() {
-			it.probably = f.Contains(it.spki)
+	// A batch's keys are looked up together: on a filter larger than the
+	// caches, their memory latencies overlap (pkbf.Filter.ContainsBatch).
+	work, workers := func(items []item) {
+		spkis := make([][]byte, 0, len(items))
+		for i := range items {
+			if items[i].err == nil && items[i].decode() {
+				spkis = append(spkis, items[i].spki)
+			}
+		}
+		found := make([]bool, len(spkis))
+		f.ContainsBatch(spkis, found)
+		j := 0
+		for i := range items {
+			if items[i].err == nil {
+				items[i].probably, j = found[j], j+1
+			}
 		}
 	}, runtime.GOMAXPROCS(0)
 	if *confirm {
@@ -88,13 +103,13 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			defer cancel()
 		}
 		checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: *api}, MaxInFlight: confirmInFlight}
-		work = func(it *item) {
+		work = eachItem(func(it *item) {
 			if it.decode() {
 				var res pwnedkeys.Result
 				it.probably, res, it.confirmErr = checker.Check(ctx, it.spki)
 				it.pwned = res.Pwned
 			}
-		}
+		})
 		workers = max(workers, confirmInFlight) // waiting on the network
 	}
 	work = guardFilter(work)
@@ -220,7 +235,7 @@ func appendTextVerdict(b []byte, it *item, confirm bool) []byte {
 	}
 	b = append(b, fp[:]...)
 	b = append(b, "  "...)
-	b = append(b, it.source()...)
+	b = it.appendSource(b)
 	if given, ok := it.givenFingerprint(); ok {
 		b = append(b, "  (as given: "...)
 		b = append(b, given[:]...)

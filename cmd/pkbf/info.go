@@ -24,9 +24,9 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 	defer f.Close()
 	h := f.Header() // Open checked that the file is exactly h.FileSize() bytes
 	var fill float64
-	it := &item{}
-	guardFilter(func(*item) { fill = f.FillRatio() })(it)
-	if err = it.filterErr; err == nil {
+	it := []item{{}}
+	guardFilter(func([]item) { fill = f.FillRatio() })(it)
+	if err = it[0].filterErr; err == nil {
 		err = f.Check()
 	}
 	if err != nil {

@@ -81,11 +81,16 @@ type item struct {
 }
 
 // source names where the item came from, for output and errors.
-func (it *item) source() string {
+func (it *item) source() string { return string(it.appendSource(nil)) }
+
+// appendSource appends source() to b, without building strings: it runs
+// for every verdict.
+func (it *item) appendSource(b []byte) []byte {
+	b = append(b, it.input...)
 	if it.key.Index == 0 {
-		return it.input
+		return b
 	}
-	return it.input + ": " + it.key.Source()
+	return it.key.AppendSource(append(b, ": "...))
 }
 
 // errorMessage says what went wrong and where; an error opening or reading
@@ -106,14 +111,27 @@ type batch struct {
 
 const batchSize = 256
 
-// pipeline reads every key of the inputs, runs work on each in as many
-// goroutines as workers, and calls emit on each in input order, from one
+// eachItem makes a work function for pipeline from one for a single item,
+// called on the items that were read without error.
+func eachItem(work func(*item)) func([]item) {
+	return func(items []item) {
+		for i := range items {
+			if items[i].err == nil {
+				work(&items[i])
+			}
+		}
+	}
+}
+
+// pipeline reads every key of the inputs, runs work on each batch of them
+// (skipping items with an error is work's job) in as many goroutines as
+// workers, and calls emit on each in input order, from one
 // goroutine. emit returns false to stop early. idle, if not nil, is called
 // from that goroutine whenever everything read so far has been emitted:
 // the input is slower than the work (a pipe, a terminal), so output should
 // be flushed. Memory stays bounded: the reader waits when the workers or
 // emit fall behind.
-func pipeline(inputs []input, workers int, work func(*item), emit func(*item) bool, idle func(), prog *progress) {
+func pipeline(inputs []input, workers int, work func([]item), emit func(*item) bool, idle func(), prog *progress) {
 	order := make(chan *batch, 4*workers)
 	todo := make(chan *batch, 4*workers)
 	stop := make(chan struct{})
@@ -149,10 +167,8 @@ func pipeline(inputs []input, workers int, work func(*item), emit func(*item) bo
 		go func() {
 			defer wg.Done()
 			for b := range todo {
+				work(b.items)
 				for i := range b.items {
-					if b.items[i].err == nil {
-						work(&b.items[i])
-					}
 					b.items[i].key.Raw = nil // done with it
 				}
 				close(b.done)

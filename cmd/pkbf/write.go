@@ -104,12 +104,12 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog := startProgress(stderr, inputs)
 	var keys, added int
 	troubled, stopped := false, false
-	pipeline(inputs, runtime.GOMAXPROCS(0), func(it *item) {
+	pipeline(inputs, runtime.GOMAXPROCS(0), eachItem(func(it *item) {
 		it.spki, it.err = it.key.SPKI()
 		if it.err == nil {
 			it.extra, it.err = pkbf.Encodings(it.spki)
 		}
-	}, func(it *item) bool {
+	}), func(it *item) bool {
 		if stopping.Load() {
 			stopped = true
 			return false
