@@ -156,7 +156,7 @@ func pkcs12Parts(der []byte, passphrases []string) ([]part, error) {
 		return nil, keyErrorf("PKCS#12 version is %d, want 3", version)
 	}
 	if !bytes.Equal(contentType, oidPKCS7Data) {
-		return nil, keyErrorf("PKCS#12 file is signed (public-key integrity mode), which pkbf does not read")
+		return nil, unsupportedErrorf("PKCS#12 file is signed (public-key integrity mode), which pkbf does not read")
 	}
 	if !authSafe.ReadASN1(&content, cbasn1.Tag(0).Constructed().ContextSpecific()) || !readOctets(&content, &data) || !content.Empty() {
 		return nil, keyErrorf("PKCS#12 authenticated safe is malformed")
@@ -169,9 +169,9 @@ func pkcs12Parts(der []byte, passphrases []string) ([]part, error) {
 		}
 		if !ok {
 			if len(passphrases) == 0 {
-				return nil, keyErrorf("PKCS#12 file is protected by a password: give it with a passphrase option")
+				return nil, encryptedErrorf("PKCS#12 file is protected by a password: give it with a passphrase option")
 			}
-			return nil, keyErrorf("PKCS#12 file's integrity check fails with the passphrase given: wrong passphrase, or a damaged file")
+			return nil, encryptedErrorf("PKCS#12 file's integrity check fails with the passphrase given: wrong passphrase, or a damaged file")
 		}
 		candidates = []string{pw}
 	}
@@ -271,7 +271,7 @@ func (r *pkcs12Reader) authenticatedSafe(der []byte) error {
 				return err
 			}
 		default:
-			return keyErrorf("PKCS#12 content type %s is not supported (enveloped data?)", oidString(contentType))
+			return unsupportedErrorf("PKCS#12 content type %s is not supported (enveloped data?)", oidString(contentType))
 		}
 	}
 	return nil
@@ -372,9 +372,9 @@ func (r *pkcs12Reader) decrypt(alg, data []byte, what string) ([]byte, error) {
 		}
 	}
 	if len(r.passwords) == 1 && r.passwords[0] == "" {
-		return nil, keyErrorf("PKCS#12 %s is encrypted with a password: give it with a passphrase option", what)
+		return nil, encryptedErrorf("PKCS#12 %s is encrypted with a password: give it with a passphrase option", what)
 	}
-	return nil, keyErrorf("PKCS#12 %s does not decrypt with the passphrase given: wrong passphrase, or damaged data", what)
+	return nil, encryptedErrorf("PKCS#12 %s does not decrypt with the passphrase given: wrong passphrase, or damaged data", what)
 }
 
 // errBadPadding marks a decryption that did not end in valid padding: the
@@ -474,7 +474,7 @@ func pbeDecrypt(alg, data []byte, password string) ([]byte, error) {
 		c.XORKeyStream(out, data)
 		return out, nil
 	}
-	return nil, keyErrorf("encryption algorithm %s is not supported", oidString(oid))
+	return nil, unsupportedErrorf("encryption algorithm %s is not supported", oidString(oid))
 }
 
 // pbes2Decrypt decrypts under PBES2 (RFC 8018): PBKDF2 and a CBC cipher.
@@ -515,7 +515,7 @@ func pbes2Decrypt(params cryptobyte.String, data []byte, password string) ([]byt
 	case bytes.Equal(schemeOID, oidDESEDE3CBC):
 		size, newBlock = 24, des.NewTripleDESCipher
 	default:
-		return nil, keyErrorf("PBES2 cipher %s is not supported", oidString(schemeOID))
+		return nil, unsupportedErrorf("PBES2 cipher %s is not supported", oidString(schemeOID))
 	}
 	key, err := pbkdf2.Key(h, password, salt, iterations, size)
 	if err != nil {
@@ -612,7 +612,7 @@ func pkcs12MACPassword(macData cryptobyte.String, data []byte, candidates []stri
 	}
 	h := hashByOID(algOID)
 	if h == nil {
-		return "", false, keyErrorf("PKCS#12 MAC algorithm %s is not supported", oidString(algOID))
+		return "", false, unsupportedErrorf("PKCS#12 MAC algorithm %s is not supported", oidString(algOID))
 	}
 	if iterations < 1 || iterations > maxPKCS12Iterations {
 		return "", false, keyErrorf("PKCS#12 MAC iteration count %d is out of range", iterations)

@@ -31,6 +31,7 @@
 package pkbf
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -198,9 +199,9 @@ func open(path string, writable bool) (*Filter, error) {
 		defer file.Close()
 		switch {
 		case fi.IsDir():
-			return nil, fmt.Errorf("%w: %s is a directory, not a filter file", ErrInvalidFile, path)
+			return nil, fileError(path, fmt.Errorf("%w: is a directory, not a filter file", ErrInvalidFile))
 		case writable:
-			return nil, fmt.Errorf("%w: %s: not a regular file (%s): only a regular file can be edited in place", ErrInvalidFile, path, fileKind(fi.Mode()))
+			return nil, fileError(path, fmt.Errorf("%w: not a regular file (%s): only a regular file can be edited in place", ErrInvalidFile, fileKind(fi.Mode())))
 		}
 		return readStream(file, path, fi.Mode())
 	}
@@ -236,7 +237,7 @@ func Load(path string) (*Filter, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		if fi.IsDir() {
-			return nil, fmt.Errorf("%w: %s is a directory, not a filter file", ErrInvalidFile, path)
+			return nil, fileError(path, fmt.Errorf("%w: is a directory, not a filter file", ErrInvalidFile))
 		}
 		return readStream(file, path, fi.Mode())
 	}
@@ -258,6 +259,21 @@ func Load(path string) (*Filter, error) {
 	return newFilter(h, data), nil
 }
 
+// pathError names the file an error is about, first: "pkbf: PATH: invalid
+// filter file: ...". It wraps the error.
+type pathError struct {
+	path string
+	err  error
+}
+
+func (e *pathError) Error() string {
+	return "pkbf: " + e.path + ": " + strings.TrimPrefix(e.err.Error(), "pkbf: ")
+}
+
+func (e *pathError) Unwrap() error { return e.err }
+
+func fileError(path string, err error) error { return &pathError{path, err} }
+
 // readStream reads a filter from a file that is not a regular file.
 func readStream(file *os.File, path string, mode fs.FileMode) (*Filter, error) {
 	f, err := ReadFilter(file)
@@ -272,7 +288,7 @@ func readStream(file *os.File, path string, mode fs.FileMode) (*Filter, error) {
 			err = fmt.Errorf("%w; a FIFO gives nothing unless a writer has it open", err)
 		}
 		if _, ok := err.(*fs.PathError); !ok {
-			err = fmt.Errorf("%w (%s)", err, path)
+			err = fileError(path, err)
 		}
 		return nil, err
 	}
@@ -306,7 +322,7 @@ func checkFile(file *os.File, path string) (Header, int, error) {
 	var hb [headerSize]byte
 	if n, err := file.ReadAt(hb[:], 0); n < headerSize {
 		if err == io.EOF {
-			return Header{}, 0, fmt.Errorf("%w: %s: file is %d bytes, shorter than the %d-byte header: %w", ErrInvalidFile, path, n, headerSize, io.ErrUnexpectedEOF)
+			return Header{}, 0, fileError(path, fmt.Errorf("%w: file is %d bytes, shorter than the %d-byte header: %w", ErrInvalidFile, n, headerSize, io.ErrUnexpectedEOF))
 		}
 		return Header{}, 0, err
 	}
@@ -315,7 +331,7 @@ func checkFile(file *os.File, path string) (Header, int, error) {
 		err = checkDataSize(h, uint64(size-int64(headerSize)))
 	}
 	if err != nil {
-		return Header{}, 0, fmt.Errorf("%w (%s)", err, path)
+		return Header{}, 0, fileError(path, err)
 	}
 	return h, int(size), nil
 }
@@ -447,19 +463,32 @@ func falsePositiveRate(m, k, n uint64) float64 {
 // FillRatio returns the fraction of the filter's bits that are set, counted
 // over the whole data (it reads every byte). On a file cut short while in
 // use it panics as [Filter.Probably] does.
-func (f *Filter) FillRatio() float64 {
+func (f *Filter) FillRatio() float64 { return f.FillRatioProgress(nil) }
+
+// fillChunk is how much FillRatioProgress counts between reports.
+const fillChunk = 16 << 20
+
+// FillRatioProgress is FillRatio, calling progress (if not nil) with the
+// bytes counted so far after every 16 MiB: reading a large filter takes
+// seconds.
+func (f *Filter) FillRatioProgress(progress func(done uint64)) float64 {
 	if f.mapped != nil {
 		defer f.mapped.catchFault(debug.SetPanicOnFault(true))
 	}
-	var set uint64
-	d := f.data
-	for len(d) >= 8 {
-		set += uint64(bits.OnesCount64(uint64(d[0]) | uint64(d[1])<<8 | uint64(d[2])<<16 | uint64(d[3])<<24 |
-			uint64(d[4])<<32 | uint64(d[5])<<40 | uint64(d[6])<<48 | uint64(d[7])<<56))
-		d = d[8:]
-	}
-	for _, c := range d {
-		set += uint64(bits.OnesCount8(c))
+	var set, done uint64
+	for d := f.data; len(d) > 0; {
+		chunk := d[:min(len(d), fillChunk)]
+		d = d[len(chunk):]
+		for len(chunk) >= 8 {
+			set += uint64(bits.OnesCount64(binary.LittleEndian.Uint64(chunk)))
+			chunk = chunk[8:]
+		}
+		for _, c := range chunk {
+			set += uint64(bits.OnesCount8(c))
+		}
+		if done = uint64(len(f.data) - len(d)); progress != nil {
+			progress(done)
+		}
 	}
 	return float64(set) / float64(f.hdr.Bits())
 }

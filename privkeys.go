@@ -75,9 +75,9 @@ func pkcs8SPKI(der []byte) ([]byte, error) {
 	case bytes.Equal(algorithm, oidDSA), bytes.Equal(algorithm, oidDHPKCS3), bytes.Equal(algorithm, oidDHX942):
 		return modpSPKI(algorithm, params, priv)
 	case bytes.Equal(algorithm, oidPBES2):
-		return nil, keyErrorf("PKCS#8 key is encrypted: its public key cannot be read without the passphrase")
+		return nil, encryptedErrorf("PKCS#8 key is encrypted: its public key cannot be read without the passphrase")
 	}
-	return nil, keyErrorf("PKCS#8 private key of algorithm %s carries no public key, and pkbf cannot compute one", name)
+	return nil, unsupportedErrorf("PKCS#8 private key of algorithm %s carries no public key, and pkbf cannot compute one", name)
 }
 
 // derivePublic computes the public key of an EdDSA or XDH private key.
@@ -223,7 +223,7 @@ func sec1SPKI(der []byte, outer []byte) ([]byte, error) {
 	}
 	c, name := curveOfParams(curveParams)
 	if c == nil {
-		return nil, keyErrorf("EC private key on curve %s carries no public key, and pkbf computes one only on P-256, P-384 and P-521", name)
+		return nil, unsupportedErrorf("EC private key on curve %s carries no public key, and pkbf computes one only on P-256, P-384 and P-521", name)
 	}
 	if len(scalar) > c.size {
 		return nil, keyErrorf("%s private key is %d bytes, want at most %d", c.name, len(scalar), c.size)

@@ -27,6 +27,9 @@ type Key struct {
 	// Line is the 1-based line on which the object starts in text input,
 	// and 0 in DER input.
 	Line int
+	// Block is the 1-based number of the object's PEM block among the PEM
+	// blocks of the input (an "EC PARAMETERS" block counts), or 0.
+	Block int
 	// Offset is the byte offset at which the object starts.
 	Offset int64
 	// Raw is the object as it appears in the input: the PEM block from its
@@ -62,7 +65,7 @@ func (k *Key) Source() string { return string(k.AppendSource(nil)) }
 func (k *Key) AppendSource(b []byte) []byte {
 	switch k.kind {
 	case kindPEM:
-		b = strconv.AppendInt(append(b, "block "...), int64(k.Index), 10)
+		b = strconv.AppendInt(append(b, "block "...), int64(k.Block), 10)
 		b = strconv.AppendInt(append(b, " (line "...), int64(k.Line), 10)
 		b = append(b, ')')
 	case kindDER:
@@ -138,6 +141,7 @@ type KeyScanner struct {
 	err         error
 	done        bool
 	ignored     int    // first line of text that was neither key nor comment
+	blocks      int    // PEM blocks begun so far
 	ecParams    []byte // an "EC PARAMETERS" block waiting for its key
 	pushback    *textLine
 	scratch     []byte // the PEM block being read, reused
@@ -222,6 +226,9 @@ func looksLikeDER(head []byte) bool {
 // objects.
 func (s *KeyScanner) emit(kind keyKind, line int, offset int64, raw []byte, err error) bool {
 	k := Key{Line: line, Offset: offset, Raw: raw, kind: kind, err: err}
+	if kind == kindPEM {
+		k.Block = s.blocks
+	}
 	if err == nil {
 		if parts, ok := containerParts(kind, raw, s.passphrases); ok {
 			for _, p := range parts {
@@ -370,6 +377,7 @@ func (s *KeyScanner) scanText() bool {
 		case l.tooLong:
 			return s.emit(kindLine, l.number, l.start, nil, keyErrorf("line is longer than %d bytes", maxLineSize))
 		case bytes.HasPrefix(l.text, []byte("-----BEGIN ")):
+			s.blocks++
 			k, ok, framed := s.scanPEMBuffered(l)
 			if !framed {
 				k, ok = s.scanPEM(l)

@@ -2,6 +2,7 @@ package pkbf
 
 import (
 	"bytes"
+	"errors"
 	"crypto/ecdh"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -92,6 +93,37 @@ func Fingerprint(spki []byte) string {
 
 func keyErrorf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidKey}, args...)...)
+}
+
+// ErrUnsupportedKey is wrapped, beside [ErrInvalidKey], by the errors that
+// report a key that is valid as far as pkbf can tell but that pkbf cannot
+// give the SPKI of: an OpenSSH key type or an algorithm it does not know,
+// a private key on a curve it cannot compute on that does not carry its
+// public key, a container in a form it does not read.
+var ErrUnsupportedKey = errors.New("pkbf: unsupported key")
+
+// ErrEncryptedKey is wrapped, beside [ErrInvalidKey], by the errors that
+// report a key whose public key cannot be read without a passphrase: an
+// encrypted PKCS#8 or PEM key, a PKCS#12 file without (or with the wrong)
+// passphrase.
+var ErrEncryptedKey = errors.New("pkbf: encrypted key")
+
+// kindError is an error of a kind callers branch on, wrapping ErrInvalidKey
+// too.
+type kindError struct {
+	kind error
+	err  error
+}
+
+func (e *kindError) Error() string   { return e.err.Error() }
+func (e *kindError) Unwrap() []error { return []error{e.err, e.kind} }
+
+func unsupportedErrorf(format string, args ...any) error {
+	return &kindError{ErrUnsupportedKey, keyErrorf(format, args...)}
+}
+
+func encryptedErrorf(format string, args ...any) error {
+	return &kindError{ErrEncryptedKey, keyErrorf(format, args...)}
 }
 
 // Object identifiers, as the content bytes of their DER encoding, so that
@@ -244,7 +276,7 @@ func pemType(text []byte) string {
 // content of a preceding "EC PARAMETERS" block, or nil.
 func pemBlockSPKI(block *pem.Block, ecParams []byte) ([]byte, error) {
 	if strings.Contains(block.Headers["Proc-Type"], "ENCRYPTED") {
-		return nil, keyErrorf("%s is encrypted (Proc-Type %s): its public key cannot be read without the passphrase", block.Type, block.Headers["Proc-Type"])
+		return nil, encryptedErrorf("%s is encrypted (Proc-Type %s): its public key cannot be read without the passphrase", block.Type, block.Headers["Proc-Type"])
 	}
 	return typedSPKI(block.Type, block.Bytes, ecParams)
 }
@@ -261,7 +293,7 @@ func typedSPKI(typ string, b []byte, ecParams []byte) ([]byte, error) {
 	case "PRIVATE KEY":
 		return pkcs8SPKI(b)
 	case "ENCRYPTED PRIVATE KEY":
-		return nil, keyErrorf("ENCRYPTED PRIVATE KEY is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
+		return nil, encryptedErrorf("ENCRYPTED PRIVATE KEY is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
 	case "EC PRIVATE KEY":
 		return sec1SPKI(b, ecParams)
 	case "OPENSSH PRIVATE KEY":
@@ -282,7 +314,7 @@ func typedSPKI(typ string, b []byte, ecParams []byte) ([]byte, error) {
 	case "X509 CRL":
 		return nil, keyErrorf("X509 CRL is a certificate revocation list: it holds no public key")
 	case "SSH2 ENCRYPTED PRIVATE KEY":
-		return nil, keyErrorf("SSH2 ENCRYPTED PRIVATE KEY (ssh.com format) is not supported: convert it with ssh-keygen -i")
+		return nil, unsupportedErrorf("SSH2 ENCRYPTED PRIVATE KEY (ssh.com format) is not supported: convert it with ssh-keygen -i")
 	}
 	return nil, keyErrorf("PEM block type %q is not a key, certificate or certificate request", typ)
 }
@@ -321,7 +353,7 @@ func derSPKI(der []byte) ([]byte, error) {
 		}
 		return nil, keyErrorf("DER signed structure is neither a certificate nor a certificate request")
 	case firstTag == tagSequence && secondTag == tagOctetString:
-		return nil, keyErrorf("DER input is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
+		return nil, encryptedErrorf("DER input is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
 	case firstTag == tagInteger && secondTag == tagSequence:
 		if isPKCS12(body) {
 			return singleSPKI(pkcs12Parts(der, nil))

@@ -2,6 +2,7 @@ package pkbf
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"strconv"
 	"strings"
@@ -79,9 +80,9 @@ func sshBlobSPKI(blob []byte) ([]byte, error) {
 	supported, known := sshKeyTypes[typ]
 	switch {
 	case !known:
-		return nil, keyErrorf("OpenSSH key type %q is not supported", shorten(typ))
+		return nil, unsupportedErrorf("OpenSSH key type %q is not supported", shorten(typ))
 	case !supported:
-		return nil, keyErrorf("OpenSSH key type %q is not supported", typ)
+		return nil, unsupportedErrorf("OpenSSH key type %q is not supported", typ)
 	}
 	isCert := strings.HasSuffix(typ, certSuffix)
 	if isCert {
@@ -225,39 +226,49 @@ var errNoKeyLine = keyErrorf("no key on this line")
 // line (marker, host patterns, type, blob). The key type is the first field,
 // outside quotes, that names one; the blob follows it.
 func sshLineSPKI(line []byte) ([]byte, error) {
+	blob, _, err := sshLineBlob(line)
+	if err != nil {
+		return nil, err
+	}
+	return sshBlobSPKI(blob)
+}
+
+// sshLineBlob returns the key blob of an OpenSSH public key line, checked
+// to start with the type the line names, and the comment after it.
+func sshLineBlob(line []byte) (blob []byte, comment string, err error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] == '#' {
-		return nil, errNoKeyLine
+		return nil, "", errNoKeyLine
 	}
 	rest := line
 	for skipped := 0; ; skipped++ {
 		var field []byte
 		field, rest = nextField(rest)
 		if len(field) == 0 {
-			return nil, keyErrorf("line has no OpenSSH key type (such as ssh-ed25519): not an OpenSSH public key line")
+			return nil, "", keyErrorf("line has no OpenSSH key type (such as ssh-ed25519): not an OpenSSH public key line")
 		}
 		if _, known := sshKeyTypes[string(field)]; !known {
 			if skipped < 2 { // authorized_keys options; known_hosts marker and hosts
 				continue
 			}
-			return nil, keyErrorf("line has no OpenSSH key type (such as ssh-ed25519) in its first three fields")
+			return nil, "", keyErrorf("line has no OpenSSH key type (such as ssh-ed25519) in its first three fields")
 		}
-		encoded, _ := nextField(rest)
+		encoded, after := nextField(rest)
 		if len(encoded) == 0 {
-			return nil, keyErrorf("OpenSSH %s line has no key after its type", field)
+			return nil, "", keyErrorf("OpenSSH %s line has no key after its type", field)
 		}
-		blob := make([]byte, base64.StdEncoding.DecodedLen(len(encoded)))
+		blob = make([]byte, base64.StdEncoding.DecodedLen(len(encoded)))
 		n, err := base64.StdEncoding.Decode(blob, encoded)
 		if err != nil {
-			return nil, keyErrorf("OpenSSH %s key is not valid base64: %v", field, err)
+			return nil, "", keyErrorf("OpenSSH %s key is not valid base64: %v", field, err)
 		}
 		blob = blob[:n]
 		var inner []byte
 		s := cryptobyte.String(blob)
 		if !readSSHString(&s, &inner) || string(inner) != string(field) {
-			return nil, keyErrorf("OpenSSH key line says %s but its key is %q", field, shorten(string(inner)))
+			return nil, "", keyErrorf("OpenSSH key line says %s but its key is %q", field, shorten(string(inner)))
 		}
-		return sshBlobSPKI(blob)
+		return blob, string(bytes.TrimSpace(after)), nil
 	}
 }
 
@@ -290,48 +301,105 @@ const (
 // ("Tag: value", continued by a final backslash), base64 of the key blob,
 // the END line.
 func rfc4716SPKI(block []byte) ([]byte, error) {
+	blob, _, err := rfc4716Blob(block)
+	if err != nil {
+		return nil, err
+	}
+	return sshBlobSPKI(blob)
+}
+
+// rfc4716Blob returns the key blob of an RFC 4716 block and its Comment
+// header, unquoted.
+func rfc4716Blob(block []byte) (blob []byte, comment string, err error) {
 	var encoded []byte
-	continued := false
+	continued, inComment := false, false
 	for line := range bytes.Lines(block) {
 		line = bytes.TrimSpace(line)
 		switch {
 		case bytes.HasPrefix(line, []byte("---- ")):
 		case continued || bytes.IndexByte(line, ':') >= 0:
+			if value, ok := bytes.CutPrefix(line, []byte("Comment:")); ok || continued && inComment {
+				inComment = true
+				comment += string(bytes.TrimSuffix(bytes.TrimSpace(value), []byte(`\`)))
+				if !ok {
+					comment += string(bytes.TrimSuffix(line, []byte(`\`)))
+				}
+			} else {
+				inComment = false
+			}
 			continued = bytes.HasSuffix(line, []byte(`\`))
 		default:
 			encoded = append(encoded, line...)
 		}
 	}
-	blob, err := base64.StdEncoding.DecodeString(string(encoded))
+	blob, err = base64.StdEncoding.DecodeString(string(encoded))
 	if err != nil || len(blob) == 0 {
-		return nil, keyErrorf("RFC 4716 public key is not valid base64")
+		return nil, "", keyErrorf("RFC 4716 public key is not valid base64")
 	}
-	return sshBlobSPKI(blob)
+	return blob, strings.Trim(comment, `"`), nil
 }
 
 // puttySPKI reads the public half of a PuTTY private key file (.ppk,
 // versions 2 and 3), which is stored in clear even when the private half is
 // encrypted: "Public-Lines: N" and N lines of base64 of the key blob.
 func puttySPKI(block []byte) ([]byte, error) {
+	blob, _, err := puttyBlob(block)
+	if err != nil {
+		return nil, err
+	}
+	return sshBlobSPKI(blob)
+}
+
+// puttyBlob returns the public key blob of a PuTTY key file and its
+// Comment.
+func puttyBlob(block []byte) (blob []byte, comment string, err error) {
 	lines := bytes.Split(block, []byte("\n"))
 	typ, _, _ := bytes.Cut(bytes.TrimPrefix(lines[0], []byte(puttyMagic)), []byte(":"))
 	if v := string(typ); v != "2" && v != "3" {
-		return nil, keyErrorf("PuTTY key file version %q is not supported (2 and 3 are)", shorten(v))
+		return nil, "", unsupportedErrorf("PuTTY key file version %q is not supported (2 and 3 are)", shorten(v))
 	}
 	for i, line := range lines {
+		if c, ok := bytes.CutPrefix(line, []byte("Comment:")); ok {
+			comment = string(bytes.TrimSpace(c))
+		}
 		count, ok := bytes.CutPrefix(line, []byte("Public-Lines:"))
 		if !ok {
 			continue
 		}
 		n, err := strconv.Atoi(string(bytes.TrimSpace(count)))
 		if err != nil || n < 1 || i+1+n > len(lines) {
-			return nil, keyErrorf("PuTTY key file has a bad Public-Lines count %q", shorten(string(count)))
+			return nil, "", keyErrorf("PuTTY key file has a bad Public-Lines count %q", shorten(string(count)))
 		}
 		blob, err := base64.StdEncoding.DecodeString(string(bytes.Join(lines[i+1:i+1+n], nil)))
 		if err != nil {
-			return nil, keyErrorf("PuTTY key file's public key is not valid base64")
+			return nil, "", keyErrorf("PuTTY key file's public key is not valid base64")
 		}
-		return sshBlobSPKI(blob)
+		return blob, comment, nil
 	}
-	return nil, keyErrorf("PuTTY key file has no Public-Lines")
+	return nil, "", keyErrorf("PuTTY key file has no Public-Lines")
+}
+
+// SSHFingerprint returns, for an SSH public key (an OpenSSH line, an RFC
+// 4716 block or a PuTTY file), the fingerprint ssh-keygen -l shows
+// ("SHA256:" and the unpadded base64 of the SHA-256 of the key blob) and
+// the key's comment; for other keys, or a key that cannot be decoded, it
+// returns "" and "".
+func (k *Key) SSHFingerprint() (fingerprint, comment string) {
+	var blob []byte
+	var err error
+	switch k.kind {
+	case kindLine:
+		blob, comment, err = sshLineBlob(k.Raw)
+	case kindRFC4716:
+		blob, comment, err = rfc4716Blob(k.Raw)
+	case kindPuTTY:
+		blob, comment, err = puttyBlob(k.Raw)
+	default:
+		return "", ""
+	}
+	if err != nil {
+		return "", ""
+	}
+	sum := sha256.Sum256(blob)
+	return "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:]), comment
 }

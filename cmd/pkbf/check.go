@@ -1,15 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"net/url"
+	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/pkbf/pkbf"
@@ -51,32 +57,71 @@ func guardFilter(work func([]item)) func([]item) {
 	}
 }
 
+// checkFlags are check's options.
+type checkFlags struct {
+	json, confirm, allowEmpty, strict, quiet *bool
+	api, passphraseFile                      *string
+	timeout                                  *time.Duration
+}
+
+func checkCommand(stdout, stderr io.Writer) (*command, *checkFlags) {
+	c := newCommand("check", "check [--json] [--confirm [--api URL] [--timeout D]] [flags] FILTER [FILE...]", stdout, stderr)
+	fl := &checkFlags{
+		json:           c.Bool("json", false, "print one JSON object per key: source, offset, fingerprint, probably (or error)"),
+		confirm:        c.Bool("confirm", false, "confirm every probably with the pwnedkeys API, verifying its proof"),
+		api:            c.String("api", pwnedkeys.DefaultBaseURL, "the pwnedkeys API `URL` (http or https), for --confirm"),
+		timeout:        c.Duration("timeout", defaultConfirmTimeout, "with --confirm: give up on the API after `DURATION` in all (0: never); keys left are unconfirmed"),
+		passphraseFile: c.String("passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")"),
+		allowEmpty:     c.Bool("allow-empty", false, "exit 0, not 2, when the input holds no key at all"),
+		strict:         c.Bool("strict", false, "exit 2 also for keys that cannot be checked: unsupported or encrypted"),
+		quiet:          c.Bool("quiet", false, "no summary and no warnings on standard error; errors still"),
+	}
+	c.alias("j", "json")
+	c.alias("c", "confirm")
+	c.alias("q", "quiet")
+	return c, fl
+}
+
 func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommand("check", "check [-json] [-confirm [-api URL] [-timeout D]] FILTER [FILE...]", stdout, stderr)
-	asJSON := c.Bool("json", false, "print one JSON object per key: source, fingerprint, probably (or error)")
-	confirm := c.Bool("confirm", false, "confirm every probably with the pwnedkeys API, verifying its proof")
-	api := c.String("api", pwnedkeys.DefaultBaseURL, "the pwnedkeys API `URL`, for -confirm")
-	passphraseFile := c.String("passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")")
-	timeout := c.Duration("timeout", defaultConfirmTimeout, "with -confirm: give up on the API after `DURATION` in all (0: never); keys left are unconfirmed")
+	c, fl := checkCommand(stdout, stderr)
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
 	}
-	f, err := pkbf.Open(c.Arg(0))
+	set := map[string]bool{}
+	c.Visit(func(f *flag.Flag) { set[c.longName(f.Name)] = true })
+	if *fl.confirm {
+		if u, err := url.Parse(*fl.api); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			_, code := c.fail(fmt.Sprintf("--api %q is not an http or https URL", *fl.api))
+			return code
+		}
+	} else if set["api"] || set["timeout"] {
+		_, code := c.fail("--api and --timeout go with --confirm")
+		return code
+	}
+	f, err := openFilter(c.Arg(0), stdin)
 	if err != nil {
-		errorf(stderr, "%v", err)
+		errorf(stderr, "%s", displayErr(err))
 		return exitTrouble
 	}
 	defer f.Close()
-
-	out := bufio.NewWriterSize(stdout, 64<<10)
-	defer out.Flush()
-	pws, err := passphrases(*passphraseFile)
+	pws, err := passphrases(*fl.passphraseFile)
 	if err != nil {
-		errorf(stderr, "%v", err)
+		errorf(stderr, "%s", displayErr(err))
 		return exitTrouble
 	}
 	inputs := inputsOf(c.Args()[1:], stdin, pws)
-	prog := startProgress(stderr, inputs)
+	if c.Arg(0) == "-" || c.Arg(0) == "/dev/stdin" {
+		for _, in := range inputs {
+			if in.name == "-" {
+				_, code := c.fail("the filter is read from standard input: name the key files")
+				return code
+			}
+		}
+	}
+	scr := newScreen(stdout, stderr)
+	prog := startProgress(scr, inputs)
+	out := scr.out
+
 	// A batch's keys are looked up together: on a filter larger than the
 	// caches, their memory latencies overlap (pkbf.Filter.ContainsBatch).
 	work, workers := func(items []item) {
@@ -95,14 +140,14 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 	}, runtime.GOMAXPROCS(0)
-	if *confirm {
+	if *fl.confirm {
 		ctx := context.Background()
-		if *timeout > 0 {
+		if *fl.timeout > 0 {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, *timeout)
+			ctx, cancel = context.WithTimeout(ctx, *fl.timeout)
 			defer cancel()
 		}
-		checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: *api}, MaxInFlight: confirmInFlight}
+		checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: *fl.api}, MaxInFlight: confirmInFlight}
 		work = eachItem(func(it *item) {
 			if it.decode() {
 				var res pwnedkeys.Result
@@ -113,70 +158,150 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		workers = max(workers, confirmInFlight) // waiting on the network
 	}
 	work = guardFilter(work)
-	var found, troubled, filterFailed bool
+
+	// Ctrl-C: stop, print the verdicts made, exit 130.
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(interrupted)
+	stop := make(chan struct{})
+	var stopped atomic.Bool
+	go func() {
+		select {
+		case <-interrupted:
+			stopped.Store(true)
+			close(stop)
+		case <-stop:
+		}
+	}()
+
+	var sum summary
+	var found, filterFailed bool
 	var line []byte
 	pipeline(inputs, workers, work, func(it *item) bool {
 		line = line[:0]
 		if it.filterErr != nil {
 			// The filter file changed under us: what was done stands, the
 			// rest cannot be answered.
-			troubled, filterFailed = true, true
-			prog.clear()
-			errorf(stderr, "%s", displayErr(it.filterErr))
+			filterFailed = true
+			scr.errorf("%s", displayErr(it.filterErr))
 			return false
 		}
 		switch {
 		case it.err != nil:
-			troubled = true
-			prog.clear()
-			errorf(stderr, "%s", it.errorMessage())
-			if *asJSON {
+			kind := sum.addError(it.err)
+			if kind == "unreadable" || *fl.strict {
+				scr.errorf("%s", it.errorMessage())
+			} else if !*fl.quiet {
+				scr.warnf("%s", it.errorMessage())
+			}
+			if *fl.json {
 				line = appendJSONError(line, it)
 			}
 		default:
+			sum.keys++
 			if it.confirmErr != nil {
-				troubled = true
-				prog.clear()
+				sum.unconfirmed++
 				fp := fingerprint(it.canonical)
-				errorf(stderr, "%s: confirming %s: %s", it.source(), fp[:], displayErr(it.confirmErr))
+				scr.errorf("%s: confirming %s: %s", it.source(), fp[:], displayErr(it.confirmErr))
 			}
-			if *confirm {
+			if it.probably {
+				sum.probably++
+			}
+			if *fl.confirm {
 				found = found || it.pwned
 			} else {
 				found = found || it.probably
 			}
-			if *asJSON {
-				line = appendJSONVerdict(line, it, *confirm)
+			if *fl.json {
+				line = appendJSONVerdict(line, it, *fl.confirm)
 			} else {
-				line = appendTextVerdict(line, it, *confirm)
+				line = appendTextVerdict(line, it, *fl.confirm)
 			}
 		}
 		if len(line) > 0 {
-			if _, err := out.Write(line); err != nil {
+			if err := scr.write(line); err != nil {
 				return false // stdout is gone (a closed pipe): stop
 			}
 		}
 		return true
-	}, func() { out.Flush() }, prog)
+	}, func() { scr.flush() }, stop, prog)
 	prog.stop()
-	if err := out.Flush(); err != nil {
+	if err := scr.flush(); err != nil {
 		errorf(stderr, "writing output: %v", err)
-		troubled = true
+		sum.unreadable++
 	}
+	_ = out
+	if stopped.Load() {
+		if !*fl.quiet {
+			sum.print(stderr, "interrupted: ")
+		}
+		return exitSignaled
+	}
+	close(stop)
 	if err := f.Check(); err != nil && !filterFailed {
 		// Answers may have come from another file than the one opened.
 		errorf(stderr, "%s", displayErr(err))
-		troubled, filterFailed = true, true
+		filterFailed = true
+	}
+	empty := sum.keys == 0 && sum.errors() == 0
+	if !*fl.quiet || empty {
+		sum.print(stderr, "")
 	}
 	switch {
 	case filterFailed: // the answers are incomplete or from another file
 		return exitTrouble
 	case found:
 		return exitFound
-	case troubled:
+	case sum.unreadable > 0 || sum.unconfirmed > 0 || *fl.strict && sum.errors() > 0:
+		return exitTrouble
+	case empty && !*fl.allowEmpty:
+		errorf(stderr, "no key, certificate or request in the input (--allow-empty accepts that)")
 		return exitTrouble
 	}
 	return exitOK
+}
+
+// summary counts what check saw, for the line it prints at the end.
+type summary struct {
+	keys, probably, unconfirmed        int
+	unreadable, unsupported, encrypted int
+}
+
+func (s *summary) errors() int { return s.unreadable + s.unsupported + s.encrypted }
+
+// addError counts an item's error by kind and returns the kind.
+func (s *summary) addError(err error) string {
+	switch {
+	case errors.Is(err, pkbf.ErrUnsupportedKey):
+		s.unsupported++
+		return "unsupported"
+	case errors.Is(err, pkbf.ErrEncryptedKey):
+		s.encrypted++
+		return "encrypted"
+	}
+	s.unreadable++
+	return "unreadable"
+}
+
+// print writes "pkbf: checked 12 keys: 1 probably, 11 no; 2 errors: ..."
+func (s *summary) print(w io.Writer, prefix string) {
+	msg := fmt.Sprintf("pkbf: %schecked %s: %d probably, %d no", prefix, plural(s.keys, "key", "keys"), s.probably, s.keys-s.probably)
+	if s.unconfirmed > 0 {
+		msg += fmt.Sprintf(" (%d unconfirmed)", s.unconfirmed)
+	}
+	if n := s.errors(); n > 0 {
+		var kinds []string
+		for _, k := range []struct {
+			n    int
+			what string
+		}{{s.unreadable, "unreadable"}, {s.unsupported, "unsupported"}, {s.encrypted, "encrypted"}} {
+			if k.n > 0 {
+				kinds = append(kinds, fmt.Sprintf("%d %s", k.n, k.what))
+			}
+		}
+		msg += fmt.Sprintf("; %s not checked: %s", plural(n, "object", "objects"), strings.Join(kinds, ", "))
+	}
+	fmt.Fprintln(w, msg)
 }
 
 // verdict is the word for an item in check's output.
@@ -211,6 +336,7 @@ func (it *item) decode() bool {
 	if it.canonical, err = pkbf.Canonical(it.spki); err != nil {
 		it.canonical = it.spki // looked up as given only
 	}
+	it.sshFP, it.comment = it.key.SSHFingerprint()
 	return true
 }
 
@@ -221,8 +347,11 @@ func fingerprint(spki []byte) [2 * sha256.Size]byte {
 	return out
 }
 
-// appendTextVerdict appends "VERDICT  FINGERPRINT  SOURCE\n", the verdict
-// padded to the widest one in use.
+// appendTextVerdict appends "VERDICT<TAB>FINGERPRINT<TAB>SOURCE", then for
+// SSH keys a tab, the ssh-keygen fingerprint and the comment, and where
+// the input's encoding is not the canonical one, a tab and "as given:" its
+// fingerprint. Fields are separated by tabs (awk -F'\t'); the verdict is
+// padded to the widest one in use so that columns line up.
 func appendTextVerdict(b []byte, it *item, confirm bool) []byte {
 	v, width := it.verdict(confirm), len(verdictProbably)
 	if confirm {
@@ -230,18 +359,32 @@ func appendTextVerdict(b []byte, it *item, confirm bool) []byte {
 	}
 	fp := fingerprint(it.canonical)
 	b = append(b, v...)
-	for range width - len(v) + 2 {
+	for range width - len(v) {
 		b = append(b, ' ')
 	}
+	b = append(b, '\t')
 	b = append(b, fp[:]...)
-	b = append(b, "  "...)
+	b = append(b, '\t')
 	b = it.appendSource(b)
+	if it.sshFP != "" {
+		b = append(append(b, '\t'), it.sshFP...)
+		if it.comment != "" {
+			b = append(append(b, ' '), strings.Map(noTabs, it.comment)...)
+		}
+	}
 	if given, ok := it.givenFingerprint(); ok {
-		b = append(b, "  (as given: "...)
+		b = append(b, "\tas given: "...)
 		b = append(b, given[:]...)
-		b = append(b, ')')
 	}
 	return append(b, '\n')
+}
+
+// noTabs keeps a comment on one field of one line.
+func noTabs(r rune) rune {
+	if r == '\t' || r == '\n' || r == '\r' {
+		return ' '
+	}
+	return r
 }
 
 func appendJSONSource(b []byte, it *item) []byte {
@@ -256,17 +399,24 @@ func appendJSONSource(b []byte, it *item) []byte {
 	if it.key.Index > 0 {
 		b = append(b, `,"index":`...)
 		b = strconv.AppendInt(b, int64(it.key.Index), 10)
+		b = append(b, `,"offset":`...)
+		b = strconv.AppendInt(b, it.key.Offset, 10)
+	}
+	if it.key.Block > 0 {
+		b = append(b, `,"block":`...)
+		b = strconv.AppendInt(b, int64(it.key.Block), 10)
+	}
+	if it.key.Part != "" {
+		b = append(b, `,"part":`...)
+		b = appendJSONString(b, it.key.Part)
+	}
+	if it.sshFP != "" {
+		b = append(b, `,"ssh_fingerprint":`...)
+		b = appendJSONString(b, it.sshFP)
+		b = append(b, `,"comment":`...)
+		b = appendJSONString(b, it.comment)
 	}
 	return b
-}
-
-// givenFingerprint is the fingerprint of the key as the input has it, when
-// that is not the canonical encoding.
-func (it *item) givenFingerprint() ([2 * sha256.Size]byte, bool) {
-	if len(it.spki) == len(it.canonical) && &it.spki[0] == &it.canonical[0] {
-		return [2 * sha256.Size]byte{}, false
-	}
-	return fingerprint(it.spki), true
 }
 
 func appendJSONVerdict(b []byte, it *item, confirm bool) []byte {
@@ -297,4 +447,13 @@ func appendJSONError(b []byte, it *item) []byte {
 	b = append(b, `,"error":`...)
 	b = appendJSONString(b, displayErr(it.err))
 	return append(b, "}\n"...)
+}
+
+// givenFingerprint is the fingerprint of the key as the input has it, when
+// that is not the canonical encoding.
+func (it *item) givenFingerprint() ([2 * sha256.Size]byte, bool) {
+	if len(it.spki) == len(it.canonical) && &it.spki[0] == &it.canonical[0] {
+		return [2 * sha256.Size]byte{}, false
+	}
+	return fingerprint(it.spki), true
 }

@@ -71,6 +71,18 @@ func apiServer(t *testing.T, bodies map[string][]byte) (*httptest.Server, *atomi
 	return s, &requests
 }
 
+// sshFP is the ssh-keygen fingerprint and comment of a .pub file, as
+// ssh-keygen -l prints them (the command: ssh-keygen -lf NAME).
+func sshFP(t *testing.T, name string) string {
+	f := strings.Fields(string(mustRead(t, key(name))))
+	blob, err := base64.StdEncoding.DecodeString(f[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(blob)
+	return strings.TrimSpace("SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:]) + " " + strings.Join(f[2:], " "))
+}
+
 func fpOf(t *testing.T, name string) string {
 	spki, err := pkbf.SPKI(mustRead(t, key(name)))
 	if err != nil {
@@ -90,10 +102,10 @@ func TestCheckConfirm(t *testing.T) {
 	files := []string{key("p256.pub"), key("rsa2048.pub"), key("p384.pub"), key("rsa512.spki.pem")}
 	r := runWith(t, nil, append([]string{"check", "-confirm", "-api", s.URL, exampleFilter}, files...)...)
 	want := []string{
-		"compromised     " + fpOf(t, "p256.pub") + "  " + key("p256.pub") + ": line 1",
-		"false-positive  " + fpOf(t, "rsa2048.pub") + "  " + key("rsa2048.pub") + ": line 1",
-		"no              " + fpOf(t, "p384.pub") + "  " + key("p384.pub") + ": line 1",
-		"unconfirmed     " + fpOf(t, "rsa512.spki.pem") + "  " + key("rsa512.spki.pem") + ": block 1 (line 1)",
+		"compromised   \t" + fpOf(t, "p256.pub") + "\t" + key("p256.pub") + ": line 1\t" + sshFP(t, "p256.pub"),
+		"false-positive\t" + fpOf(t, "rsa2048.pub") + "\t" + key("rsa2048.pub") + ": line 1\t" + sshFP(t, "rsa2048.pub"),
+		"no            \t" + fpOf(t, "p384.pub") + "\t" + key("p384.pub") + ": line 1\t" + sshFP(t, "p384.pub"),
+		"unconfirmed   \t" + fpOf(t, "rsa512.spki.pem") + "\t" + key("rsa512.spki.pem") + ": block 1 (line 1)",
 	}
 	if got := strings.Split(strings.TrimSpace(r.stdout), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("check -confirm:\n%s\nwant\n%s", r.stdout, strings.Join(want, "\n"))

@@ -49,7 +49,7 @@ func TestCheckEveryEncoding(t *testing.T) {
 	}
 	// The as-given fingerprint where the file has another encoding.
 	r = runWith(t, nil, "check", p, key("p256.spki-compressed.pem"))
-	if !strings.Contains(r.stdout, "probably  "+pkbf.Fingerprint(canonical)) || !strings.Contains(r.stdout, "(as given: "+pkbf.Fingerprint(stored)+")") {
+	if !strings.Contains(r.stdout, "probably\t"+pkbf.Fingerprint(canonical)) || !strings.Contains(r.stdout, "\tas given: "+pkbf.Fingerprint(stored)+"\n") {
 		t.Errorf("text output %q", r.stdout)
 	}
 }
@@ -59,8 +59,11 @@ func TestCheckPKCS12Passphrase(t *testing.T) {
 	more := filepath.Join(keysDir, "more")
 	p12 := filepath.Join(more, "chain-password.p12")
 	r := runWith(t, nil, "check", exampleFilter, p12)
-	if r.code != exitTrouble || !strings.Contains(r.stderr, "password") {
+	if r.code != exitOK || !strings.Contains(r.stderr, "pkbf: warning: ") || !strings.Contains(r.stderr, "password") || !strings.Contains(r.stderr, "1 encrypted") {
 		t.Errorf("without the passphrase: %+v", r)
+	}
+	if r := runWith(t, nil, "check", "--strict", exampleFilter, p12); r.code != exitTrouble || !strings.Contains(r.stderr, "pkbf: error: ") {
+		t.Errorf("without the passphrase, --strict: %+v", r)
 	}
 	r = runWith(t, nil, "check", "-passphrase-file", filepath.Join(more, "passphrase"), exampleFilter, p12)
 	if r.code == exitTrouble || strings.Count(r.stdout, "\n") != 3 || !strings.Contains(r.stdout, "certificate 2") || !strings.Contains(r.stdout, "private key 1") {

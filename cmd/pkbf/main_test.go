@@ -58,19 +58,36 @@ func TestUsageAndExitCodes(t *testing.T) {
 	}{
 		{nil, 2, "", "Usage:", true},
 		{[]string{"frobnicate"}, 2, "", `pkbf: error: unknown command "frobnicate"`, true},
+		{[]string{"chek"}, 2, "", `unknown command "chek"; did you mean "check"?`, true},
 		{[]string{"help"}, 0, "Exit codes:", "", true},
 		{[]string{"-h"}, 0, "Usage:", "", true},
+		{[]string{"--help"}, 0, "Usage:", "", true},
 		{[]string{"version"}, 0, "pkbf ", "", true},
-		{[]string{"info", "-h"}, 0, "Usage: pkbf info [-json] FILTER", "", true},
+		{[]string{"--version"}, 0, "pkbf ", "", true},
+		{[]string{"-v"}, 0, "pkbf ", "", true},
+		{[]string{"help", "check"}, 0, "Usage: pkbf check [--json]", "", true},
+		{[]string{"help", "check"}, 0, "-j, --json", "", true},
+		{[]string{"help", "foo"}, 2, "", `no help for "foo"`, true},
+		{[]string{"help", "ad"}, 2, "", `did you mean "add"?`, true},
+		{[]string{"info", "-h"}, 0, "Usage: pkbf info [--json] [--scan] FILTER", "", true},
 		{[]string{"check", "-h"}, 0, "Usage: pkbf check", "", true},
-		{[]string{"create", "-h"}, 0, "-fp-rate P", "", true},
-		{[]string{"add", "-h"}, 0, "Usage: pkbf add [-passphrase-file FILE] FILTER", "", true},
-		{[]string{"info"}, 2, "", "pkbf: error: missing arguments", true},
-		{[]string{"info", "a", "b"}, 2, "", "pkbf: error: unexpected arguments: b", true},
-		{[]string{"check", "-bogus", "f"}, 2, "", "pkbf: error: flag provided but not defined: -bogus", true},
+		{[]string{"check", "--help"}, 0, "Usage: pkbf check", "", true},
+		{[]string{"create", "-h"}, 0, "--fp-rate P", "", true},
+		{[]string{"add", "-h"}, 0, "Usage: pkbf add [--passphrase-file FILE] FILTER", "", true},
+		{[]string{"info"}, 2, "", "pkbf: error: info: missing arguments", true},
+		{[]string{"info", "a", "b"}, 2, "", "pkbf: error: info: unexpected arguments: b", true},
+		{[]string{"check", "-bogus", "f"}, 2, "", "pkbf: error: check: unknown flag -bogus", true},
+		{[]string{"check", "--jsn", "f"}, 2, "", "unknown flag -jsn; did you mean -json?", true},
 		{[]string{"check"}, 2, "", "Usage: pkbf check", true},
+		{[]string{"check", "--api", "https://x", exampleFilter}, 2, "", "--api and --timeout go with --confirm", true},
+		{[]string{"check", "--confirm", "--api", "ftp://x", exampleFilter}, 2, "", `--api "ftp://x" is not an http or https URL`, true},
+		{[]string{"check", "--confirm", "--api", "", exampleFilter}, 2, "", `--api "" is not an http or https URL`, true},
 		{[]string{"create", "-hashes", "x", "f"}, 2, "", "invalid value", true},
 		{[]string{"add"}, 2, "", "missing arguments", true},
+		{[]string{"completion"}, 2, "", "name one shell", true},
+		{[]string{"completion", "bash"}, 0, "complete -o filenames -F _pkbf pkbf", "", true},
+		{[]string{"completion", "zsh"}, 0, "#compdef pkbf", "", true},
+		{[]string{"completion", "fish"}, 0, "complete -c pkbf", "", true},
 	} {
 		r := runWith(t, nil, tt.args...)
 		if r.code != tt.code || !strings.Contains(r.stdout, tt.stdout) || !strings.Contains(r.stderr, tt.stderr) {
@@ -86,7 +103,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 }
 
 func TestInfo(t *testing.T) {
-	r := runWith(t, nil, "info", "-json", exampleFilter)
+	r := runWith(t, nil, "info", "-json", exampleFilter, "--scan")
 	if r.code != 0 || strings.Count(r.stdout, "\n") != 1 {
 		t.Fatalf("info -json: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
@@ -113,7 +130,7 @@ func TestInfo(t *testing.T) {
 	if !strings.HasSuffix(got["updated"].(string), "Z") {
 		t.Errorf("updated %v is not UTC", got["updated"])
 	}
-	r = runWith(t, nil, "info", exampleFilter)
+	r = runWith(t, nil, "info", "--scan", exampleFilter)
 	for _, s := range []string{"entries:             5", "hash count (k):      12", "bits (m = 2^L):      32768", "false-positive rate:", "fill ratio:"} {
 		if r.code != 0 || !strings.Contains(r.stdout, s) {
 			t.Errorf("info: missing %q in\n%s", s, r.stdout)
@@ -131,7 +148,7 @@ func TestInfo(t *testing.T) {
 }
 
 var (
-	textLine = regexp.MustCompile(`^(probably|no      )  ([0-9a-f]{64})  (.+)$`)
+	textLine = regexp.MustCompile(`^(probably|no      )\t([0-9a-f]{64})\t([^\t]+)(\t.*)?$`)
 	inFilter = map[string]bool{"rsa2048": true, "rsa512": true, "p256": true, "ed25519": true}
 )
 
@@ -180,7 +197,7 @@ func sourceOf(name string) string {
 	case strings.HasSuffix(name, ".pub"):
 		return "line 1"
 	case strings.Contains(name, "ecparams"):
-		return "block 1 (line 4)" // the key's own block, after EC PARAMETERS
+		return "block 2 (line 4)" // the key's own block, after EC PARAMETERS
 	}
 	return "block 1 (line 1)"
 }
@@ -190,7 +207,7 @@ func TestCheckBundlesAndStdin(t *testing.T) {
 		want, _ := os.ReadFile(key(name + ".KEYS"))
 		r := runWith(t, nil, "check", exampleFilter, key(name))
 		_, fps, _ := parseText(t, r.stdout)
-		if strings.Join(fps, "\n") != strings.TrimSpace(string(want)) || r.stderr != "" {
+		if strings.Join(fps, "\n") != strings.TrimSpace(string(want)) || strings.Contains(r.stderr, "error") || strings.Contains(r.stderr, "warning") {
 			t.Errorf("check %s: fingerprints\n%v\nwant\n%s\nstderr %q", name, fps, want, r.stderr)
 		}
 		// The same through standard input, with no FILE and with "-".
@@ -266,7 +283,8 @@ func TestCheckBadInputs(t *testing.T) {
 	}{
 		{"truncated PEM, then a good key", []string{exampleFilter, truncated, key("p384.pub")}, 2, truncated + ": block 1 (line 1): invalid key: PEM block \"CERTIFICATE\" has no END line", 1},
 		{"missing input, others still checked", []string{exampleFilter, missing, key("p384.pub")}, 2, "open " + missing + ": no such file or directory", 1},
-		{"legacy encrypted PEM", []string{exampleFilter, key("p256.sec1-encrypted.pem"), key("p384.pub")}, 2, key("p256.sec1-encrypted.pem") + ": block 1 (line 1): invalid key: EC PRIVATE KEY is encrypted (Proc-Type 4,ENCRYPTED)", 1},
+		{"legacy encrypted PEM: a warning", []string{exampleFilter, key("p256.sec1-encrypted.pem"), key("p384.pub")}, 0, key("p256.sec1-encrypted.pem") + ": block 1 (line 1): invalid key: EC PRIVATE KEY is encrypted (Proc-Type 4,ENCRYPTED)", 1},
+		{"legacy encrypted PEM, --strict", []string{"--strict", exampleFilter, key("p256.sec1-encrypted.pem"), key("p384.pub")}, 2, key("p256.sec1-encrypted.pem") + ": block 1 (line 1): invalid key: EC PRIVATE KEY is encrypted (Proc-Type 4,ENCRYPTED)", 1},
 		{"encrypted OpenSSH key is fine", []string{exampleFilter, key("p521.openssh-encrypted.openssh")}, 0, "", 1},
 		{"corrupt filter", []string{corrupt, key("p384.pub")}, 2, "invalid filter file: data is 4095 bytes, header says 4096", 0},
 		{"missing filter", []string{filepath.Join(dir, "none.pkbf"), key("p384.pub")}, 2, "no such file", 0},
@@ -277,7 +295,7 @@ func TestCheckBadInputs(t *testing.T) {
 		if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) || len(fps) != tt.keys {
 			t.Errorf("%s: exit %d, %d verdicts, stderr %q; want exit %d, %d verdicts, stderr with %q", tt.name, r.code, len(fps), r.stderr, tt.code, tt.keys, tt.stderr)
 		}
-		if tt.stderr != "" && !strings.HasPrefix(r.stderr, "pkbf: error: ") {
+		if prefix := map[bool]string{true: "pkbf: error: ", false: "pkbf: warning: "}[tt.code != 0]; tt.stderr != "" && !strings.HasPrefix(r.stderr, prefix) {
 			t.Errorf("%s: stderr %q lacks the pkbf: error: prefix", tt.name, r.stderr)
 		}
 	}
@@ -333,10 +351,10 @@ func TestCreate(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-hashes", "3", "x.pkbf"}, "-hashes and -length go together"},
-		{[]string{"-entries", "3", "x.pkbf"}, "-entries and -fp-rate go together"},
+		{[]string{"-hashes", "3", "x.pkbf"}, "--hashes and --length go together"},
+		{[]string{"-entries", "3", "x.pkbf"}, "--entries and --fp-rate go together"},
 		{[]string{"-hashes", "3", "-length", "10", "-entries", "5", "-fp-rate", "0.1", "x.pkbf"}, "not both"},
-		{[]string{"x.pkbf"}, "give -hashes and -length, or -entries and -fp-rate"},
+		{[]string{"x.pkbf"}, "give --hashes and --length, or --entries and --fp-rate"},
 		{[]string{"-hashes", "0", "-length", "10", "x.pkbf"}, "hash count 0 out of range 1 to 255"},
 		{[]string{"-hashes", "3", "-length", "41", "x.pkbf"}, "hash length 41 out of range 3 to 40"},
 		{[]string{"-entries", "10", "-fp-rate", "1.5", "x.pkbf"}, "false-positive rate 1.5 is not between 0 and 1"},
@@ -366,7 +384,7 @@ func TestAdd(t *testing.T) {
 	junk := filepath.Join(dir, "junk.pem")
 	os.WriteFile(junk, []byte("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"), 0o644)
 	r = runWith(t, bytes.NewReader(mustRead(t, key("ed25519.pub"))), "add", p, key("p384.cert.pem"), junk, "-")
-	if r.code != 2 || !strings.Contains(r.stdout, "1 new entries from 2 keys; 4 entries, revision 2") || !strings.Contains(r.stderr, junk+": block 1 (line 1): invalid key") {
+	if r.code != 2 || !strings.Contains(r.stdout, "1 new entry from 2 keys; 4 entries, revision 2") || !strings.Contains(r.stderr, junk+": block 1 (line 1): invalid key") {
 		t.Fatalf("second add: %+v", r)
 	}
 	for _, name := range []string{"p384.spki-compressed.der", "p384.pub", "rsa1024.pub", "ed25519.pub"} {
@@ -396,7 +414,7 @@ func TestNoProgressWithoutTerminal(t *testing.T) {
 	pr, pw := io.Pipe()
 	go slowWriter(pw, mustRead(t, key("ed25519.pub")), 40, 5*time.Millisecond)
 	r := runWith(t, pr, "check", exampleFilter)
-	if r.stderr != "" || strings.Contains(r.stdout, "keys/s") || strings.Count(r.stdout, "\n") != 40 {
+	if r.stderr != "pkbf: checked 40 keys: 40 probably, 0 no\n" || strings.Contains(r.stdout, "keys/s") || strings.Count(r.stdout, "\n") != 40 {
 		t.Errorf("stderr %q, stdout %q", r.stderr, r.stdout)
 	}
 }
@@ -418,19 +436,23 @@ func slowWriter(w *io.PipeWriter, data []byte, n int, pause time.Duration) {
 	w.Close()
 }
 
-// The progress line shows keys done and the rate and, for regular files,
-// the share of bytes read.
+// The progress line shows keys done and the rate in human units and, for
+// regular files, the share of bytes read; the screen cuts it to the
+// terminal's width and erases it.
 func TestProgressLine(t *testing.T) {
-	var buf bytes.Buffer
-	p := &progress{w: &buf, started: time.Now().Add(-2 * time.Second), total: 1000}
-	p.keys.Store(500)
-	p.bytes.Store(250)
-	p.show()
-	if got := buf.String(); !regexp.MustCompile(`^\r\x1b\[K500 keys, 2\d\d keys/s, 25% of 1000 bytes$`).MatchString(got) {
+	p := &progress{started: time.Now().Add(-2 * time.Second), total: 3 << 30, what: "keys"}
+	p.keys.Store(123456)
+	p.bytes.Store(3 << 28)
+	if got := p.text(); !regexp.MustCompile(`^123\.5k keys, 6\d\.\dk keys/s, 25% of 3 GiB$`).MatchString(got) {
 		t.Errorf("progress line %q", got)
 	}
-	p.clear()
-	if !strings.HasSuffix(buf.String(), "\r\x1b[K") {
-		t.Error("clear did not erase the line")
+	var buf bytes.Buffer
+	scr := &screen{stderr: &buf, progress: true}
+	defer func(w func(io.Writer) int) { terminalWidth = w }(terminalWidth)
+	terminalWidth = func(io.Writer) int { return 20 }
+	scr.showProgress(p.text())
+	scr.eraseProgress()
+	if got := buf.String(); got != "\r\x1b[K123.5k keys, 61.\r\x1b[K" && !regexp.MustCompile(`^\r\x1b\[K.{19}\r\x1b\[K$`).MatchString(got) {
+		t.Errorf("screen wrote %q: want the line cut to 19 columns, then erased", got)
 	}
 }

@@ -70,6 +70,8 @@ type item struct {
 	// Set by the work function.
 	spki      []byte // as the input has it
 	canonical []byte // OpenSSL's encoding: spki itself when the same
+	sshFP     string // SSH keys: the ssh-keygen fingerprint
+	comment   string // SSH keys: the comment
 	probably  bool
 	extra     [][]byte // add: the other encodings
 	// check -confirm: what the pwnedkeys API said of a probable key.
@@ -131,12 +133,16 @@ func eachItem(work func(*item)) func([]item) {
 // the input is slower than the work (a pipe, a terminal), so output should
 // be flushed. Memory stays bounded: the reader waits when the workers or
 // emit fall behind.
-func pipeline(inputs []input, workers int, work func([]item), emit func(*item) bool, idle func(), prog *progress) {
+//
+// Closing stop (it may be nil) makes pipeline return at once, leaving the
+// reader to finish in the background: for an interrupt while the input is
+// blocked.
+func pipeline(inputs []input, workers int, work func([]item), emit func(*item) bool, idle func(), stop <-chan struct{}, prog *progress) {
 	order := make(chan *batch, 4*workers)
 	todo := make(chan *batch, 4*workers)
-	stop := make(chan struct{})
+	halted := make(chan struct{})
 	var stopOnce sync.Once
-	halt := func() { stopOnce.Do(func() { close(stop) }) }
+	halt := func() { stopOnce.Do(func() { close(halted) }) }
 
 	go func() { // the reader: frames keys, in order
 		defer close(order)
@@ -144,13 +150,13 @@ func pipeline(inputs []input, workers int, work func([]item), emit func(*item) b
 		send := func(b *batch) bool {
 			select {
 			case order <- b:
-			case <-stop:
+			case <-halted:
 				return false
 			}
 			select {
 			case todo <- b:
 				return true
-			case <-stop:
+			case <-halted:
 				return false
 			}
 		}
@@ -176,8 +182,24 @@ func pipeline(inputs []input, workers int, work func([]item), emit func(*item) b
 		}()
 	}
 
-	for b := range order {
-		<-b.done
+	for {
+		var b *batch
+		var ok bool
+		select {
+		case b, ok = <-order:
+		case <-stop:
+			halt()
+			return
+		}
+		if !ok {
+			break
+		}
+		select {
+		case <-b.done:
+		case <-stop:
+			halt()
+			return
+		}
 		for i := range b.items {
 			if !emit(&b.items[i]) {
 				halt()

@@ -2,30 +2,28 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/term"
 )
 
-// progress shows keys done, rate and (for regular files) the percentage of
-// bytes read on stderr, when stderr is a terminal and the work has lasted
-// longer than progressDelay. It is never shown otherwise, and never on
-// stdout.
+// progress shows keys done, rate and (for regular files) how much of the
+// input was read, on stderr, when stderr is a terminal and the work has
+// lasted longer than progressDelay. It is never shown otherwise, and never
+// on stdout; the screen keeps it out of the verdicts' way.
 type progress struct {
 	keys  atomic.Int64
 	bytes atomic.Int64
 	total int64 // bytes in the inputs, if all are regular files; else 0
 
-	w       io.Writer // nil: no display
-	mu      sync.Mutex
-	shown   bool
+	scr     *screen // nil: no display
+	what    string  // "keys", or what is being counted
 	started time.Time
 	done    chan struct{}
 	wg      sync.WaitGroup
+	once    sync.Once
 }
 
 // Progress display timing.
@@ -34,19 +32,12 @@ var (
 	progressEvery = 250 * time.Millisecond
 )
 
-// isTerminal reports whether w is a terminal; a variable so tests can
-// point it at a pseudo-terminal of their own.
-var isTerminal = func(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-func startProgress(stderr io.Writer, inputs []input) *progress {
-	p := &progress{started: time.Now(), done: make(chan struct{})}
-	if !isTerminal(stderr) {
+func startProgress(scr *screen, inputs []input) *progress {
+	p := &progress{started: time.Now(), done: make(chan struct{}), what: "keys"}
+	if !scr.progress {
 		return p
 	}
-	p.w = stderr
+	p.scr = scr
 	for _, in := range inputs {
 		fi, err := os.Stat(in.name)
 		if in.name == "-" || err != nil || !fi.Mode().IsRegular() {
@@ -66,7 +57,7 @@ func startProgress(stderr io.Writer, inputs []input) *progress {
 		tick := time.NewTicker(progressEvery)
 		defer tick.Stop()
 		for {
-			p.show()
+			p.scr.showProgress(p.text())
 			select {
 			case <-tick.C:
 			case <-p.done:
@@ -77,38 +68,37 @@ func startProgress(stderr io.Writer, inputs []input) *progress {
 	return p
 }
 
-func (p *progress) show() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// text is the progress line: "123.4k keys, 45.6k keys/s, 37% of 1.2 GiB".
+func (p *progress) text() string {
 	keys := p.keys.Load()
 	rate := float64(keys) / time.Since(p.started).Seconds()
-	line := fmt.Sprintf("\r\033[K%d keys, %.0f keys/s", keys, rate)
+	line := fmt.Sprintf("%s %s, %s %s/s", count(float64(keys)), p.what, count(rate), p.what)
 	if p.total > 0 {
-		line += fmt.Sprintf(", %.0f%% of %d bytes", 100*float64(p.bytes.Load())/float64(p.total), p.total)
+		line += fmt.Sprintf(", %.0f%% of %s", 100*float64(p.bytes.Load())/float64(p.total), binarySize(uint64(p.total)))
 	}
-	io.WriteString(p.w, line)
-	p.shown = true
-}
-
-// clear erases the progress line, before other output on stderr.
-func (p *progress) clear() {
-	if p.w == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown {
-		io.WriteString(p.w, "\r\033[K")
-		p.shown = false
-	}
+	return line
 }
 
 // stop ends the display and erases it.
 func (p *progress) stop() {
-	if p.w == nil {
-		return
+	p.once.Do(func() {
+		close(p.done)
+		p.wg.Wait()
+		if p.scr != nil {
+			p.scr.eraseProgress()
+		}
+	})
+}
+
+// count gives a number in human units: 950, 12.3k, 4.5M.
+func count(v float64) string {
+	switch {
+	case v < 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v < 1e6:
+		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + "k"
+	case v < 1e9:
+		return strconv.FormatFloat(v/1e6, 'f', 1, 64) + "M"
 	}
-	close(p.done)
-	p.wg.Wait()
-	p.clear()
+	return strconv.FormatFloat(v/1e9, 'f', 1, 64) + "G"
 }

@@ -59,7 +59,7 @@ func TestProgressOnTerminal(t *testing.T) {
 		t.Fatal("reading the terminal did not finish")
 	}
 	got := screen.String()
-	if code != 1 || !strings.Contains(got, " keys, ") || !strings.Contains(got, " keys/s") || !strings.HasSuffix(got, "\r\x1b[K") {
+	if code != 1 || !strings.Contains(got, " keys, ") || !strings.Contains(got, " keys/s") || !strings.HasSuffix(got, "\r\x1b[Kpkbf: checked 30 keys: 30 probably, 0 no\r\n") {
 		t.Errorf("exit %d; terminal showed %q; want progress lines, erased at the end", code, got)
 	}
 	if strings.Contains(got, "% of") {

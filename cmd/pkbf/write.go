@@ -15,30 +15,49 @@ import (
 	"github.com/pkbf/pkbf"
 )
 
+// createFlags are create's options.
+type createFlags struct {
+	hashes, length *int
+	entries        *uint64
+	rate           *float64
+}
+
+func createCommand(stdout, stderr io.Writer) (*command, *createFlags) {
+	c := newCommand("create", "create (--hashes K --length L | --entries N --fp-rate P) FILTER", stdout, stderr)
+	fl := &createFlags{
+		hashes:  c.Int("hashes", 0, "hash count `K`, 1 to 255 (with --length)"),
+		length:  c.Int("length", 0, "hash length `L`: the filter has 2^L bits, L from 3 to 40 (with --hashes)"),
+		entries: c.Uint64("entries", 0, "expected number of keys `N` (with --fp-rate)"),
+		rate:    c.Float64("fp-rate", 0, "target false-positive rate `P`, between 0 and 1 (with --entries)"),
+	}
+	c.alias("k", "hashes")
+	c.alias("l", "length")
+	c.alias("n", "entries")
+	c.alias("p", "fp-rate")
+	return c, fl
+}
+
 func runCreate(args []string, stdout, stderr io.Writer) int {
-	c := newCommand("create", "create [-hashes K -length L | -entries N -fp-rate P] FILTER", stdout, stderr)
-	hashes := c.Int("hashes", 0, "hash count `K`, 1 to 255 (with -length)")
-	length := c.Int("length", 0, "hash length `L`: the filter has 2^L bits, L from 3 to 40 (with -hashes)")
-	entries := c.Uint64("entries", 0, "expected number of keys `N` (with -fp-rate)")
-	rate := c.Float64("fp-rate", 0, "target false-positive rate `P`, between 0 and 1 (with -entries)")
+	c, fl := createCommand(stdout, stderr)
+	hashes, length, entries, rate := fl.hashes, fl.length, fl.entries, fl.rate
 	if ok, code := c.parse(args, 1, 1); !ok {
 		return code
 	}
 	set := map[string]bool{}
-	c.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.Visit(func(f *flag.Flag) { set[c.longName(f.Name)] = true })
 	byParams, bySize := set["hashes"] || set["length"], set["entries"] || set["fp-rate"]
 	switch {
 	case byParams && bySize:
-		_, code := c.fail("give either -hashes and -length or -entries and -fp-rate, not both")
+		_, code := c.fail("give either --hashes and --length or --entries and --fp-rate, not both")
 		return code
 	case byParams && !(set["hashes"] && set["length"]):
-		_, code := c.fail("-hashes and -length go together")
+		_, code := c.fail("--hashes and --length go together")
 		return code
 	case bySize && !(set["entries"] && set["fp-rate"]):
-		_, code := c.fail("-entries and -fp-rate go together")
+		_, code := c.fail("--entries and --fp-rate go together")
 		return code
 	case !byParams && !bySize:
-		_, code := c.fail("give -hashes and -length, or -entries and -fp-rate")
+		_, code := c.fail("give --hashes and --length, or --entries and --fp-rate")
 		return code
 	}
 	k, l := *hashes, *length
@@ -63,16 +82,21 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommand("add", "add [-passphrase-file FILE] FILTER [FILE...]", stdout, stderr)
+func addCommand(stdout, stderr io.Writer) (*command, *string) {
+	c := newCommand("add", "add [--passphrase-file FILE] FILTER [FILE...]", stdout, stderr)
 	passphraseFile := c.String("passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")")
+	return c, passphraseFile
+}
+
+func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, passphraseFile := addCommand(stdout, stderr)
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
 	}
 	path := c.Arg(0)
 	f, err := pkbf.OpenFile(path, os.O_RDWR)
 	if err != nil {
-		errorf(stderr, "%v", err)
+		errorf(stderr, "%s", displayErr(err))
 		return exitTrouble
 	}
 	// A first interrupt stops adding after the key in progress; the file is
@@ -97,11 +121,12 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	pws, err := passphrases(*passphraseFile)
 	if err != nil {
-		errorf(stderr, "%v", err)
+		errorf(stderr, "%s", displayErr(err))
 		return exitTrouble
 	}
 	inputs := inputsOf(c.Args()[1:], stdin, pws)
-	prog := startProgress(stderr, inputs)
+	scr := newScreen(stdout, stderr)
+	prog := startProgress(scr, inputs)
 	var keys, added int
 	troubled, stopped := false, false
 	pipeline(inputs, runtime.GOMAXPROCS(0), eachItem(func(it *item) {
@@ -116,8 +141,7 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		if it.err != nil {
 			troubled = true
-			prog.clear()
-			errorf(stderr, "%s", it.errorMessage())
+			scr.errorf("%s", it.errorMessage())
 			return true
 		}
 		keys++
@@ -129,7 +153,7 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// The file was replaced or cut short: adding more is pointless;
 		// Close reports why.
 		return f.Err() == nil
-	}, nil, prog)
+	}, nil, nil, prog)
 	prog.stop()
 	if err := f.Close(); err != nil {
 		errorf(stderr, "%s", displayErr(err))
@@ -137,7 +161,7 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	h := f.Header()
-	fmt.Fprintf(stdout, "%s: %d new entries from %d keys; %d entries, revision %d\n", path, added, keys, h.EntryCount, h.Revision)
+	fmt.Fprintf(stdout, "%s: %s from %s; %s, revision %d\n", path, plural(added, "new entry", "new entries"), plural(keys, "key", "keys"), plural(int(h.EntryCount), "entry", "entries"), h.Revision)
 	switch {
 	case stopped:
 		errorf(stderr, "interrupted: the keys before stayed added, the rest were not")
@@ -152,7 +176,15 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // (17179869208 bytes)", or "32 bytes".
 func sizeText(n uint64) string {
 	if n < 1024 {
-		return fmt.Sprintf("%d bytes", n)
+		return binarySize(n)
+	}
+	return fmt.Sprintf("%s (%d bytes)", binarySize(n), n)
+}
+
+// binarySize gives a size in binary units: "1.2 GiB", "512 bytes".
+func binarySize(n uint64) string {
+	if n < 1024 {
+		return plural(int(n), "byte", "bytes")
 	}
 	v, units := float64(n), []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	i := -1
@@ -160,5 +192,5 @@ func sizeText(n uint64) string {
 		v /= 1024
 		i++
 	}
-	return fmt.Sprintf("%s %s (%d bytes)", strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64), units[i], n)
+	return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) + " " + units[i]
 }

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/pkbf/pkbf"
+)
+
+// The command line, as people expect it from git, openssl or ssh-keygen:
+// flags anywhere among the arguments ("--" ends them), one- and two-dash
+// spellings alike (-json and --json: the standard flag package reads both,
+// which keeps every spelling scripts already use), short aliases (-j),
+// help for each command, and suggestions for typos.
+
+// command is one subcommand's flags, with its usage line.
+type command struct {
+	*flag.FlagSet
+	usage   string
+	short   map[string]string // alias -> long name
+	stdout  io.Writer
+	stderr  io.Writer
+	summary string
+}
+
+func newCommand(name, synopsis string, stdout, stderr io.Writer) *command {
+	c := &command{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), usage: synopsis, short: map[string]string{}, stdout: stdout, stderr: stderr}
+	c.SetOutput(io.Discard) // errors are reported by parse
+	c.summary = commandSummaries[name]
+	return c
+}
+
+// alias makes -short another name of the flag --long.
+func (c *command) alias(short, long string) {
+	c.Var(c.Lookup(long).Value, short, "")
+	c.short[short] = long
+}
+
+// parse parses args, flags anywhere, and checks the number of positional
+// arguments; on failure it returns the exit code to use (-h is a
+// success).
+func (c *command) parse(args []string, minArgs, maxArgs int) (ok bool, code int) {
+	var positional []string
+	for {
+		err := c.Parse(args)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			c.printUsage(c.stdout)
+			return false, exitOK
+		case err != nil:
+			return c.fail(c.flagError(err))
+		}
+		rest := c.Args()
+		used := len(args) - len(rest)
+		if used > 0 && args[used-1] == "--" { // the terminator: the rest are arguments
+			positional = append(positional, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		positional, args = append(positional, rest[0]), rest[1:]
+	}
+	c.Parse(append([]string{"--"}, positional...)) // so that Arg and Args see them
+	switch {
+	case len(positional) < minArgs:
+		return c.fail("missing arguments")
+	case maxArgs >= 0 && len(positional) > maxArgs:
+		return c.fail(fmt.Sprintf("unexpected arguments: %s", strings.Join(positional[maxArgs:], " ")))
+	}
+	return true, exitOK
+}
+
+// flagError words a flag error, with a suggestion for an unknown flag.
+func (c *command) flagError(err error) string {
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, "flag provided but not defined: -")
+	if !ok {
+		return msg
+	}
+	name = strings.TrimLeft(name, "-")
+	var names []string
+	c.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	msg = fmt.Sprintf("unknown flag -%s", name)
+	if s := suggest(name, names); s != "" {
+		msg += fmt.Sprintf("; did you mean -%s?", s)
+	}
+	return msg
+}
+
+func (c *command) fail(msg string) (bool, int) {
+	fmt.Fprintf(c.stderr, "pkbf: error: %s: %s\n", c.Name(), msg)
+	fmt.Fprintf(c.stderr, "Usage: pkbf %s\nRun 'pkbf help %s' for more.\n", c.usage, c.Name())
+	return false, exitTrouble
+}
+
+// printUsage prints the command's usage: synopsis, summary and flags,
+// each with its aliases.
+func (c *command) printUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: pkbf %s\n", c.usage)
+	if c.summary != "" {
+		fmt.Fprintf(w, "\n%s\n", c.summary)
+	}
+	aliases := map[string][]string{}
+	for s, l := range c.short {
+		aliases[l] = append(aliases[l], s)
+	}
+	var flags []*flag.Flag
+	c.VisitAll(func(f *flag.Flag) {
+		if _, isAlias := c.short[f.Name]; !isAlias {
+			flags = append(flags, f)
+		}
+	})
+	if len(flags) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nFlags (one or two dashes; anywhere among the arguments; -- ends them):")
+	for _, f := range flags {
+		arg, usage := flag.UnquoteUsage(f)
+		names := "--" + f.Name
+		sort.Strings(aliases[f.Name])
+		for _, a := range aliases[f.Name] {
+			names = "-" + a + ", " + names
+		}
+		if arg != "" {
+			names += " " + arg
+		}
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "  %s\n      %s\n", names, usage)
+	}
+}
+
+// suggest returns the candidate nearest to s, if it is near enough to be
+// a typo of it.
+func suggest(s string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		d := editDistance(s, c)
+		if strings.HasPrefix(c, s) && len(s) >= 2 {
+			d = min(d, 1)
+		}
+		if d < bestDist || d == bestDist && best != "" && c < best {
+			best, bestDist = c, d
+		}
+	}
+	if bestDist > max(1, len(s)/3) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// errorf reports an error on stderr in the command's format.
+func errorf(stderr io.Writer, format string, args ...any) {
+	fmt.Fprintf(stderr, "pkbf: error: "+format+"\n", args...)
+}
+
+// warnf reports a problem that does not change the exit status.
+func warnf(stderr io.Writer, format string, args ...any) {
+	fmt.Fprintf(stderr, "pkbf: warning: "+format+"\n", args...)
+}
+
+// plural gives "1 key", "2 keys".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// longName is the long name of a flag given by an alias, or name.
+func (c *command) longName(name string) string {
+	if long, ok := c.short[name]; ok {
+		return long
+	}
+	return name
+}
+
+// openFilter opens the filter a command only reads: "-" is standard input
+// (read as a stream), anything else is pkbf.Open's, which reads pipes and
+// FIFOs as streams too.
+func openFilter(name string, stdin io.Reader) (*pkbf.Filter, error) {
+	if name != "-" {
+		return pkbf.Open(name)
+	}
+	if stdin == nil {
+		return nil, errors.New("no standard input to read the filter from")
+	}
+	f, err := pkbf.ReadFilter(stdin)
+	if err != nil {
+		return nil, fmt.Errorf("<stdin>: %w", err)
+	}
+	return f, nil
+}
