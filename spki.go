@@ -2,7 +2,6 @@ package pkbf
 
 import (
 	"bytes"
-	"errors"
 	"crypto/ecdh"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -10,6 +9,7 @@ import (
 	"encoding/asn1"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"strings"
 

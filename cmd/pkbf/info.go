@@ -44,14 +44,14 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	info := struct {
-		File              string  `json:"file"`
-		Revision          uint32  `json:"revision"`
-		Updated           string  `json:"updated"`
-		Entries           uint32  `json:"entries"`
-		HashCount         uint8   `json:"hash_count"`
-		HashLength        uint8   `json:"hash_length"`
-		Bits              uint64  `json:"bits"`
-		Size              int64   `json:"size"`
+		File              string   `json:"file"`
+		Revision          uint32   `json:"revision"`
+		Updated           string   `json:"updated"`
+		Entries           uint32   `json:"entries"`
+		HashCount         uint8    `json:"hash_count"`
+		HashLength        uint8    `json:"hash_length"`
+		Bits              uint64   `json:"bits"`
+		Size              int64    `json:"size"`
 		FalsePositiveRate float64  `json:"false_positive_rate"`
 		FillRatio         *float64 `json:"fill_ratio,omitempty"`
 	}{path, h.Revision, h.Updated.UTC().Format(time.RFC3339), h.EntryCount, h.HashCount, h.HashLength,
