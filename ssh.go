@@ -248,6 +248,9 @@ func sshLineBlob(line []byte) (blob []byte, comment string, err error) {
 			return nil, "", keyErrorf("line has no OpenSSH key type (such as ssh-ed25519): not an OpenSSH public key line")
 		}
 		if _, known := sshKeyTypes[string(field)]; !known {
+			if next, _ := nextField(rest); isBase64Blob(next) && blobType(next) == string(field) {
+				return nil, "", unsupportedErrorf("OpenSSH key type %q is not supported", shorten(string(field)))
+			}
 			if skipped < 2 { // authorized_keys options; known_hosts marker and hosts
 				continue
 			}

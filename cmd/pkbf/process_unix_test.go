@@ -163,3 +163,30 @@ func TestFilterFromFIFOAndStdin(t *testing.T) {
 		t.Errorf("info /dev/stdin from a pipe: %v\n%s", err, out)
 	}
 }
+
+// Ctrl-C while check waits for more input: the verdicts made are printed,
+// a summary says it was interrupted, exit 130.
+func TestCheckInterrupted(t *testing.T) {
+	cmd := pkbfProcess("check", exampleFilter)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewReader(out)
+	for i := range 3 {
+		stdin.Write(mustRead(t, key("p384.pub")))
+		if _, err := lines.ReadString('\n'); err != nil { // streamed as made
+			t.Fatalf("verdict %d: %v", i+1, err)
+		}
+	}
+	cmd.Process.Signal(os.Interrupt) // the input stays open: check is blocked reading it
+	rest, _ := io.ReadAll(lines)
+	code := exitCode(t, cmd)
+	stdin.Close()
+	if code != exitSignaled || len(rest) != 0 || !strings.Contains(stderr.String(), "pkbf: interrupted: checked 3 keys: 0 probably, 3 no") {
+		t.Errorf("exit %d, more output %q, stderr %q", code, rest, stderr.String())
+	}
+}

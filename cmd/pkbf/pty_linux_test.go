@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,5 +68,111 @@ func TestProgressOnTerminal(t *testing.T) {
 	}
 	if strings.Contains(stdout.String(), "keys/s") || strings.Count(stdout.String(), "\n") != 30 {
 		t.Errorf("stdout %q", stdout.String())
+	}
+}
+
+// renderTerminal plays a terminal's byte stream onto a screen of the given
+// width, as a terminal would: carriage return, line feed, erase to the end
+// of the line (ESC [ K) and automatic wrap at the right margin. It returns
+// the logical lines: rows joined where the text wrapped.
+func renderTerminal(stream []byte, width int) []string {
+	type row struct {
+		text    []rune
+		wrapped bool // continues on the next row
+	}
+	rows := []row{{}}
+	col := 0
+	put := func(r rune) {
+		if col == width {
+			rows[len(rows)-1].wrapped = true
+			rows = append(rows, row{})
+			col = 0
+		}
+		cur := &rows[len(rows)-1]
+		for len(cur.text) <= col {
+			cur.text = append(cur.text, ' ')
+		}
+		cur.text[col] = r
+		col++
+	}
+	s := string(stream)
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\r':
+			col = 0
+		case s[i] == '\n':
+			rows = append(rows, row{})
+			col = 0
+		case strings.HasPrefix(s[i:], "\x1b[K"):
+			cur := &rows[len(rows)-1]
+			if col < len(cur.text) {
+				cur.text = cur.text[:col]
+			}
+			i += 2
+		default:
+			put(rune(s[i]))
+		}
+	}
+	var lines []string
+	var cur strings.Builder
+	for _, r := range rows {
+		cur.WriteString(strings.TrimRight(string(r.text), " "))
+		if !r.wrapped {
+			lines = append(lines, cur.String())
+			cur.Reset()
+		}
+	}
+	return lines
+}
+
+// Progress and verdicts on one terminal of 40 columns, as in an interactive
+// shell: every verdict line comes out whole, and no progress is left.
+func TestProgressAndVerdictsShareATerminal(t *testing.T) {
+	master, slave := openPTY(t)
+	defer master.Close()
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 40}); err != nil {
+		t.Skipf("set the terminal size: %v", err)
+	}
+	defer setProgressTiming(0, time.Millisecond)()
+	var stream bytes.Buffer
+	done := make(chan struct{})
+	go func() { io.Copy(&stream, master); close(done) }()
+
+	const n = 150
+	pr, pw := io.Pipe()
+	keys := [][]byte{mustRead(t, key("ed25519.pub")), mustRead(t, key("p384.pub"))}
+	go func() {
+		for i := range n {
+			if _, err := pw.Write(keys[i%2]); err != nil {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		pw.Close()
+	}()
+	code := run([]string{"check", exampleFilter}, pr, slave, slave)
+	slave.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading the terminal did not finish")
+	}
+	if !bytes.Contains(stream.Bytes(), []byte("keys/s")) {
+		t.Fatal("no progress was shown: the test does not test anything")
+	}
+	lines := renderTerminal(stream.Bytes(), 40)
+	verdict := regexp.MustCompile(`^(probably|no      )\t[0-9a-f]{64}\t<stdin>: line (\d+)\tSHA256:[A-Za-z0-9+/]{43}( .*)?$`)
+	seen := 0
+	for _, line := range lines {
+		switch {
+		case verdict.MatchString(line):
+			seen++
+		case line == "", strings.HasPrefix(line, "pkbf: checked 150 keys"):
+		default:
+			t.Errorf("garbled line on the terminal: %q", line)
+		}
+	}
+	if code != exitFound || seen != n {
+		t.Errorf("exit %d, %d whole verdict lines of %d", code, seen, n)
 	}
 }
