@@ -199,7 +199,7 @@ func TestBadKeys(t *testing.T) {
 		{"RSA extra field", pemOf("RSA PUBLIC KEY", []byte{0x30, 9, 2, 1, 5, 2, 1, 3, 2, 1, 3}), "fields after the exponent"},
 		{"SPKI EC point wrong size", spkiWithKey(t, "p256.spki.der", 64), "P-256 point is 64 bytes"},
 		{"SPKI Ed25519 wrong size", spkiWithKey(t, "ed25519.spki.der", 31), "Ed25519 public key is 248 bits"},
-		{"ssh unknown type", []byte("ssh-foo AAAAB3NzaC1mb28AAAAEZGF0YQ== c"), "no OpenSSH key type"},
+		{"ssh unknown type", []byte("ssh-foo AAAAB3NzaC1mb28AAAAEZGF0YQ== c"), `OpenSSH key type "ssh-foo" is not supported`},
 		{"ssh bad base64", []byte("ssh-ed25519 AAAA!!!! c"), "not valid base64"},
 		{"ssh no blob: text", []byte("ssh-ed25519"), "not a key, certificate"},
 		{"prose", []byte("ssh-rsa keys are old\nand so on\n"), "not a key, certificate"},
