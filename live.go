@@ -1,0 +1,314 @@
+package pkbf
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A Live filter follows a filter path for the life of a program: its
+// queries always use the newest valid file at that path. A service opens
+// the filter once and runs for months while the publisher ships new files,
+// which operators install by renaming them over the path.
+//
+// Live polls the path (every [LiveOptions.Interval], and when
+// [Live.Reload] is called, on SIGHUP for instance). When the path names
+// another file, or the file changed size, it opens and validates the new
+// one and only then switches to it; until then, and if the new file is not
+// valid, queries go on answering from the old one: there is never a moment
+// without a filter. The old filter's mapping is released once the queries
+// in flight on it have finished. Reload errors are reported through
+// [LiveOptions.OnError] and [Live.Stats]; a file that failed is tried again
+// when it changes. Keys that another process adds in place to the current
+// file are seen at once, as with [Open].
+//
+// Queries are safe for concurrent use, lock-free and allocation-free: they
+// take a reference on the current filter (two atomic additions on one of
+// several counters), as
+// BenchmarkLive measures against a plain *Filter.
+type Live struct {
+	path string
+	opts LiveOptions
+
+	cur     atomic.Pointer[liveFilter]
+	mu      sync.Mutex // serializes reloads
+	stop    chan struct{}
+	done    chan struct{}
+	closed  atomic.Bool
+	reloads atomic.Int64
+	errs    atomic.Int64
+	lastErr atomic.Pointer[error]
+	failed  fileID // the identity of the last file that failed to load
+}
+
+// LiveOptions configure a [Live] filter. The zero value polls every second.
+type LiveOptions struct {
+	// Interval is how often the path is checked for a new file; 0 means
+	// one second, a negative value never (call Reload).
+	Interval time.Duration
+	// OnReload, if not nil, is called after a switch to a new file.
+	OnReload func(Header)
+	// OnError, if not nil, is called when a new file cannot be loaded;
+	// the old one stays in use.
+	OnError func(error)
+}
+
+// LiveStats describes a Live filter's life so far.
+type LiveStats struct {
+	Header    Header    // the current file's header, as opened
+	LoadedAt  time.Time // when the current file was loaded
+	Reloads   int64     // switches to a new file
+	Errors    int64     // new files that could not be loaded
+	LastError error     // the last of those, or nil
+}
+
+// fileID tells files apart: a rename over the path changes dev and inode,
+// a copy over it the size (or, when the size is the same, nothing pkbf
+// can see; see Filter.Check).
+type fileID struct {
+	dev, ino uint64
+	size     int64
+	mtime    time.Time
+}
+
+// liveShards is how many counters share a filter's references, each on a
+// cache line of its own: one counter shared by every core costs more than
+// the query itself (measured in BenchmarkLive).
+const liveShards = 16
+
+// liveFilter is one file's filter with the count of queries using it.
+type liveFilter struct {
+	f        *Filter
+	id       fileID
+	loadedAt time.Time
+	refs     [liveShards]struct {
+		n atomic.Int64
+		_ [56]byte // a cache line each
+	}
+	retired atomic.Bool
+	closed  atomic.Bool
+}
+
+// inUse returns the number of references, summed over the shards: only
+// exact once the filter is retired (no new reference can last then).
+func (lf *liveFilter) inUse() int64 {
+	var n int64
+	for i := range lf.refs {
+		n += lf.refs[i].n.Load()
+	}
+	return n
+}
+
+// release drops a reference taken on shard, closing the filter when it was
+// the last on a retired one.
+func (lf *liveFilter) release(shard uint32) {
+	lf.refs[shard].n.Add(-1)
+	if lf.retired.Load() && lf.inUse() == 0 {
+		lf.close()
+	}
+}
+
+func (lf *liveFilter) close() {
+	if lf.closed.CompareAndSwap(false, true) {
+		lf.f.Close()
+	}
+}
+
+// OpenLive opens the filter at path, as [Open] does, and follows it. It
+// returns Open's error if the first file cannot be loaded. Call
+// [Live.Close] to stop following and release the filter.
+func OpenLive(path string, opts LiveOptions) (*Live, error) {
+	l := &Live{path: path, opts: opts, stop: make(chan struct{}), done: make(chan struct{})}
+	lf, err := l.load()
+	if err != nil {
+		return nil, err
+	}
+	l.cur.Store(lf)
+	interval := opts.Interval
+	if interval == 0 {
+		interval = time.Second
+	}
+	if interval < 0 {
+		close(l.done)
+		return l, nil
+	}
+	go func() {
+		defer close(l.done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-tick.C:
+				l.Reload()
+			}
+		}
+	}()
+	return l, nil
+}
+
+// load opens the file at the path.
+func (l *Live) load() (*liveFilter, error) {
+	id, err := statID(l.path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := Open(l.path)
+	if err != nil {
+		return nil, err
+	}
+	return &liveFilter{f: f, id: id, loadedAt: time.Now()}, nil
+}
+
+func statID(path string) (fileID, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, err
+	}
+	dev, ino := fileIdentity(fi)
+	return fileID{dev: dev, ino: ino, size: fi.Size(), mtime: fi.ModTime()}, nil
+}
+
+// Reload checks the path now and switches to a new file there, if there
+// is one and it is valid. It returns nil when there was nothing to do or
+// the switch was made, and the error otherwise (the old file stays in use).
+func (l *Live) Reload() error {
+	if l.closed.Load() {
+		return errors.New("pkbf: Reload on a closed Live filter")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.cur.Load()
+	id, err := statID(l.path)
+	switch {
+	case err != nil:
+		return l.fail(id, err)
+	case id.dev == old.id.dev && id.ino == old.id.ino && id.size == old.id.size && (id.dev != 0 || id.mtime.Equal(old.id.mtime)) && old.f.Check() == nil:
+		return nil // the same file; keys added in place show through the mapping
+	case id == l.failed:
+		return nil // this file failed already; try again when it changes
+	}
+	lf, err := l.load()
+	if err != nil {
+		return l.fail(id, err)
+	}
+	l.cur.Store(lf)
+	old.retired.Store(true)
+	if old.inUse() == 0 {
+		old.close()
+	}
+	l.reloads.Add(1)
+	l.failed = fileID{}
+	if l.opts.OnReload != nil {
+		l.opts.OnReload(lf.f.Header())
+	}
+	return nil
+}
+
+func (l *Live) fail(id fileID, err error) error {
+	err = fmt.Errorf("pkbf: reloading %s (the filter loaded before stays in use): %w", l.path, err)
+	l.failed = id
+	l.errs.Add(1)
+	l.lastErr.Store(&err)
+	if l.opts.OnError != nil {
+		l.opts.OnError(err)
+	}
+	return err
+}
+
+// acquire takes a reference on the current filter. The check after the
+// increment makes sure the filter was not retired in between: a Reload
+// swaps the pointer before it looks at the references, so a query that
+// still sees its filter current has a reference Reload will wait for.
+// The shard is chosen at random (the runtime's per-thread generator), so
+// that queries on different cores rarely share a cache line.
+func (l *Live) acquire() (*liveFilter, uint32) {
+	shard := rand.Uint32() % liveShards
+	for {
+		lf := l.cur.Load()
+		lf.refs[shard].n.Add(1)
+		if l.cur.Load() == lf {
+			return lf, shard
+		}
+		lf.release(shard)
+	}
+}
+
+// Probably is [Filter.Probably] on the current file.
+func (l *Live) Probably(spki []byte) bool {
+	lf, shard := l.acquire()
+	defer lf.release(shard)
+	return lf.f.Probably(spki)
+}
+
+// Contains is [Filter.Contains] on the current file.
+func (l *Live) Contains(spki []byte) bool {
+	lf, shard := l.acquire()
+	defer lf.release(shard)
+	return lf.f.Contains(spki)
+}
+
+// ProbablyBatch is [Filter.ProbablyBatch] on the current file: every key of
+// the batch is answered by the same file.
+func (l *Live) ProbablyBatch(spkis [][]byte, out []bool) {
+	lf, shard := l.acquire()
+	defer lf.release(shard)
+	lf.f.ProbablyBatch(spkis, out)
+}
+
+// ContainsBatch is [Filter.ContainsBatch] on the current file.
+func (l *Live) ContainsBatch(spkis [][]byte, out []bool) {
+	lf, shard := l.acquire()
+	defer lf.release(shard)
+	lf.f.ContainsBatch(spkis, out)
+}
+
+// Do calls fn with the current filter, which stays valid (and current for
+// fn, even if a reload happens meanwhile) until fn returns. fn must not
+// keep the filter.
+func (l *Live) Do(fn func(*Filter)) {
+	lf, shard := l.acquire()
+	defer lf.release(shard)
+	fn(lf.f)
+}
+
+// Path returns the path followed.
+func (l *Live) Path() string { return l.path }
+
+// Stats returns the current file's header and the reloads so far.
+func (l *Live) Stats() LiveStats {
+	lf, shard := l.acquire()
+	defer lf.release(shard)
+	s := LiveStats{Header: lf.f.Header(), LoadedAt: lf.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load()}
+	if e := l.lastErr.Load(); e != nil {
+		s.LastError = *e
+	}
+	return s
+}
+
+// Close stops following the path and releases the filter once the queries
+// in flight finish. Queries after Close panic.
+func (l *Live) Close() error {
+	if !l.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	select {
+	case <-l.done:
+	default:
+		close(l.stop)
+		<-l.done
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lf := l.cur.Load()
+	lf.retired.Store(true)
+	if lf.inUse() == 0 {
+		lf.close()
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package pkbf
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// writeVersion writes, by renaming a temporary file over path, a filter
+// holding the common key and the marker of version v; its entry count is
+// v+2, so a query can tell which version answered.
+func writeVersion(t testing.TB, path string, v int) {
+	f, _ := New(4, 14)
+	f.Add([]byte("common key"))
+	f.Add([]byte(fmt.Sprintf("marker %d", v)))
+	for i := range v {
+		f.Add([]byte(fmt.Sprintf("filler %d", i)))
+	}
+	if err := f.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mappingsOf counts the memory mappings of files in dir.
+func mappingsOf(t *testing.T, dir string) int {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip("no /proc/self/maps here")
+	}
+	return strings.Count(string(b), dir)
+}
+
+// Concurrent queries while the file is replaced many times: every answer
+// comes from a complete filter, old or new; no query fails; old mappings
+// are released.
+func TestLiveReloadUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.pkbf")
+	writeVersion(t, path, 0)
+	l, err := OpenLive(path, LiveOptions{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var queries, versionsSeen atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) + 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			last := -1
+			for !stop.Load() {
+				if !l.Probably([]byte("common key")) {
+					t.Error("a query answered no for the key every version holds")
+					return
+				}
+				l.Do(func(f *Filter) {
+					v := int(f.Header().EntryCount) - 2
+					if !f.Probably([]byte(fmt.Sprintf("marker %d", v))) {
+						t.Errorf("version %d lacks its marker: an incomplete filter", v)
+					}
+					if v != last {
+						versionsSeen.Add(1)
+						last = v
+					}
+				})
+				queries.Add(2)
+			}
+		}()
+	}
+	const versions = 60
+	for v := 1; v <= versions; v++ {
+		writeVersion(t, path, v)
+		if err := l.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	s := l.Stats()
+	if s.Reloads != versions || s.Header.EntryCount != versions+2 || s.Errors != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	if n := mappingsOf(t, dir); n > 1 {
+		t.Errorf("%d mappings of the filter's files after %d reloads, want 1", n, versions)
+	}
+	l.Close()
+	if n := mappingsOf(t, dir); n != 0 {
+		t.Errorf("%d mappings after Close", n)
+	}
+	t.Logf("%d queries, %d version changes seen by the queriers, %d reloads", queries.Load(), versionsSeen.Load(), s.Reloads)
+}
+
+// A new file that is not valid: the old one stays in use, the error is
+// reported once, and the next good file is taken.
+func TestLiveBadReplacement(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.pkbf")
+	writeVersion(t, path, 0)
+	var reported []error
+	l, err := OpenLive(path, LiveOptions{Interval: time.Millisecond, OnError: func(err error) { reported = append(reported, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	os.WriteFile(path+".tmp", []byte("pkbfv1 but cut short"), 0o644)
+	os.Rename(path+".tmp", path)
+	time.Sleep(50 * time.Millisecond) // many polls
+	if !l.Probably([]byte("marker 0")) {
+		t.Error("the old filter stopped answering")
+	}
+	s := l.Stats()
+	if s.Errors != 1 || s.LastError == nil || !strings.Contains(s.LastError.Error(), "stays in use") {
+		t.Errorf("stats %+v, want one error", s)
+	}
+	writeVersion(t, path, 7)
+	for deadline := time.Now().Add(5 * time.Second); l.Stats().Reloads == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if !l.Probably([]byte("marker 7")) || l.Stats().Reloads != 1 {
+		t.Errorf("the good file was not taken: %+v", l.Stats())
+	}
+}
+
+// BenchmarkLive compares a query through a Live filter with one on a
+// plain *Filter, on all cores at once (the reference count is shared).
+func BenchmarkLive(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "f.pkbf")
+	writeVersion(b, path, 1000)
+	plain, err := Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Close()
+	l, err := OpenLive(path, LiveOptions{Interval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	keys := randomKeys(1024, 11)
+	for _, c := range []struct {
+		name string
+		q    func([]byte) bool
+	}{{"Filter", plain.Probably}, {"Live", l.Probably}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					c.q(keys[i&1023])
+					i++
+				}
+			})
+		})
+	}
+}
