@@ -15,9 +15,11 @@ func runCompletion(args []string, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	flagsOf := map[string][]string{}
-	for _, name := range []string{"info", "check", "create", "add"} {
+	for _, name := range []string{"info", "check", "create", "add", "serve"} {
 		var c *command
 		switch name {
+		case "serve":
+			c, _ = serveCommand(io.Discard, io.Discard)
 		case "info":
 			c = infoCommand(io.Discard, io.Discard)
 		case "check":
@@ -48,10 +50,10 @@ _pkbf() {
 	local flags
 	case $cmd in
 `, cmds)
-		for _, name := range []string{"info", "check", "create", "add"} {
+		for _, name := range []string{"info", "check", "create", "add", "serve"} {
 			fmt.Fprintf(stdout, "\t%s) flags=%q ;;\n", name, strings.Join(flagsOf[name], " "))
 		}
-		fmt.Fprint(stdout, `	help) COMPREPLY=($(compgen -W "info check create add completion" -- "$cur")); return ;;
+		fmt.Fprint(stdout, `	help) COMPREPLY=($(compgen -W "info check create add serve completion" -- "$cur")); return ;;
 	completion) COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return ;;
 	esac
 	if [[ $cur == -* ]]; then
@@ -64,13 +66,13 @@ complete -o filenames -F _pkbf pkbf
 `)
 	case "zsh":
 		fmt.Fprintf(stdout, "#compdef pkbf\n# zsh completion for pkbf: pkbf completion zsh > \"${fpath[1]}/_pkbf\"\n_pkbf() {\n\tif (( CURRENT == 2 )); then\n\t\tcompadd -- %s --version --help\n\t\treturn\n\tfi\n\tcase $words[2] in\n", cmds)
-		for _, name := range []string{"info", "check", "create", "add"} {
+		for _, name := range []string{"info", "check", "create", "add", "serve"} {
 			fmt.Fprintf(stdout, "\t%s) [[ $PREFIX == -* ]] && compadd -- %s || _files ;;\n", name, strings.Join(flagsOf[name], " "))
 		}
-		fmt.Fprint(stdout, "\thelp) compadd -- info check create add completion ;;\n\tcompletion) compadd -- bash zsh fish ;;\n\tesac\n}\ncompdef _pkbf pkbf\n")
+		fmt.Fprint(stdout, "\thelp) compadd -- info check create add serve completion ;;\n\tcompletion) compadd -- bash zsh fish ;;\n\tesac\n}\ncompdef _pkbf pkbf\n")
 	case "fish":
 		fmt.Fprintf(stdout, "# fish completion for pkbf: pkbf completion fish > ~/.config/fish/completions/pkbf.fish\ncomplete -c pkbf -f -n __fish_use_subcommand -a %q\n", cmds)
-		for _, name := range []string{"info", "check", "create", "add"} {
+		for _, name := range []string{"info", "check", "create", "add", "serve"} {
 			for _, fl := range flagsOf[name] {
 				if strings.HasPrefix(fl, "--") {
 					fmt.Fprintf(stdout, "complete -c pkbf -n '__fish_seen_subcommand_from %s' -l %s\n", name, fl[2:])

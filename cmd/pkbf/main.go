@@ -7,6 +7,7 @@
 //	pkbf check [--json] [--confirm] [flags] FILTER [FILE...]
 //	pkbf create (--hashes K --length L | --entries N --fp-rate P) FILTER
 //	pkbf add [flags] FILTER [FILE...]
+//	pkbf serve [--listen ADDR] [flags] FILTER
 //	pkbf version | --version
 //	pkbf help [COMMAND]
 //	pkbf completion bash|zsh|fish
@@ -45,6 +46,7 @@ Usage:
   pkbf check [--json] [--confirm] [flags] FILTER [FILE...]
   pkbf create (--hashes K --length L | --entries N --fp-rate P) FILTER
   pkbf add [flags] FILTER [FILE...]
+  pkbf serve [--listen ADDR] [flags] FILTER
   pkbf version | --version | -v
   pkbf help [COMMAND]
   pkbf completion bash|zsh|fish
@@ -54,6 +56,7 @@ Commands:
   check     Check keys, certificates and requests against a filter.
   create    Create an empty filter file.
   add       Add keys to a filter file, in place.
+  serve     Answer checks over HTTP, following the filter file as it is replaced.
 
 Flags go anywhere among the arguments, with one dash or two (-json or
 --json); -- ends them. FILTER may be - or /dev/stdin for standard input
@@ -106,13 +109,23 @@ flock protocol (EC keys under both point encodings). A first Ctrl-C stops
 after the key in progress, a second quits at once; the filter stays valid.
 Exit 2 if an input could not be read (the other keys are still added), or
 if the filter was replaced or cut short while keys were being added.`,
+	"serve": `Answer checks over HTTP (default on 127.0.0.1:8080), following FILTER as
+new files are renamed over it (checked every --poll, and on SIGHUP; a file
+that is not valid is logged and the old one kept). Endpoints:
+  POST /v1/check   a body of keys in any form check reads; one JSON line
+                   per key, as check --json prints them
+  GET  /healthz    200 while a filter is loaded
+  GET  /readyz     200 until shutdown begins, then 503
+  GET  /v1/status  the filter's header, reloads and the last reload error
+  GET  /metrics    counters in the Prometheus text format
+SIGTERM or Ctrl-C stops accepting requests and lets those in flight finish.`,
 	"completion": `Print a shell completion script: bash, zsh or fish. For example
   source <(pkbf completion bash)
   pkbf completion fish > ~/.config/fish/completions/pkbf.fish`,
 }
 
 // commands are the subcommands, for help, suggestions and completion.
-var commands = []string{"info", "check", "create", "add", "version", "help", "completion"}
+var commands = []string{"info", "check", "create", "add", "serve", "version", "help", "completion"}
 
 // run is the whole command: arguments in, output and exit code out.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -130,6 +143,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCreate(rest, stdout, stderr)
 	case "add":
 		return runAdd(rest, stdin, stdout, stderr)
+	case "serve":
+		return runServe(rest, stdout, stderr)
 	case "version", "-version", "--version", "-v":
 		fmt.Fprintln(stdout, version())
 		return exitOK
@@ -166,6 +181,8 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 		c, _ = createCommand(stdout, stderr)
 	case "add":
 		c, _ = addCommand(stdout, stderr)
+	case "serve":
+		c, _ = serveCommand(stdout, stderr)
 	case "completion":
 		c = newCommand("completion", "completion bash|zsh|fish", stdout, stderr)
 	case "version", "help":

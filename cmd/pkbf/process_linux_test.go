@@ -1,11 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pkbf/pkbf"
 	"golang.org/x/sys/unix"
@@ -52,5 +62,161 @@ func TestFullFileSystem(t *testing.T) {
 		t.Errorf("check on a sparse filter on a full file system: exit %d\n%s", code, stderr.String())
 	} else {
 		t.Logf("check on a sparse filter on a full tmpfs: exit %d %s", code, stderr.String())
+	}
+}
+
+// startServe runs pkbf serve on a free port and returns its address.
+func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *syncBuffer) {
+	cmd := pkbfProcess(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	logs := &syncBuffer{}
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		logs.WriteString(lines.Text() + "\n")
+		if _, addr, ok := strings.Cut(lines.Text(), " on http://"); ok {
+			go func() {
+				for lines.Scan() {
+					logs.WriteString(lines.Text() + "\n")
+				}
+			}()
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			return cmd, addr, logs
+		}
+	}
+	t.Fatalf("serve did not start: %s", logs.String())
+	return nil, "", nil
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) WriteString(v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.WriteString(v)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// writeFilterVersion renames over path a filter holding the p256 key and,
+// in version v, v filler keys: entries 2+v (both point forms of p256).
+func writeFilterVersion(t *testing.T, path string, v int) {
+	f, _ := pkbf.New(4, 16)
+	if _, err := f.AddKey(mustRead(t, key("p256.pub"))); err != nil {
+		t.Fatal(err)
+	}
+	for i := range v {
+		f.Add([]byte(fmt.Sprintf("filler %d", i)))
+	}
+	if err := f.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Clients query while the filter is replaced 40 times: no request fails,
+// every answer comes from a complete filter (the key all versions hold is
+// always found), old mappings are released (counted in /proc/PID/maps);
+// SIGHUP reloads; SIGTERM lets a request in flight finish.
+func TestServeReloadUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.pkbf")
+	writeFilterVersion(t, p, 0)
+	cmd, addr, logs := startServe(t, "--poll", "5ms", p)
+	url := "http://" + addr + "/v1/check"
+	body := append(mustRead(t, key("p256.pub")), mustRead(t, key("p384.pub"))...)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var requests, failures atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				requests.Add(1)
+				resp, err := http.Post(url, "text/plain", bytes.NewReader(body))
+				if err != nil {
+					failures.Add(1)
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !strings.Contains(strings.SplitN(string(b), "\n", 2)[0], `"probably":true`) {
+					failures.Add(1)
+				}
+			}
+		}()
+	}
+	for v := 1; v <= 40; v++ {
+		writeFilterVersion(t, p, v)
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(maps), dir); n != 1 {
+		t.Errorf("%d mappings of filter files after 40 replacements, want 1:\n%s", n, maps)
+	}
+	if failures.Load() != 0 || requests.Load() < 100 || strings.Count(logs.String(), "reloaded ") < 10 {
+		t.Errorf("%d of %d requests failed; log:\n%s", failures.Load(), requests.Load(), logs.String())
+	}
+	t.Logf("%d requests, %d reloads logged, none failed", requests.Load(), strings.Count(logs.String(), "reloaded "))
+
+	// SIGHUP, with polling that would take an hour.
+	cmd2, addr2, logs2 := startServe(t, "--poll", "1h", p)
+	writeFilterVersion(t, p, 99)
+	cmd2.Process.Signal(syscall.SIGHUP)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs2.String(), "101 entries") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp, err := http.Get("http://" + addr2 + "/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if st["entries"] != float64(101) || st["reloads"] != float64(1) {
+		t.Errorf("after SIGHUP: status %v\n%s", st, logs2.String())
+	}
+	// SIGTERM during a slow request: it is answered, then the server ends.
+	pr, pw := io.Pipe()
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.Post("http://"+addr2+"/v1/check", "text/plain", pr)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	pw.Write(mustRead(t, key("p256.pub")))
+	time.Sleep(100 * time.Millisecond)
+	cmd2.Process.Signal(syscall.SIGTERM)
+	time.Sleep(100 * time.Millisecond)
+	pw.Close()
+	if code := <-answered; code != 200 {
+		t.Errorf("request in flight at SIGTERM: status %d", code)
+	}
+	if err := cmd2.Wait(); err != nil {
+		t.Errorf("serve after SIGTERM: %v\n%s", err, logs2.String())
 	}
 }

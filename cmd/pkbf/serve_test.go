@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pkbf/pkbf"
+)
+
+func newTestService(t *testing.T, maxBody int64) (*httptest.Server, *service) {
+	live, err := pkbf.OpenLive(exampleFilter, pkbf.LiveOptions{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Close() })
+	s := newService(live, maxBody, 4)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv, s
+}
+
+func post(t *testing.T, url string, body []byte) (int, string) {
+	resp, err := http.Post(url, "application/octet-stream", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// /v1/check answers as check --json does, key by key.
+func TestServeCheck(t *testing.T) {
+	srv, s := newTestService(t, 1<<20)
+	body := append(append(mustRead(t, key("p256.cert.pem")), mustRead(t, key("p384.pub"))...), mustRead(t, key("bundle.der"))[:0]...)
+	code, out := post(t, srv.URL+"/v1/check", body)
+	local := runWith(t, bytes.NewReader(body), "check", "--json", exampleFilter)
+	if code != 200 || strings.ReplaceAll(out, `"request`, `"<stdin>`) != local.stdout {
+		t.Errorf("status %d:\n%s\nwant what check --json prints:\n%s", code, out, local.stdout)
+	}
+	for _, tc := range []struct {
+		name   string
+		method string
+		body   []byte
+		code   int
+		want   string
+	}{
+		{"GET", http.MethodGet, nil, 405, "POST keys"},
+		{"empty body", http.MethodPost, nil, 400, "the request body is empty"},
+		{"no key", http.MethodPost, []byte("hello, server"), 400, "no key, certificate or certificate request found"},
+		{"oversized", http.MethodPost, bytes.Repeat([]byte("x"), 1<<20+1), 413, "larger than 1048576 bytes"},
+		{"half a key", http.MethodPost, mustRead(t, key("p256.cert.pem"))[:300], 400, "has no END line"},
+	} {
+		req, _ := http.NewRequest(tc.method, srv.URL+"/v1/check", bytes.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s: %d %q; want %d and %q", tc.name, resp.StatusCode, b, tc.code, tc.want)
+		}
+	}
+	if s.keys.Load() != 2 || s.hits.Load() != 1 || s.badRequests.Load() != 5 {
+		t.Errorf("counters: %d keys, %d hits, %d bad requests", s.keys.Load(), s.hits.Load(), s.badRequests.Load())
+	}
+}
+
+func TestServeStatusHealthMetrics(t *testing.T) {
+	srv, s := newTestService(t, 1<<20)
+	post(t, srv.URL+"/v1/check", mustRead(t, key("p256.pub")))
+	for path, want := range map[string]string{
+		"/healthz": "ok\n",
+		"/readyz":  "ready\n",
+	} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != want {
+			t.Errorf("%s: %d %q", path, resp.StatusCode, b)
+		}
+	}
+	resp, _ := http.Get(srv.URL + "/v1/status")
+	var st map[string]any
+	json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if st["entries"] != float64(5) || st["hash_count"] != float64(12) || st["reloads"] != float64(0) || st["file"] != exampleFilter {
+		t.Errorf("status %v", st)
+	}
+	resp, _ = http.Get(srv.URL + "/metrics")
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"# TYPE pkbf_keys_checked_total counter\npkbf_keys_checked_total 1\n", "pkbf_keys_probably_total 1\n", "pkbf_reloads_total 0\n", "pkbf_filter_entries 5\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b)
+		}
+	}
+	s.shuttingDown.Store(true)
+	resp, _ = http.Get(srv.URL + "/readyz")
+	resp.Body.Close()
+	if resp.StatusCode != 503 {
+		t.Errorf("readyz while shutting down: %d", resp.StatusCode)
+	}
+}
+
+// A client that sends its headers slowly, or never ends its body, is cut
+// off by the server's timeouts.
+func TestServeSlowClients(t *testing.T) {
+	defer func(h, r time.Duration) { readHeaderTimeout, readTimeout = h, r }(readHeaderTimeout, readTimeout)
+	readHeaderTimeout, readTimeout = 200*time.Millisecond, 300*time.Millisecond
+	live, err := pkbf.OpenLive(exampleFilter, pkbf.LiveOptions{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	srv := newHTTPServer(newService(live, 1<<20, 4), log.New(io.Discard, "", 0))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	for name, request := range map[string]string{
+		"slow headers": "POST /v1/check HTTP/1.1\r\nHost: x\r\n",
+		"endless body": "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nssh-",
+	} {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		fmt.Fprint(conn, request)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		reply, _ := io.ReadAll(bufio.NewReader(conn))
+		conn.Close()
+		if time.Since(start) > 3*time.Second {
+			t.Errorf("%s: the server held the connection for %v", name, time.Since(start))
+		}
+		if len(reply) > 0 && !bytes.Contains(reply, []byte(" 400 ")) && !bytes.Contains(reply, []byte(" 408 ")) {
+			t.Errorf("%s: reply %q", name, reply)
+		}
+	}
+}
