@@ -188,11 +188,17 @@ func pkcs12Parts(der []byte, passphrases []string) ([]part, error) {
 // readOctets reads an OCTET STRING, primitive or constructed of primitive
 // pieces (as some writers use), into out.
 func readOctets(s *cryptobyte.String, out *cryptobyte.String) bool {
-	if s.PeekASN1Tag(cbasn1.OCTET_STRING) {
-		return s.ReadASN1(out, cbasn1.OCTET_STRING)
+	return readOctetsTagged(s, out, cbasn1.OCTET_STRING)
+}
+
+// readOctetsTagged reads octets under tag (OCTET STRING, or an IMPLICIT
+// tag in its place), primitive or constructed of OCTET STRING pieces.
+func readOctetsTagged(s *cryptobyte.String, out *cryptobyte.String, tag cbasn1.Tag) bool {
+	if s.PeekASN1Tag(tag) {
+		return s.ReadASN1(out, tag)
 	}
 	var pieces cryptobyte.String
-	if !s.ReadASN1(&pieces, cbasn1.OCTET_STRING.Constructed()) {
+	if !s.ReadASN1(&pieces, tag.Constructed()) {
 		return false
 	}
 	var all []byte
@@ -239,29 +245,12 @@ func (r *pkcs12Reader) authenticatedSafe(der []byte) error {
 		case bytes.Equal(contentType, oidPKCS7EncryptedData):
 			// EncryptedData { version, EncryptedContentInfo { contentType,
 			// algorithm, [0] IMPLICIT encryptedContent } }
-			var ed, eci, alg cryptobyte.String
-			var encrypted []byte
+			var ed, eci, alg, encrypted cryptobyte.String
 			if !content.ReadASN1(&ed, cbasn1.SEQUENCE) || !ed.SkipASN1(cbasn1.INTEGER) ||
 				!ed.ReadASN1(&eci, cbasn1.SEQUENCE) || !eci.SkipASN1(cbasn1.OBJECT_IDENTIFIER) ||
-				!eci.ReadASN1Element(&alg, cbasn1.SEQUENCE) {
-				return keyErrorf("PKCS#12 encrypted content is malformed")
-			}
-			var prim cryptobyte.String
-			switch {
-			case eci.ReadASN1(&prim, cbasn1.Tag(0).ContextSpecific()):
-				encrypted = prim
-			default:
-				var pieces cryptobyte.String
-				if !eci.ReadASN1(&pieces, cbasn1.Tag(0).Constructed().ContextSpecific()) {
-					return keyErrorf("PKCS#12 encrypted content is missing")
-				}
-				for !pieces.Empty() {
-					var piece cryptobyte.String
-					if !pieces.ReadASN1(&piece, cbasn1.OCTET_STRING) {
-						return keyErrorf("PKCS#12 encrypted content is malformed")
-					}
-					encrypted = append(encrypted, piece...)
-				}
+				!eci.ReadASN1Element(&alg, cbasn1.SEQUENCE) ||
+				!readOctetsTagged(&eci, &encrypted, cbasn1.Tag(0).ContextSpecific()) {
+				return keyErrorf("PKCS#12 encrypted content is malformed or missing")
 			}
 			plain, err := r.decrypt(alg, encrypted, "certificates")
 			if err != nil {

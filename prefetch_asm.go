@@ -9,5 +9,3 @@ package pkbf
 //
 //go:noescape
 func prefetch(addrs *uintptr, n int)
-
-const havePrefetch = true

@@ -5,5 +5,3 @@ package pkbf
 // prefetch does nothing here: without the instruction, the batch's
 // independent loads still overlap as the CPU runs ahead.
 func prefetch(addrs *uintptr, n int) {}
-
-const havePrefetch = false

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/ecdh"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/sha256"
 	"encoding/asn1"
 	"encoding/hex"
@@ -176,18 +175,17 @@ func oidString(content []byte) string {
 
 // A curve is one of the NIST curves SPKI knows by name.
 type curve struct {
-	name  string // "P-256"
-	ssh   string // "nistp256"
-	oid   []byte
-	size  int // bytes in a coordinate or scalar
-	ecdh  ecdh.Curve
-	plain elliptic.Curve
+	name string // "P-256"
+	ssh  string // "nistp256"
+	oid  []byte
+	size int // bytes in a coordinate or scalar
+	ecdh ecdh.Curve
 }
 
 var curves = []*curve{
-	{"P-256", "nistp256", oidP256, 32, ecdh.P256(), elliptic.P256()},
-	{"P-384", "nistp384", oidP384, 48, ecdh.P384(), elliptic.P384()},
-	{"P-521", "nistp521", oidP521, 66, ecdh.P521(), elliptic.P521()},
+	{"P-256", "nistp256", oidP256, 32, ecdh.P256()},
+	{"P-384", "nistp384", oidP384, 48, ecdh.P384()},
+	{"P-521", "nistp521", oidP521, 66, ecdh.P521()},
 }
 
 func curveByOID(oid []byte) *curve {

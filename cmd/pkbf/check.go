@@ -120,7 +120,6 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	scr := newScreen(stdout, stderr)
 	prog := startProgress(scr, inputs)
-	out := scr.out
 
 	// A batch's keys are looked up together: on a filter larger than the
 	// caches, their memory latencies overlap (pkbf.Filter.ContainsBatch).
@@ -163,16 +162,17 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	interrupted := make(chan os.Signal, 1)
 	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(interrupted)
-	stop := make(chan struct{})
+	stop, finished := make(chan struct{}), make(chan struct{})
 	var stopped atomic.Bool
 	go func() {
 		select {
 		case <-interrupted:
 			stopped.Store(true)
 			close(stop)
-		case <-stop:
+		case <-finished:
 		}
 	}()
+	defer close(finished)
 
 	var sum summary
 	var found, filterFailed bool
@@ -230,14 +230,12 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "writing output: %v", err)
 		sum.unreadable++
 	}
-	_ = out
 	if stopped.Load() {
 		if !*fl.quiet {
 			sum.print(stderr, "interrupted: ")
 		}
 		return exitSignaled
 	}
-	close(stop)
 	if err := f.Check(); err != nil && !filterFailed {
 		// Answers may have come from another file than the one opened.
 		errorf(stderr, "%s", displayErr(err))

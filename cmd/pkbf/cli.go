@@ -181,11 +181,6 @@ func errorf(stderr io.Writer, format string, args ...any) {
 	fmt.Fprintf(stderr, "pkbf: error: "+format+"\n", args...)
 }
 
-// warnf reports a problem that does not change the exit status.
-func warnf(stderr io.Writer, format string, args ...any) {
-	fmt.Fprintf(stderr, "pkbf: warning: "+format+"\n", args...)
-}
-
 // plural gives "1 key", "2 keys".
 func plural(n int, one, many string) string {
 	if n == 1 {
