@@ -23,9 +23,26 @@ func allocData(n int) []byte {
 	if n < 4*hugePage {
 		return b
 	}
+	unix.Madvise(hugeRange(b), unix.MADV_HUGEPAGE) // advice: an error changes nothing
+	return b
+}
+
+// hugeRange returns the whole huge pages inside b.
+func hugeRange(b []byte) []byte {
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	off := int(-start & (hugePage - 1))
-	end := off + (n-off)&^(hugePage-1)
-	unix.Madvise(b[off:end], unix.MADV_HUGEPAGE) // advice: an error changes nothing
-	return b
+	if off >= len(b) {
+		return nil
+	}
+	return b[off : off+(len(b)-off)&^(hugePage-1)]
+}
+
+// settleData is called once data from allocData has been filled: the Go
+// heap may have handed out memory it had used before, whose pages were
+// touched (zeroed) before the advice and so are small; Linux 6.1 and later
+// can collapse them into huge pages now. Best effort: older kernels say no.
+func settleData(b []byte) {
+	if len(b) >= 4*hugePage {
+		unix.Madvise(hugeRange(b), unix.MADV_COLLAPSE)
+	}
 }

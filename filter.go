@@ -256,6 +256,7 @@ func Load(path string) (*Filter, error) {
 		}
 		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
+	settleData(data)
 	return newFilter(h, data), nil
 }
 
@@ -367,6 +368,7 @@ func ReadFilter(r io.Reader) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
+	settleData(data)
 	return newFilter(h, data), nil
 }
 
