@@ -11,10 +11,11 @@ import (
 const hugePage = 2 << 20
 
 // allocData returns n zero bytes for filter data the package owns (New,
-// ReadFilter, Load). Past a few huge pages it asks Linux to back them with
+// ReadFilter). Past a few huge pages it asks Linux to back them with
 // transparent huge pages: out of cache, every probe of a query is also a
 // TLB miss, and one 2 MiB page covers what 512 small ones do (measured in
-// BenchmarkBatch: ProbablyBatch on a 256 MiB filter 30 to 40% faster).
+// BenchmarkBatch: ProbablyBatch on a 256 MiB filter about 30% faster than
+// on small-paged heap memory).
 // The memory comes from the Go heap and is freed by the collector as
 // usual; the advice covers the whole huge pages inside it, and only
 // matters for pages not yet touched, which a fresh large allocation's are.

@@ -215,51 +215,6 @@ func open(path string, writable bool) (*Filter, error) {
 	return f, nil
 }
 
-// Load reads the pkbfv1 file at path into memory the process owns, for
-// programs that query a large filter a lot: on Linux that memory is backed
-// by huge pages where the system allows (see BenchmarkBatch: on a 256 MiB
-// filter, queries answer 25 to 40% sooner than from Open's mapping of the
-// page cache, whose small pages cost a TLB miss on every probe). The price:
-// reading the whole file first, a private copy instead of shared page
-// cache, and no view of keys another process adds in place afterwards.
-// The file is read under a shared flock(2), as Open validates it; a file
-// that is not a regular file is read as a stream. Close is not needed.
-// Errors are those of Open.
-func Load(path string) (*Filter, error) {
-	file, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		if fi.IsDir() {
-			return nil, fileError(path, fmt.Errorf("%w: is a directory, not a filter file", ErrInvalidFile))
-		}
-		return readStream(file, path, fi.Mode())
-	}
-	if err := lockFile(file, false); err != nil {
-		return nil, err
-	}
-	defer unlockFile(file)
-	h, size, err := checkFile(file, path)
-	if err != nil {
-		return nil, err
-	}
-	data := allocData(size - headerSize)
-	if _, err := file.ReadAt(data, headerSize); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
-	}
-	settleData(data)
-	return newFilter(h, data), nil
-}
-
 // pathError names the file an error is about, first: "pkbf: PATH: invalid
 // filter file: ...". It wraps the error.
 type pathError struct {
