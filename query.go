@@ -222,10 +222,14 @@ type probeBlock struct {
 	n     int                // how many live
 	start int                // the block's first key in the batch
 	keys  int                // how many keys in the block
+	lines [batchBlock * maxPrefetch]uintptr
+	nl    int // lines of the live keys, to prefetch
 }
 
 // probeBlocks is ProbablyBatch on a large filter: while one block's lines
-// are on their way, the next block is hashed.
+// are on their way, the next block is hashed; the prefetches of the one
+// are spread over the hashing of the next, a few after each key, so that
+// they never outrun what the CPU can have in flight.
 func (f *Filter) probeBlocks(spkis [][]byte, out []bool) {
 	var blocks [2]probeBlock
 	prev := (*probeBlock)(nil)
@@ -233,7 +237,7 @@ func (f *Filter) probeBlocks(spkis [][]byte, out []bool) {
 		end := min(len(spkis), start+batchBlock)
 		cur := &blocks[b]
 		cur.start, cur.keys = start, end-start
-		f.hashAndPrefetch(cur, spkis[start:end])
+		f.hashAndPrefetch(cur, spkis[start:end], prev)
 		if prev != nil {
 			f.testRest(prev, out[prev.start:])
 		}
@@ -241,31 +245,45 @@ func (f *Filter) probeBlocks(spkis [][]byte, out []bool) {
 		prev = cur
 	}
 	if prev != nil {
+		prefetch(&prev.lines[0], prev.nl)
 		f.testRest(prev, out[prev.start:])
 	}
 }
 
 // hashAndPrefetch is the first stage: hash the keys and prefetch the line
-// of each key's first bit.
-func (f *Filter) hashAndPrefetch(blk *probeBlock, spkis [][]byte) {
+// of each key's first bit, and after each key a share of the lines prev
+// (if any) asks for.
+func (f *Filter) hashAndPrefetch(blk *probeBlock, spkis [][]byte, prev *probeBlock) {
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(f.data)))
 	mask := f.mask
 	var line [1]uintptr
+	done, share := 0, 0
+	if prev != nil {
+		share = (prev.nl + len(spkis) - 1) / len(spkis)
+	}
 	for j, s := range spkis {
 		blk.x[j], blk.y[j] = hashes(s)
 		line[0] = base + uintptr(blk.x[j]&mask>>3)
 		prefetch(&line[0], 1)
+		if prev != nil && done < prev.nl {
+			c := min(share, prev.nl-done)
+			prefetch(&prev.lines[done], c)
+			done += c
+		}
+	}
+	if prev != nil && done < prev.nl {
+		prefetch(&prev.lines[done], prev.nl-done)
 	}
 }
 
 // testFirst is the second stage: test each key's first bit; a key whose
-// bit is clear is answered, the others get their other lines prefetched.
+// bit is clear is answered, the others have their other lines queued for
+// prefetching.
 func (f *Filter) testFirst(blk *probeBlock, out []bool) {
 	data, mask, k := f.data, f.mask, f.k
 	last := uint64(len(data) - 1) // == mask>>3, as in probe
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
-	var lines [maxPrefetch]uintptr
-	blk.n = 0
+	blk.n, blk.nl = 0, 0
 	for j := range blk.keys {
 		pos := blk.x[j] & mask
 		if data[pos>>3&last]&(0x80>>(pos&7)) == 0 {
@@ -274,13 +292,11 @@ func (f *Filter) testFirst(blk *probeBlock, out []bool) {
 		}
 		x, y := step(blk.x[j], blk.y[j], 0)
 		blk.x[j], blk.y[j] = x, y
-		c := 0
-		for i := uint64(1); i < k && c < maxPrefetch; i++ {
-			lines[c] = base + uintptr(x&mask>>3)
-			c++
+		for i := uint64(1); i < k && i <= maxPrefetch; i++ {
+			blk.lines[blk.nl] = base + uintptr(x&mask>>3)
+			blk.nl++
 			x, y = step(x, y, i)
 		}
-		prefetch(&lines[0], c)
 		blk.live[blk.n] = uint8(j)
 		blk.n++
 	}
