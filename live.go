@@ -43,6 +43,7 @@ type Live struct {
 	errs    atomic.Int64
 	lastErr atomic.Pointer[error]
 	failed  fileID // the identity of the last file that failed to load
+	statErr string // the error of the last stat that failed, reported once
 }
 
 // LiveOptions configure a [Live] filter. The zero value polls every second.
@@ -185,9 +186,15 @@ func (l *Live) Reload() error {
 	defer l.mu.Unlock()
 	old := l.cur.Load()
 	id, err := statID(l.path)
-	switch {
-	case err != nil:
+	if err != nil {
+		if err.Error() == l.statErr {
+			return err // the path is still missing: reported already
+		}
+		l.statErr = err.Error()
 		return l.fail(id, err)
+	}
+	l.statErr = ""
+	switch {
 	case id.dev == old.id.dev && id.ino == old.id.ino && id.size == old.id.size && (id.dev != 0 || id.mtime.Equal(old.id.mtime)) && old.f.Check() == nil:
 		return nil // the same file; keys added in place show through the mapping
 	case id == l.failed:

@@ -112,13 +112,28 @@ func TestLiveBadReplacement(t *testing.T) {
 	defer l.Close()
 	os.WriteFile(path+".tmp", []byte("pkbfv1 but cut short"), 0o644)
 	os.Rename(path+".tmp", path)
-	time.Sleep(50 * time.Millisecond) // many polls
+	for deadline := time.Now().Add(5 * time.Second); l.Stats().Errors < 1 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // many more polls
 	if !l.Probably([]byte("marker 0")) {
 		t.Error("the old filter stopped answering")
 	}
 	s := l.Stats()
 	if s.Errors != 1 || s.LastError == nil || !strings.Contains(s.LastError.Error(), "stays in use") {
 		t.Errorf("stats %+v, want one error", s)
+	}
+	// A path that is gone for a while: one error, not one a poll.
+	os.Remove(path)
+	for deadline := time.Now().Add(5 * time.Second); l.Stats().Errors < 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // many more polls
+	if s := l.Stats(); s.Errors != 2 || !strings.Contains(s.LastError.Error(), "no such file") {
+		t.Errorf("path removed: stats %+v, want one more error", s)
+	}
+	if !l.Probably([]byte("marker 0")) {
+		t.Error("the old filter stopped answering while the path was missing")
 	}
 	writeVersion(t, path, 7)
 	for deadline := time.Now().Add(5 * time.Second); l.Stats().Reloads == 0 && time.Now().Before(deadline); {
