@@ -185,9 +185,9 @@ const maxPrefetch = 16
 // it overlaps the memory latency of many keys (one key cannot: see
 // [Filter.Probably]): it works on blocks of keys in three stages (hash a
 // block, prefetching the line of each key's first bit; test those bits,
-// prefetching the other lines of the keys whose first bit is set; test the
-// rest), and runs the last stage of a block after the hashing of the next,
-// so that its lines have arrived by then. In cache it is Probably in a
+// noting the other lines of the keys whose first bit is set; test the
+// rest), prefetching a block's other lines during the hashing of the next
+// and testing them after it, so that they have arrived by then. In cache it is Probably in a
 // loop. out must be at least as long as spkis; ProbablyBatch panics
 // otherwise. It does not allocate, is safe for concurrent use, and panics
 // as Probably does on a closed filter or a file cut short.

@@ -290,8 +290,11 @@ func containerParts(kind keyKind, raw []byte, passphrases []string) ([]part, boo
 	return parts, true
 }
 
+// pkcs7PEMTypes are the PEM types of PKCS#7/CMS bundles.
+var pkcs7PEMTypes = [...]string{"PKCS7", "PKCS #7 SIGNED DATA", "CMS"}
+
 func isPKCS7PEMType(typ string) bool {
-	return typ == "PKCS7" || typ == "PKCS #7 SIGNED DATA" || typ == "CMS"
+	return typ == pkcs7PEMTypes[0] || typ == pkcs7PEMTypes[1] || typ == pkcs7PEMTypes[2]
 }
 
 const utf8BOM = "\xef\xbb\xbf"

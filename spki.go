@@ -305,7 +305,7 @@ func typedSPKI(typ string, b []byte, ecParams []byte) ([]byte, error) {
 		return csrSPKI(b)
 	case "DSA PRIVATE KEY":
 		return dsaPrivateSPKI(b)
-	case "PKCS7", "PKCS #7 SIGNED DATA", "CMS":
+	case pkcs7PEMTypes[0], pkcs7PEMTypes[1], pkcs7PEMTypes[2]:
 		return singleSPKI(pkcs7Parts(b))
 	case "EC PARAMETERS", "DSA PARAMETERS", "DH PARAMETERS", "X9.42 DH PARAMETERS":
 		return nil, keyErrorf("%s holds domain parameters, not a key", typ)
