@@ -131,10 +131,12 @@ func isPKCS12(body []byte) bool {
 }
 
 // Limits on what a PKCS#12 file may ask of pkbf.
-const (
-	maxPKCS12Iterations = 1 << 21 // PBKDF2 or the PKCS#12 KDF: under a second
-	maxPKCS12Depth      = 4       // nested SafeContents
-)
+const maxPKCS12Depth = 4 // nested SafeContents
+
+// maxPKCS12Iterations bounds PBKDF2 and the PKCS#12 KDF: under a second.
+// A variable so that fuzzing, which explores structure, not cost, can keep
+// every input quick.
+var maxPKCS12Iterations = 1 << 21
 
 // pkcs12Parts reads the certificates and keys of a PKCS#12 file (RFC
 // 7292). Encrypted parts are decrypted with the empty password first, then

@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
 // The fixtures of testdata/keys/more (see its gen.sh): every encoding of a
@@ -322,4 +326,42 @@ func err2s(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// Both sides of the limits on what a hostile file may ask to compute: key
+// derivation iterations and DSA/DH moduli.
+func TestCostLimits(t *testing.T) {
+	macData := func(iterations int) cryptobyte.String {
+		var b cryptobyte.Builder
+		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) { // DigestInfo
+			b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) { addOID(b, oidSHA1) })
+			b.AddASN1OctetString(make([]byte, 20))
+		})
+		b.AddASN1OctetString([]byte("salt"))
+		b.AddASN1Int64(int64(iterations))
+		return cryptobyte.String(b.BytesOrPanic())
+	}
+	defer func(n int) { maxPKCS12Iterations = n }(maxPKCS12Iterations)
+	maxPKCS12Iterations = 1000 // the same code at a size a test can afford
+	if _, ok, err := pkcs12MACPassword(macData(1000), nil, []string{""}); err != nil || ok {
+		t.Errorf("MAC with the most iterations allowed: %v, %v (want a mismatch, no error)", ok, err)
+	}
+	if _, _, err := pkcs12MACPassword(macData(1001), nil, []string{""}); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("MAC with one iteration too many: %v", err)
+	}
+	params := func(bits int) []byte {
+		p := new(big.Int).Lsh(big.NewInt(1), uint(bits-1))
+		var b cryptobyte.Builder
+		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+			b.AddASN1BigInt(p.Add(p, big.NewInt(1)))
+			b.AddASN1BigInt(big.NewInt(2))
+		})
+		return b.BytesOrPanic()
+	}
+	if _, _, err := modpParams(oidDHPKCS3, params(maxFieldBits)); err != nil {
+		t.Errorf("DH modulus of %d bits: %v", maxFieldBits, err)
+	}
+	if _, _, err := modpParams(oidDHPKCS3, params(maxFieldBits+1)); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("DH modulus of %d bits: %v", maxFieldBits+1, err)
+	}
 }

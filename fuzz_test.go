@@ -90,7 +90,18 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// quickInputs lowers the costs a hostile input may ask for (key derivation
+// iterations, DSA and DH sizes) while fuzzing: an input that runs for a
+// second at the end of a fuzz run fails it with "context deadline
+// exceeded". The limits themselves are tested apart.
+func quickInputs(f *testing.F) {
+	iters, bits := maxPKCS12Iterations, maxFieldBits
+	maxPKCS12Iterations, maxFieldBits = 1<<12, 2048
+	f.Cleanup(func() { maxPKCS12Iterations, maxFieldBits = iters, bits })
+}
+
 func FuzzSPKI(f *testing.F) {
+	quickInputs(f)
 	seedFiles(f, "testdata/keys/*", "testdata/keys/more/*")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		spki, err := SPKI(b)
@@ -179,6 +190,7 @@ func TestKeyScannerFramings(t *testing.T) {
 }
 
 func FuzzKeyScanner(f *testing.F) {
+	quickInputs(f)
 	seedFiles(f, "testdata/keys/*", "testdata/keys/more/*")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkFramings(t, "input", b)

@@ -16,9 +16,10 @@ import (
 // one, or computed from the private key. The SPKI is returned in its
 // canonical form (see Canonical), as OpenSSL writes it from the key.
 
-// maxFieldBits bounds the DSA and DH moduli pkbf computes with, so that a
-// hostile file cannot ask for an endless exponentiation.
-const maxFieldBits = 10000 // OpenSSL's own limit for DSA and DH
+// maxFieldBits bounds the DSA and DH moduli pkbf computes with (OpenSSL's
+// own limit), so that a hostile file cannot ask for an endless
+// exponentiation. A variable, for fuzzing as maxPKCS12Iterations.
+var maxFieldBits = 10000
 
 // pkcs8SPKI reads a PKCS#8 PrivateKeyInfo or OneAsymmetricKey: SEQUENCE {
 // version, AlgorithmIdentifier, OCTET STRING privateKey, [0] attributes
