@@ -45,7 +45,7 @@ func TestProbablyBatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.large = true // the staged path, on a small filter
+			f.large = true // the out-of-cache paths, on a small filter
 			return f
 		}},
 		{"writable", func(t *testing.T, k, l uint8) *Filter {
@@ -73,26 +73,85 @@ func TestProbablyBatch(t *testing.T) {
 		for _, p := range []struct{ k, l uint8 }{{1, 12}, {3, 10}, {12, 14}, {40, 16}} {
 			t.Run(fmt.Sprintf("%s/k%d/L%d", kd.name, p.k, p.l), func(t *testing.T) {
 				f := kd.make(t, p.k, p.l)
-				for _, n := range []int{0, 1, batchBlock - 1, batchBlock, batchBlock + 1, 1000} {
-					out := make([]bool, n+3)
-					for i := range out {
-						out[i] = i%2 == 0 // garbage that must be overwritten
-					}
-					f.ProbablyBatch(keys[:n], out)
-					for i := range n {
-						if want := f.Probably(keys[i]); out[i] != want {
-							t.Fatalf("batch of %d: out[%d] = %v, Probably = %v", n, i, out[i], want)
+				for _, n := range []int{0, 1, ringGroup + 1, pipeDepth + 1, ringSize - 1, ringSize, ringSize + 1, 1000} {
+					// Both ways of probing a large filter: the running
+					// mean of visits picks one (0: sequential; k: pipelined).
+					for _, mean := range []uint32{0, uint32(p.k) * 16} {
+						out := make([]bool, n+3)
+						for i := range out {
+							out[i] = i%2 == 0 // garbage that must be overwritten
 						}
-						if i < 500 && !out[i] {
-							t.Fatalf("batch of %d: added key %d answers no", n, i)
+						f.batchVisits.Store(mean)
+						f.ProbablyBatch(keys[:n], out)
+						for i := range n {
+							if want := f.Probably(keys[i]); out[i] != want {
+								t.Fatalf("batch of %d, mean visits %d/16: out[%d] = %v, Probably = %v", n, mean, i, out[i], want)
+							}
+							if i < 500 && !out[i] {
+								t.Fatalf("batch of %d, mean visits %d/16: added key %d answers no", n, mean, i)
+							}
 						}
-					}
-					if out[n] != (n%2 == 0) {
-						t.Fatalf("batch of %d wrote past its keys", n)
+						if out[n] != (n%2 == 0) {
+							t.Fatalf("batch of %d wrote past its keys", n)
+						}
 					}
 				}
 			})
 		}
+	}
+}
+
+// Both ways of probing count the bits their keys need tested in turn (up
+// to the first clear one) exactly, and ProbablyBatch learns from the count:
+// it goes on probing a half-full filter bit by bit, and turns to fetching
+// every line at once for keys that have all their bits set.
+func TestProbablyBatchVisits(t *testing.T) {
+	keys := randomKeys(600, 5)
+	for _, k := range []uint8{1, 3, 12, 20} {
+		f, err := Parse(buildFilter(t, k, 14, keys[:300]...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.large = true
+		var want uint64
+		for _, key := range keys {
+			for _, p := range Positions(nil, key, k, 14) {
+				want++
+				if f.data[p/8]&(0x80>>(p%8)) == 0 {
+					break
+				}
+			}
+		}
+		out := make([]bool, len(keys))
+		if got := f.probeSequential(keys, out); got != want {
+			t.Errorf("k %d: probeSequential counts %d bits, want %d", k, got, want)
+		}
+		if got := f.probePipelined(keys, out); got != want {
+			t.Errorf("k %d: probePipelined counts %d bits, want %d", k, got, want)
+		}
+	}
+
+	half := benchFilter(t, 12, 20, false)
+	full := benchFilter(t, 12, 20, true)
+	for _, f := range []*Filter{half, full} {
+		f.large = true
+	}
+	out := make([]bool, 256)
+	batch := randomKeys(256, 6)
+	for range 3 {
+		half.ProbablyBatch(batch, out)
+		full.ProbablyBatch(batch, out)
+	}
+	if m := half.batchVisits.Load(); m == 0 || m*8 > 12*16*5 {
+		t.Errorf("half-full filter: mean visits %d/16 (about 2 expected), probing would be pipelined", m)
+	}
+	if m := full.batchVisits.Load(); m != 12*16 {
+		t.Errorf("full filter: mean visits %d/16, want 12", m)
+	}
+	// A single key moves the mean by a 256th of the difference.
+	full.ProbablyBatch(batch[:1], out)
+	if m := full.batchVisits.Load(); m != 12*16 {
+		t.Errorf("full filter after one more key: mean visits %d/16, want 12", m)
 	}
 }
 

@@ -42,6 +42,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -75,6 +76,10 @@ type Filter struct {
 	words   []uint32   // data as 32-bit words for atomic bit updates, or nil
 	edited  bool       // the revision was raised in this editing session
 	inPlace *inPlace   // the file being edited in place, or nil
+
+	// ProbablyBatch's running mean of the bits its keys needed tested in
+	// turn, in 16ths: it picks the way to probe (see probeSequential).
+	batchVisits atomic.Uint32
 }
 
 // mapping is the file behind a filter from Open or OpenFile: mapped into

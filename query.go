@@ -167,30 +167,61 @@ func (f *Filter) loadAll(x, y uint64) bool {
 
 // Batches: out of cache, every probe of Probably is a cache miss (and a
 // TLB miss), and a negative answer's branch waits for its load.
-// ProbablyBatch hashes many keys before it tests any, asking the CPU to
-// fetch each key's lines as soon as their positions are known, so that
-// the misses of many keys overlap with each other and with the hashing.
+// ProbablyBatch keeps many keys in flight, asking the CPU to fetch each
+// line as soon as its position is known and testing it once it has had
+// time to arrive, so that the misses of many keys overlap with each other
+// and with the hashing. It has two ways of doing so, for the two shapes a
+// batch can have:
+//
+//   - Sequential (probeSequential): a key's bits are fetched one at a
+//     time, each only if the one before was set. A negative key in a
+//     half-full filter touches two lines on average instead of k, so the
+//     memory system keeps up with the hashing.
+//   - Pipelined (probePipelined): all k lines of a key are fetched as soon
+//     as it is hashed. When most keys have most of their bits set (a
+//     nearly full filter, or batches of keys that are in it), this costs
+//     one round trip per key instead of k.
+//
+// Each batch measures how many bits its keys would have needed tested in
+// turn, and the filter keeps a running mean (batchVisits): the next batch
+// is pipelined when that mean passes 5/8 of k, about where the two cross.
+// BenchmarkBatchWays, 256 MiB, k = 12, RSA-2048 keys, times the two
+// hashes alone (mean bits in turn for a key not in the filter):
+//
+//	bits set   in turn   sequential   pipelined
+//	1/2        2.0       1.33         1.98
+//	7/8        6.4       1.85         2.03
+//	15/16      8.6       2.16         2.07
+//	all        12        2.78         2.14
 
-// batchBlock is the number of keys in each stage of ProbablyBatch: enough
-// for the lines of one block to arrive while the next is hashed, few
-// enough that their prefetches fit what the CPU can have outstanding.
-const batchBlock = 16
+// ringSize is the number of keys the sequential probe keeps in flight
+// (a power of two), and ringGroup how many of them it tests between two
+// rounds of hashing: enough for a line to arrive before it is tested,
+// few enough that the CPU can have them all outstanding.
+const (
+	ringSize  = 32
+	ringGroup = 8
+)
 
-// maxPrefetch bounds the lines prefetched for one key; past it, the rest
-// of a key's probes load as Probably's do.
-const maxPrefetch = 16
+// pipeDepth is the number of keys the pipelined probe hashes ahead of the
+// one it tests (a power of two); maxPrefetch bounds the lines it fetches
+// ahead for one key, past which a key's probes load as Probably's do.
+const (
+	pipeDepth   = 8
+	maxPrefetch = 16
+)
 
 // ProbablyBatch sets out[i] = f.Probably(spkis[i]) for every i: exactly the
 // same answers, computed together. On a filter larger than the CPU caches
 // it overlaps the memory latency of many keys (one key cannot: see
-// [Filter.Probably]): it works on blocks of keys in three stages (hash a
-// block, prefetching the line of each key's first bit; test those bits,
-// noting the other lines of the keys whose first bit is set; test the
-// rest), prefetching a block's other lines during the hashing of the next
-// and testing them after it, so that they have arrived by then. In cache it is Probably in a
-// loop. out must be at least as long as spkis; ProbablyBatch panics
-// otherwise. It does not allocate, is safe for concurrent use, and panics
-// as Probably does on a closed filter or a file cut short.
+// [Filter.Probably]), either fetching each key's bits one at a time while
+// other keys are hashed, which suits filters about half full and keys
+// mostly absent, or fetching all of a key's bits at once, which suits
+// keys with most of their bits set; the filter learns from each batch
+// which way the next should take. In cache it is Probably in a loop. out
+// must be at least as long as spkis; ProbablyBatch panics otherwise. It
+// does not allocate, is safe for concurrent use, and panics as Probably
+// does on a closed filter or a file cut short.
 func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 	if len(out) < len(spkis) {
 		panic("pkbf: ProbablyBatch: out is shorter than spkis")
@@ -210,101 +241,167 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 		for i, s := range spkis {
 			out[i] = f.probably(s)
 		}
-	default:
-		f.probeBlocks(spkis, out)
-	}
-}
-
-// A probeBlock is the state of one block of keys between the stages.
-type probeBlock struct {
-	x, y  [batchBlock]uint64 // each key's next position and step
-	live  [batchBlock]uint8  // the keys whose first bit is set
-	n     int                // how many live
-	start int                // the block's first key in the batch
-	keys  int                // how many keys in the block
-	lines [batchBlock * maxPrefetch]uintptr
-	nl    int // lines of the live keys, to prefetch
-}
-
-// probeBlocks is ProbablyBatch on a large filter: while one block's lines
-// are on their way, the next block is hashed; the prefetches of the one
-// are spread over the hashing of the next, a few after each key, so that
-// they never outrun what the CPU can have in flight.
-func (f *Filter) probeBlocks(spkis [][]byte, out []bool) {
-	var blocks [2]probeBlock
-	prev := (*probeBlock)(nil)
-	for start, b := 0, 0; start < len(spkis); start, b = start+batchBlock, b^1 {
-		end := min(len(spkis), start+batchBlock)
-		cur := &blocks[b]
-		cur.start, cur.keys = start, end-start
-		f.hashAndPrefetch(cur, spkis[start:end], prev)
-		if prev != nil {
-			f.testRest(prev, out[prev.start:])
+	case len(spkis) > 0:
+		mean := f.batchVisits.Load() // visits per key, in 16ths
+		var visits uint64
+		if uint64(mean)*8 > f.k*16*5 {
+			visits = f.probePipelined(spkis, out)
+		} else {
+			visits = f.probeSequential(spkis, out)
 		}
-		f.testFirst(cur, out[start:end])
-		prev = cur
-	}
-	if prev != nil {
-		prefetch(&prev.lines[0], prev.nl)
-		f.testRest(prev, out[prev.start:])
+		f.learnVisits(mean, visits, len(spkis))
 	}
 }
 
-// hashAndPrefetch is the first stage: hash the keys and prefetch the line
-// of each key's first bit, and after each key a share of the lines prev
-// (if any) asks for.
-func (f *Filter) hashAndPrefetch(blk *probeBlock, spkis [][]byte, prev *probeBlock) {
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(f.data)))
-	mask := f.mask
-	var line [1]uintptr
-	done, share := 0, 0
-	if prev != nil {
-		share = (prev.nl + len(spkis) - 1) / len(spkis)
-	}
-	for j, s := range spkis {
-		blk.x[j], blk.y[j] = hashes(s)
-		line[0] = base + uintptr(blk.x[j]&mask>>3)
-		prefetch(&line[0], 1)
-		if prev != nil && done < prev.nl {
-			c := min(share, prev.nl-done)
-			prefetch(&prev.lines[done], c)
-			done += c
-		}
-	}
-	if prev != nil && done < prev.nl {
-		prefetch(&prev.lines[done], prev.nl-done)
+// learnVisits moves the filter's running mean of visits per key (in
+// 16ths) towards this batch's, by as much as the batch's size warrants
+// (a batch of 256 keys or more replaces it). It stores only a change, so
+// that small batches from many goroutines do not fight over the line.
+func (f *Filter) learnVisits(mean uint32, visits uint64, keys int) {
+	batch := int64(visits * 16 / uint64(keys))
+	w := int64(min(keys, 256))
+	next := uint32(int64(mean) + (batch-int64(mean))*w/256)
+	if next != mean {
+		f.batchVisits.Store(next)
 	}
 }
 
-// testFirst is the second stage: test each key's first bit; a key whose
-// bit is clear is answered, the others have their other lines queued for
-// prefetching.
-func (f *Filter) testFirst(blk *probeBlock, out []bool) {
-	data, mask, k := f.data, f.mask, f.k
+// A ringEntry is a key in flight in probeSequential: x is the position of
+// its bit i before the reduction mod m, y the step to the next (see step).
+type ringEntry struct {
+	x, y   uint64
+	i, key int
+}
+
+// probeSequential is ProbablyBatch testing each key's bits one at a time.
+// A ring holds the keys in flight: new keys are hashed in until it is
+// full, with a prefetch of the line of their first bit; then a group of
+// keys from its head is tested, one bit each, and a key whose bit is set
+// and has bits left goes back at the tail with a prefetch of its next
+// line. By the time a key comes round again its line has arrived. The
+// tests have no branch on the bits (which a half-full filter makes
+// unpredictable): every key writes its answer so far and is copied to the
+// tail, which moves on only if the key goes on. It returns the number of
+// bits tested.
+func (f *Filter) probeSequential(spkis [][]byte, out []bool) uint64 {
+	const ringMask = ringSize - 1
+	data, mask, k := f.data, f.mask, int(f.k)
 	last := uint64(len(data) - 1) // == mask>>3, as in probe
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
-	blk.n, blk.nl = 0, 0
-	for j := range blk.keys {
-		pos := blk.x[j] & mask
-		if data[pos>>3&last]&(0x80>>(pos&7)) == 0 {
-			out[j] = false
-			continue
+	var ring [ringSize]ringEntry
+	var lines [ringGroup]uintptr
+	var visits uint64
+	head, tail, next := 0, 0, 0
+	for {
+		for ; tail-head < ringSize && next < len(spkis); next++ {
+			x, y := hashes(spkis[next])
+			ring[tail&ringMask] = ringEntry{x: x, y: y, key: next}
+			tail++
+			line := base + uintptr(x&mask>>3)
+			prefetch(&line, 1)
 		}
-		x, y := step(blk.x[j], blk.y[j], 0)
-		blk.x[j], blk.y[j] = x, y
-		for i := uint64(1); i < k && i <= maxPrefetch; i++ {
-			blk.lines[blk.nl] = base + uintptr(x&mask>>3)
-			blk.nl++
-			x, y = step(x, y, i)
+		group := min(ringGroup, tail-head)
+		if group == 0 {
+			return visits
 		}
-		blk.live[blk.n] = uint8(j)
-		blk.n++
+		visits += uint64(group)
+		n := 0
+		for range group {
+			e := &ring[head&ringMask]
+			head++
+			pos := e.x & mask
+			bit := int(data[pos>>3&last]>>(7-pos&7)) & 1
+			out[e.key] = bit != 0
+			x, y := step(e.x, e.y, uint64(e.i))
+			more := bit
+			if e.i+1 == k {
+				more = 0
+			}
+			ring[tail&ringMask] = ringEntry{x: x, y: y, i: e.i + 1, key: e.key}
+			tail += more
+			lines[n] = base + uintptr(x&mask>>3)
+			n += more
+		}
+		prefetch(&lines[0], n)
 	}
 }
 
-// testRest is the last stage: test the other bits of the live keys.
-func (f *Filter) testRest(blk *probeBlock, out []bool) {
-	for _, j := range blk.live[:blk.n] {
-		out[j] = f.probe(blk.x[j], blk.y[j], 1)
+// probePipelined is ProbablyBatch fetching all the lines of a key (up to
+// maxPrefetch) as soon as it is hashed, and testing them pipeDepth keys
+// later. The fetches of a key are split in two, the second half issued
+// during the hashing of the next key, so that they do not all wait at
+// once for the CPU's few line buffers. The tests load every line with no
+// branch between the loads. It returns the number of bits the keys would
+// have needed tested one at a time (up to the first clear one), which
+// ProbablyBatch learns from.
+func (f *Filter) probePipelined(spkis [][]byte, out []bool) uint64 {
+	const depthMask = pipeDepth - 1
+	data, mask := f.data, f.mask
+	last := uint64(len(data) - 1) // == mask>>3, as in probe
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	k := int(min(f.k, maxPrefetch)) // the positions tested from the slot
+	half := k / 2
+	var slots [pipeDepth]struct {
+		pos   [maxPrefetch]uint64
+		lines [maxPrefetch]uintptr
+		x, y  uint64 // position k and its step, for a key with more bits
 	}
+	var visits uint64
+	for j := 0; j < len(spkis)+pipeDepth; j++ {
+		if t := j - pipeDepth; t >= 0 {
+			slot := &slots[t&depthMask]
+			alive, run := uint64(1), uint64(0)
+			for _, p := range slot.pos[:k] {
+				alive &= uint64(data[p>>3&last]>>(7-p&7)) & 1
+				run += alive
+			}
+			visits += run + 1 - alive // run if all were set, else run+1
+			if alive != 0 && f.k > maxPrefetch {
+				var rest uint64
+				alive, rest = f.probeCounting(slot.x, slot.y, maxPrefetch)
+				visits += rest
+			}
+			out[t] = alive != 0
+		}
+		if j >= len(spkis) {
+			if j == len(spkis) && j > 0 {
+				prev := &slots[(j-1)&depthMask]
+				prefetch(&prev.lines[half], k-half)
+			}
+			continue
+		}
+		s := spkis[j]
+		x := xxhash.Sum64(s)
+		if j > 0 {
+			prev := &slots[(j-1)&depthMask]
+			prefetch(&prev.lines[half], k-half)
+		}
+		y := seededHash(s)
+		slot := &slots[j&depthMask]
+		for i := range k {
+			p := x & mask
+			slot.pos[i] = p
+			slot.lines[i] = base + uintptr(p>>3)
+			x, y = step(x, y, uint64(i))
+		}
+		slot.x, slot.y = x, y
+		prefetch(&slot.lines[0], half)
+	}
+	return visits
+}
+
+// probeCounting is probe for the bits past maxPrefetch of a pipelined
+// key: it also returns how many bits it tested. It reports 1 if all were
+// set, else 0.
+func (f *Filter) probeCounting(x, y, i uint64) (alive, tested uint64) {
+	data, mask := f.data, f.mask
+	for ; i < f.k; i++ {
+		tested++
+		pos := x & mask
+		if data[pos>>3]&(0x80>>(pos&7)) == 0 {
+			return 0, tested
+		}
+		x, y = step(x, y, i)
+	}
+	return 1, tested
 }
