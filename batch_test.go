@@ -148,10 +148,27 @@ func TestProbablyBatchVisits(t *testing.T) {
 	if m := full.batchVisits.Load(); m != 12*16 {
 		t.Errorf("full filter: mean visits %d/16, want 12", m)
 	}
-	// A single key moves the mean by a 256th of the difference.
-	full.ProbablyBatch(batch[:1], out)
-	if m := full.batchVisits.Load(); m != 12*16 {
-		t.Errorf("full filter after one more key: mean visits %d/16, want 12", m)
+	// A batch of n keys moves the mean by n/256 of the difference, and a
+	// batch of 256 or more replaces it.
+	for _, c := range []struct {
+		visits uint64
+		keys   int
+		want   uint32
+	}{{4 * 12, 4, 32 + (192-32)*4/256}, {300 * 12, 300, 192}, {256 * 1, 256, 16}, {0, 0, 32}} {
+		half.batchVisits.Store(32)
+		if c.keys > 0 {
+			half.learnVisits(32, c.visits, c.keys)
+		}
+		if m := half.batchVisits.Load(); m != c.want {
+			t.Errorf("mean 2, then %d keys needing %d bits: mean %d/16, want %d/16", c.keys, c.visits, m, c.want)
+		}
+	}
+	// Fewer than minBatch keys are Probably's: nothing to learn.
+	half.batchVisits.Store(32)
+	full.batchVisits.Store(32)
+	full.ProbablyBatch(batch[:minBatch-1], out)
+	if m := full.batchVisits.Load(); m != 32 {
+		t.Errorf("a batch of %d keys changed the mean to %d/16", minBatch-1, m)
 	}
 }
 

@@ -185,14 +185,16 @@ func (f *Filter) loadAll(x, y uint64) bool {
 // Each batch measures how many bits its keys would have needed tested in
 // turn, and the filter keeps a running mean (batchVisits): the next batch
 // is pipelined when that mean passes 5/8 of k, about where the two cross.
-// BenchmarkBatchWays, 256 MiB, k = 12, RSA-2048 keys, times the two
-// hashes alone (mean bits in turn for a key not in the filter):
+// BenchmarkBatchWays, 256 MiB, k = 12, RSA-2048 keys, medians of three
+// runs, times the two hashes alone (bits in turn: the mean for a key not
+// in the filter):
 //
 //	bits set   in turn   sequential   pipelined
 //	1/2        2.0       1.33         1.98
-//	7/8        6.4       1.85         2.03
-//	15/16      8.6       2.16         2.07
-//	all        12        2.78         2.14
+//	3/4        3.9       1.53         2.06
+//	7/8        6.4       1.83         2.09
+//	15/16      8.6       2.10         1.96
+//	all        12        2.71         1.95
 
 // ringSize is the number of keys the sequential probe keeps in flight
 // (a power of two), and ringGroup how many of them it tests between two
@@ -202,6 +204,11 @@ const (
 	ringSize  = 32
 	ringGroup = 8
 )
+
+// minBatch is the smallest batch probed as a batch: a key alone would
+// wait for its bits one round trip after another in probeSequential,
+// where Probably waits for all of them at once.
+const minBatch = 4
 
 // pipeDepth is the number of keys the pipelined probe hashes ahead of the
 // one it tests (a power of two); maxPrefetch bounds the lines it fetches
@@ -218,10 +225,12 @@ const (
 // other keys are hashed, which suits filters about half full and keys
 // mostly absent, or fetching all of a key's bits at once, which suits
 // keys with most of their bits set; the filter learns from each batch
-// which way the next should take. In cache it is Probably in a loop. out
-// must be at least as long as spkis; ProbablyBatch panics otherwise. It
-// does not allocate, is safe for concurrent use, and panics as Probably
-// does on a closed filter or a file cut short.
+// which way the next should take. Batches of a few hundred keys or more
+// get the most from it. In cache, and for fewer than four keys, it is
+// Probably in a loop. out must be at least as long as spkis;
+// ProbablyBatch panics otherwise. It does not allocate, is safe for
+// concurrent use, and panics as Probably does on a closed filter or a
+// file cut short.
 func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 	if len(out) < len(spkis) {
 		panic("pkbf: ProbablyBatch: out is shorter than spkis")
@@ -237,11 +246,11 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 		for i, s := range spkis {
 			out[i] = f.probablyAtomic(s)
 		}
-	case !f.large:
+	case !f.large || len(spkis) < minBatch:
 		for i, s := range spkis {
 			out[i] = f.probably(s)
 		}
-	case len(spkis) > 0:
+	default:
 		mean := f.batchVisits.Load() // visits per key, in 16ths
 		var visits uint64
 		if uint64(mean)*8 > f.k*16*5 {
