@@ -186,10 +186,16 @@ func TestProbablyBatchAllocs(t *testing.T) {
 	keys := randomKeys(256, 3)
 	out := make([]bool, len(keys))
 	f, _ := Parse(buildFilter(t, 12, 16, keys[:100]...))
-	for _, large := range []bool{false, true} {
-		f.large = large
-		if a := testing.AllocsPerRun(20, func() { f.ProbablyBatch(keys, out) }); a != 0 {
-			t.Errorf("large %v: %v allocations per batch", large, a)
+	for _, c := range []struct {
+		large bool
+		mean  uint32 // visits per key, in 16ths: 0 sequential, 12*16 pipelined
+	}{{false, 0}, {true, 0}, {true, 12 * 16}} {
+		f.large = c.large
+		if a := testing.AllocsPerRun(20, func() {
+			f.batchVisits.Store(c.mean)
+			f.ProbablyBatch(keys, out)
+		}); a != 0 {
+			t.Errorf("large %v, mean visits %d/16: %v allocations per batch", c.large, c.mean, a)
 		}
 	}
 	// ContainsBatch of canonical RSA and uncompressed EC keys: none either.

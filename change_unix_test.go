@@ -225,6 +225,17 @@ func TestTruncatedUnderReader(t *testing.T) {
 			if qerr == nil || !strings.Contains(qerr.Error(), path) || !strings.Contains(qerr.Error(), "renaming a new file over them") {
 				t.Errorf("queries after the change: error %v, want one naming %s and the advice", qerr, path)
 			}
+			// Batches too, both ways of probing a large filter.
+			f.large = true
+			batch := testKeys("b", 200)
+			out := make([]bool, len(batch))
+			for _, mean := range []uint32{0, 4 * 16} {
+				f.batchVisits.Store(mean)
+				berr := recoverFileChanged(t, func() { f.ProbablyBatch(batch, out) })
+				if berr == nil || !strings.Contains(berr.Error(), path) {
+					t.Errorf("ProbablyBatch after the change, mean visits %d/16: error %v, want one naming %s", mean, berr, path)
+				}
+			}
 			if err := f.Check(); !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), path) {
 				t.Errorf("Check after the change = %v, want ErrFileChanged naming the file", err)
 			}
