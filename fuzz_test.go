@@ -57,6 +57,11 @@ func FuzzParse(f *testing.F) {
 	seedFiles(f, "testdata/*.pkbf")
 	f.Add(buildFilter(f, 3, 6, []byte("a"), []byte("b")))
 	f.Add(buildFilter(f, 1, 3))
+	half := buildFilter(f, 3, 9) // about half its bits set, for the batch check
+	for i := HeaderSize; i < len(half); i++ {
+		half[i] = byte(i*151) ^ 0x5a
+	}
+	f.Add(half)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		flt, err := Parse(b)
 		streamed, streamErr := ReadFilter(bytes.NewReader(b))
@@ -87,6 +92,24 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("FalsePositiveRate = %v", r)
 		}
 		flt.Probably(b)
+		// ProbablyBatch answers as Probably, both ways of probing a large
+		// filter, on keys cut from the input.
+		var keys [][]byte
+		for rest, n := b, 1; len(rest) > 0 && len(keys) < 64; n = n%23 + 1 {
+			n := min(n, len(rest))
+			keys, rest = append(keys, rest[:n]), rest[n:]
+		}
+		flt.large = true
+		answers := make([]bool, len(keys))
+		for _, mean := range []uint32{0, uint32(flt.k) * 16} {
+			flt.batchVisits.Store(mean)
+			flt.ProbablyBatch(keys, answers)
+			for i, key := range keys {
+				if answers[i] != flt.Probably(key) {
+					t.Fatalf("mean visits %d/16: ProbablyBatch says %v for key %d of %d, Probably the opposite", mean, answers[i], i, len(keys))
+				}
+			}
+		}
 	})
 }
 
