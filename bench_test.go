@@ -416,15 +416,15 @@ func BenchmarkBatchWays(b *testing.B) {
 			buf := allocData(int(h.FileSize()))
 			h.AppendBinary(buf[:0])
 			r := rand.New(rand.NewPCG(uint64(j), 2))
-			for i := headerSize; i < len(buf); i++ {
-				v := byte(0)
-				for range min(j, 8) {
-					v |= byte(r.Uint32())
+			for i := headerSize; i+8 <= len(buf); i += 8 {
+				v := ^uint64(0) // each bit set with probability 1-2^-j
+				if j < 64 {
+					v = 0
+					for range j {
+						v |= r.Uint64()
+					}
 				}
-				if j > 8 {
-					v = 0xff
-				}
-				buf[i] = v
+				binary.LittleEndian.PutUint64(buf[i:], v)
 			}
 			settleData(buf)
 			f, err := Parse(buf)
