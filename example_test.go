@@ -102,3 +102,40 @@ func ExampleEncodings() {
 	// 91-byte SPKI
 	// 59-byte SPKI
 }
+
+// Check keys in bulk: one call for many keys overlaps their memory
+// latency on a filter larger than the CPU caches, with the answers of
+// Contains (every encoding of each key).
+func ExampleFilter_ContainsBatch() {
+	filter, err := pkbf.Open("testdata/example.pkbf")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer filter.Close()
+
+	// In testdata/example.pkbf: rsa2048, p256 and ed25519; not p384, rsa1024.
+	names := []string{"p256.cert.pem", "p384.cert.pem", "rsa2048.spki.der", "rsa1024.cert.der", "ed25519.pub"}
+	var spkis [][]byte
+	for _, name := range names {
+		data, err := os.ReadFile("testdata/keys/" + name)
+		if err != nil {
+			log.Fatal(err)
+		}
+		spki, err := pkbf.SPKI(data)
+		if err != nil {
+			log.Fatal(err)
+		}
+		spkis = append(spkis, spki)
+	}
+	answers := make([]bool, len(spkis))
+	filter.ContainsBatch(spkis, answers)
+	for i, name := range names {
+		fmt.Println(name, answers[i])
+	}
+	// Output:
+	// p256.cert.pem true
+	// p384.cert.pem false
+	// rsa2048.spki.der true
+	// rsa1024.cert.der false
+	// ed25519.pub true
+}
