@@ -55,6 +55,14 @@ func TestProbablyBatch(t *testing.T) {
 			}
 			return f
 		}},
+		{"writable, large path", func(t *testing.T, k, l uint8) *Filter {
+			f, _ := New(int(k), int(l))
+			for _, key := range keys[:500] {
+				f.Add(key)
+			}
+			f.large = true
+			return f
+		}},
 		{"mapped, large path", func(t *testing.T, k, l uint8) *Filter {
 			path := filepath.Join(t.TempDir(), "f.pkbf")
 			if err := os.WriteFile(path, buildFilter(t, k, l, keys[:500]...), 0o644); err != nil {
@@ -169,6 +177,49 @@ func TestProbablyBatchVisits(t *testing.T) {
 	full.ProbablyBatch(batch[:minBatch-1], out)
 	if m := full.batchVisits.Load(); m != 32 {
 		t.Errorf("a batch of %d keys changed the mean to %d/16", minBatch-1, m)
+	}
+}
+
+// A writable filter answers batches while keys are being added: the keys
+// added before are found, both ways of probing, and the race detector
+// sees every load of a word Add may be storing to made atomically.
+func TestProbablyBatchWhileAdding(t *testing.T) {
+	keys := randomKeys(2000, 8)
+	before, during := keys[:1000], keys[1000:]
+	f, _ := New(4, 16)
+	for _, key := range before {
+		f.Add(key)
+	}
+	f.large = true
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, key := range during {
+			f.Add(key)
+		}
+	}()
+	out := make([]bool, len(keys))
+	for round := 0; ; round++ {
+		f.batchVisits.Store(uint32(round%2) * 4 * 16) // sequential, pipelined
+		f.ProbablyBatch(keys, out)
+		for i := range before {
+			if !out[i] {
+				t.Fatalf("round %d: key %d, added before, answers no", round, i)
+			}
+		}
+		select {
+		case <-done:
+			if round > 0 {
+				f.ProbablyBatch(keys, out)
+				for i := range keys {
+					if !out[i] {
+						t.Fatalf("after the adds: key %d answers no", i)
+					}
+				}
+				return
+			}
+		default:
+		}
 	}
 }
 

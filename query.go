@@ -125,12 +125,38 @@ func (f *Filter) probe(x, y, i uint64) bool {
 
 // wordBit returns the index of the word holding bit p of the data, and the
 // bit's mask within that word (bit p is data byte p/8 under 0x80>>(p%8)).
-// Where a byte sits in its word depends on the machine's byte order:
-// byteInWord is 0 on little-endian machines and 3 on big-endian ones.
 func wordBit(p uint64) (uint64, uint32) {
+	w, shift := wordShift(p)
+	return w, 1 << shift
+}
+
+// wordShift returns the index of the word holding bit p of the data, and
+// the bit's place in that word, 0 for the least significant. Where a byte
+// sits in its word depends on the machine's byte order: byteInWord is 0 on
+// little-endian machines and 3 on big-endian ones.
+func wordShift(p uint64) (uint64, uint64) {
 	b := p >> 3
-	shift := ((b & 3) ^ byteInWord) * 8
-	return b >> 2, uint32(0x80>>(p&7)) << shift
+	return b >> 2, (b&3^byteInWord)*8 + 7 - p&7
+}
+
+// bitOf returns bit p of the data, 0 or 1, for the batch probes: loaded
+// atomically from words on a writable filter (Add may be setting bits),
+// else from data; last is len(data)-1. The branch goes the same way for
+// every bit of a batch.
+func bitOf(data []byte, words []uint32, last, p uint64) uint64 {
+	if words != nil {
+		return atomicBit(words, p)
+	}
+	return plainBit(data, last, p)
+}
+
+func atomicBit(words []uint32, p uint64) uint64 {
+	w, shift := wordShift(p)
+	return uint64(atomic.LoadUint32(&words[w])>>shift) & 1
+}
+
+func plainBit(data []byte, last, p uint64) uint64 {
+	return uint64(data[p>>3&last]>>(7-p&7)) & 1
 }
 
 // probablyAtomic is Probably for writable filters: it loads the words
@@ -229,8 +255,8 @@ const (
 // get the most from it. In cache, and for fewer than four keys, it is
 // Probably in a loop. out must be at least as long as spkis;
 // ProbablyBatch panics otherwise. It does not allocate, is safe for
-// concurrent use, and panics as Probably does on a closed filter or a
-// file cut short.
+// concurrent use (with Add too, on a writable filter), and panics as
+// Probably does on a closed filter or a file cut short.
 func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 	if len(out) < len(spkis) {
 		panic("pkbf: ProbablyBatch: out is shorter than spkis")
@@ -242,10 +268,6 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 		defer f.mapped.catchFault(debug.SetPanicOnFault(true))
 	}
 	switch {
-	case f.words != nil: // writable: Add may be setting bits right now
-		for i, s := range spkis {
-			out[i] = f.probablyAtomic(s)
-		}
 	case !f.large || len(spkis) < minBatch:
 		for i, s := range spkis {
 			out[i] = f.probably(s)
@@ -294,7 +316,7 @@ type ringEntry struct {
 // bits tested.
 func (f *Filter) probeSequential(spkis [][]byte, out []bool) uint64 {
 	const ringMask = ringSize - 1
-	data, mask, k := f.data, f.mask, int(f.k)
+	data, words, mask, k := f.data, f.words, f.mask, int(f.k)
 	last := uint64(len(data) - 1) // == mask>>3, as in probe
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
 	var ring [ringSize]ringEntry
@@ -319,7 +341,7 @@ func (f *Filter) probeSequential(spkis [][]byte, out []bool) uint64 {
 			e := &ring[head&ringMask]
 			head++
 			pos := e.x & mask
-			bit := int(data[pos>>3&last]>>(7-pos&7)) & 1
+			bit := int(bitOf(data, words, last, pos))
 			out[e.key] = bit != 0
 			x, y := step(e.x, e.y, uint64(e.i))
 			more := bit
@@ -345,7 +367,7 @@ func (f *Filter) probeSequential(spkis [][]byte, out []bool) uint64 {
 // ProbablyBatch learns from.
 func (f *Filter) probePipelined(spkis [][]byte, out []bool) uint64 {
 	const depthMask = pipeDepth - 1
-	data, mask := f.data, f.mask
+	data, words, mask := f.data, f.words, f.mask
 	last := uint64(len(data) - 1) // == mask>>3, as in probe
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
 	k := int(min(f.k, maxPrefetch)) // the positions tested from the slot
@@ -360,9 +382,16 @@ func (f *Filter) probePipelined(spkis [][]byte, out []bool) uint64 {
 		if t := j - pipeDepth; t >= 0 {
 			slot := &slots[t&depthMask]
 			alive, run := uint64(1), uint64(0)
-			for _, p := range slot.pos[:k] {
-				alive &= uint64(data[p>>3&last]>>(7-p&7)) & 1
-				run += alive
+			if words == nil { // the branch out of the loop: it costs 5% here
+				for _, p := range slot.pos[:k] {
+					alive &= plainBit(data, last, p)
+					run += alive
+				}
+			} else {
+				for _, p := range slot.pos[:k] {
+					alive &= atomicBit(words, p)
+					run += alive
+				}
 			}
 			visits += run + 1 - alive // run if all were set, else run+1
 			if alive != 0 && f.k > maxPrefetch {
@@ -403,11 +432,11 @@ func (f *Filter) probePipelined(spkis [][]byte, out []bool) uint64 {
 // key: it also returns how many bits it tested. It reports 1 if all were
 // set, else 0.
 func (f *Filter) probeCounting(x, y, i uint64) (alive, tested uint64) {
-	data, mask := f.data, f.mask
+	data, words, mask := f.data, f.words, f.mask
+	last := uint64(len(data) - 1)
 	for ; i < f.k; i++ {
 		tested++
-		pos := x & mask
-		if data[pos>>3]&(0x80>>(pos&7)) == 0 {
+		if bitOf(data, words, last, x&mask) == 0 {
 			return 0, tested
 		}
 		x, y = step(x, y, i)
