@@ -217,21 +217,7 @@ func BenchmarkProbablyMapped(b *testing.B) {
 		{"Large128MiB/HalfSet/RSA2048", 30, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			mem := benchFilter(b, 12, c.l, c.full)
-			path := filepath.Join(b.TempDir(), "f.pkbf")
-			file, err := os.Create(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := mem.WriteTo(file); err != nil {
-				b.Fatal(err)
-			}
-			file.Close()
-			f, err := Open(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
+			f := reopen(b, benchFilter(b, 12, c.l, c.full), "Open")
 			keys := benchKeys(b, "rsa2048.spki.der")
 			b.ReportAllocs()
 			hits := 0
