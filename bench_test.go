@@ -281,20 +281,20 @@ func BenchmarkBatch(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		l    uint8
-		fill float64 // the share of bits set: 1, or random bytes
-		from string  // "": Parse of heap memory; else Open or ReadFilter of a file
+		full bool   // all bits set, else random bytes
+		from string // "": Parse of heap memory; else Open or ReadFilter of a file
 	}{
-		{"256MiB/HalfSet", 31, 0.5, ""},
-		{"256MiB/AllSet", 31, 1, ""},
-		{"256MiB/HalfSet/Open", 31, 0.5, "Open"},
-		{"256MiB/HalfSet/ReadFilter", 31, 0.5, "ReadFilter"},
-		{"256MiB/AllSet/Open", 31, 1, "Open"},
-		{"256MiB/AllSet/ReadFilter", 31, 1, "ReadFilter"},
-		{"1MiB/HalfSet", 23, 0.5, ""},
+		{"256MiB/HalfSet", 31, false, ""},
+		{"256MiB/AllSet", 31, true, ""},
+		{"256MiB/HalfSet/Open", 31, false, "Open"},
+		{"256MiB/HalfSet/ReadFilter", 31, false, "ReadFilter"},
+		{"256MiB/AllSet/Open", 31, true, "Open"},
+		{"256MiB/AllSet/ReadFilter", 31, true, "ReadFilter"},
+		{"1MiB/HalfSet", 23, false, ""},
 	} {
 		// The filter is made only when a benchmark under c.name runs.
 		b.Run(c.name, func(b *testing.B) {
-			f := benchFilter(b, 12, c.l, c.fill == 1)
+			f := benchFilter(b, 12, c.l, c.full)
 			if c.from != "" {
 				f = reopen(b, f, c.from)
 			}
