@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"runtime/debug"
 	"time"
 	"unsafe"
@@ -34,15 +35,16 @@ func openInPlace(path string) (*Filter, error) {
 		return nil, err
 	}
 	m := f.mapped
-	var st unix.Stat_t
-	if err := unix.Fstat(int(m.file.Fd()), &st); err != nil {
+	fi, err := m.file.Stat()
+	if err != nil {
 		m.close()
-		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
+		return nil, err
 	}
+	dev, ino := fileIdentity(fi)
 	// The mapping is page-aligned, so the data at offset 24 is word-aligned.
 	n := len(f.data)
 	f.words = unsafe.Slice((*uint32)(unsafe.Pointer(&m.b[offData])), (n+3)/4)
-	f.inPlace = &inPlace{m: m, dev: uint64(st.Dev), ino: uint64(st.Ino), checked: time.Now()}
+	f.inPlace = &inPlace{m: m, dev: dev, ino: ino, checked: time.Now()}
 	return f, nil
 }
 
@@ -84,19 +86,20 @@ func (p *inPlace) unlock() { unlockFile(p.m.file) }
 // its size: a file renamed over it would silently receive none of the
 // keys added here, and a file cut short would fault.
 func (p *inPlace) checkPath() error {
-	var st unix.Stat_t
-	err := unix.Stat(p.m.path, &st)
-	switch {
-	case errors.Is(err, unix.ENOENT):
+	fi, err := os.Stat(p.m.path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return &fileChangedError{path: p.m.path, what: "was removed or renamed away while keys were being added in place",
 			advice: "keys added from then on went to the old file, which has no name now; add them to the file that is there now"}
-	case err != nil:
-		return &fs.PathError{Op: "stat", Path: p.m.path, Err: err}
-	case uint64(st.Dev) != p.dev || uint64(st.Ino) != p.ino:
+	}
+	if err != nil {
+		return err
+	}
+	if dev, ino := fileIdentity(fi); dev != p.dev || ino != p.ino {
 		return &fileChangedError{path: p.m.path, what: "was replaced by another file (renamed over it) while keys were being added in place",
 			advice: "keys added from then on went to the old file; add them to the new one"}
-	case st.Size != int64(p.m.size):
-		return &fileChangedError{path: p.m.path, detail: fmt.Sprintf("it is %d bytes, it was %d", st.Size, p.m.size)}
+	}
+	if fi.Size() != int64(p.m.size) {
+		return &fileChangedError{path: p.m.path, detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), p.m.size)}
 	}
 	p.checked = time.Now()
 	return nil

@@ -209,16 +209,33 @@ func (f *Filter) WriteFile(path string) error {
 	})
 }
 
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
+// writeFileAtomic puts what write writes at path, replacing the file there
+// (whose mode it keeps) or making one with mode 0644.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
 	mode := fs.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	return makeFileAtomic(path, false, func(tmp *os.File) error {
+		bw := bufio.NewWriterSize(tmp, 1<<20)
+		if err := write(bw); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return tmp.Chmod(mode)
+	})
+}
+
+// makeFileAtomic gives path its content in one step: fill writes it to a
+// new file under a temporary name in the same directory (.NAME.tmp-*),
+// which is then synced, closed and renamed to path, and the directory
+// synced. With noReplace the rename refuses an existing path, at that
+// moment (errors.Is(err, fs.ErrExist)). A failure removes the temporary
+// file.
+func makeFileAtomic(path string, noReplace bool, fill func(tmp *os.File) error) (err error) {
+	tmp, err := createTemp(path)
 	if err != nil {
 		return err
 	}
@@ -228,26 +245,27 @@ func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := write(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
+	if err := fill(tmp); err != nil {
 		return err
 	}
 	if err := tmp.Sync(); err != nil {
 		return err
 	}
+	createHook("synced")
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	rename := os.Rename
+	if noReplace {
+		rename = renameNoReplace
+	}
+	if err := rename(tmp.Name(), path); err != nil {
+		if noReplace && errors.Is(err, fs.ErrExist) {
+			return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
+		}
 		return err
 	}
-	return syncDir(dir)
+	return syncDir(filepath.Dir(path))
 }
 
 // syncDir makes a rename in dir durable. File systems that cannot sync a
@@ -276,60 +294,40 @@ func syncDir(dir string) error {
 // either no filter at path or a complete empty one, and at worst a
 // temporary file named .NAME.tmp-* beside it. A failure removes the
 // temporary file.
-func Create(path string, hashCount, hashLength int) (err error) {
+func Create(path string, hashCount, hashLength int) error {
 	if err := checkParameters(hashCount, hashLength); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(path); err == nil {
 		return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
 	}
-	dir := filepath.Dir(path)
-	tmp, err := createTemp(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+	return makeFileAtomic(path, true, func(tmp *os.File) error {
+		createHook("created")
+		h := Header{HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
+		size := int64(h.FileSize())
+		if err := reserve(tmp, size); err != nil {
+			return fmt.Errorf("pkbf: create %s: reserving %d bytes for the filter: %w", path, size, err)
 		}
-	}()
-	createHook("created")
-	h := Header{HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
-	size := int64(h.FileSize())
-	if err := reserve(tmp, size); err != nil {
-		return fmt.Errorf("pkbf: create %s: reserving %d bytes for the filter: %w", path, size, err)
-	}
-	if err := tmp.Truncate(size); err != nil {
-		return err
-	}
-	createHook("reserved")
-	hdr, _ := h.MarshalBinary()
-	if _, err := tmp.WriteAt(hdr, 0); err != nil {
-		return err
-	}
-	createHook("written")
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	createHook("synced")
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := renameNoReplace(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
+		if err := tmp.Truncate(size); err != nil {
+			return err
 		}
-		return err
-	}
-	return syncDir(dir)
+		createHook("reserved")
+		hdr, _ := h.MarshalBinary()
+		if _, err := tmp.WriteAt(hdr, 0); err != nil {
+			return err
+		}
+		createHook("written")
+		return nil
+	})
 }
 
-// createHook is called at each stage of Create, for tests that crash it.
+// createHook is called at each stage of Create ("synced" comes from
+// makeFileAtomic, for WriteFile too), for tests that crash it.
 var createHook = func(stage string) {}
 
 // createTemp creates a new file for path's content under a temporary name
-// in the same directory, with mode 0644 less the umask, as os.Create gives.
+// in the same directory, with mode 0644 less the umask, as os.Create gives
+// (os.CreateTemp gives 0600).
 func createTemp(path string) (*os.File, error) {
 	dir, base := filepath.Split(path)
 	for range 10000 {
