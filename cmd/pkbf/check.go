@@ -43,17 +43,46 @@ const defaultConfirmTimeout = 2 * time.Minute
 func guardFilter(work func([]item)) func([]item) {
 	return func(items []item) {
 		defer func() {
-			if r := recover(); r != nil {
-				err, ok := r.(error)
-				if !ok || !errors.Is(err, pkbf.ErrFileChanged) {
-					panic(r)
-				}
+			if err := fileChanged(recover()); err != nil {
 				for i := range items {
 					items[i].filterErr = err
 				}
 			}
 		}()
 		work(items)
+	}
+}
+
+// fileChanged returns the error of a recovered panic that reports a
+// filter file cut short while in use (pkbf.ErrFileChanged), or nil if
+// there was no panic. Any other panic goes on.
+func fileChanged(r any) error {
+	if r == nil {
+		return nil
+	}
+	if err, ok := r.(error); ok && errors.Is(err, pkbf.ErrFileChanged) {
+		return err
+	}
+	panic(r)
+}
+
+// lookupItems decodes the keys of the items read without error and looks
+// them up together with containsBatch (a filter's ContainsBatch): on a
+// filter larger than the caches, their memory latencies overlap.
+func lookupItems(items []item, containsBatch func(spkis [][]byte, out []bool)) {
+	spkis := make([][]byte, 0, len(items))
+	for i := range items {
+		if items[i].err == nil && items[i].decode() {
+			spkis = append(spkis, items[i].spki)
+		}
+	}
+	found := make([]bool, len(spkis))
+	containsBatch(spkis, found)
+	j := 0
+	for i := range items {
+		if items[i].err == nil {
+			items[i].probably, j = found[j], j+1
+		}
 	}
 }
 
@@ -121,24 +150,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	scr := newScreen(stdout, stderr)
 	prog := startProgress(scr, inputs)
 
-	// A batch's keys are looked up together: on a filter larger than the
-	// caches, their memory latencies overlap (pkbf.Filter.ContainsBatch).
-	work, workers := func(items []item) {
-		spkis := make([][]byte, 0, len(items))
-		for i := range items {
-			if items[i].err == nil && items[i].decode() {
-				spkis = append(spkis, items[i].spki)
-			}
-		}
-		found := make([]bool, len(spkis))
-		f.ContainsBatch(spkis, found)
-		j := 0
-		for i := range items {
-			if items[i].err == nil {
-				items[i].probably, j = found[j], j+1
-			}
-		}
-	}, runtime.GOMAXPROCS(0)
+	work, workers := func(items []item) { lookupItems(items, f.ContainsBatch) }, runtime.GOMAXPROCS(0)
 	if *fl.confirm {
 		ctx := context.Background()
 		if *fl.timeout > 0 {

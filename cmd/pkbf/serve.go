@@ -246,29 +246,8 @@ func scanItems(body []byte) ([]item, error) {
 // lookup decodes the items' keys and looks them up together in the
 // current filter; a filter file cut short while in use is an error.
 func (s *service) lookup(items []item) (err error) {
-	spkis := make([][]byte, 0, len(items))
-	for i := range items {
-		if items[i].err == nil && items[i].decode() {
-			spkis = append(spkis, items[i].spki)
-		}
-	}
-	found := make([]bool, len(spkis))
-	defer func() {
-		if r := recover(); r != nil {
-			e, ok := r.(error)
-			if !ok || !errors.Is(e, pkbf.ErrFileChanged) {
-				panic(r)
-			}
-			err = e
-		}
-	}()
-	s.live.ContainsBatch(spkis, found)
-	j := 0
-	for i := range items {
-		if items[i].err == nil {
-			items[i].probably, j = found[j], j+1
-		}
-	}
+	defer func() { err = fileChanged(recover()) }()
+	lookupItems(items, s.live.ContainsBatch)
 	return nil
 }
 
