@@ -2,7 +2,6 @@ package pkbf
 
 import (
 	"encoding/binary"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -99,14 +98,7 @@ func BenchmarkBuild10M(b *testing.B) {
 // add takes the exclusive flock(2), checks that the path still names the
 // file and writes the header, as the reference implementation does.
 func BenchmarkAddInPlace(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "f.pkbf")
-	if err := Create(path, 12, 24); err != nil {
-		b.Fatal(err)
-	}
-	f, err := OpenFile(path, os.O_RDWR)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, f := createInPlace(b, 12, 24)
 	defer f.Close()
 	keys := benchKeys(b, "rsa2048.spki.der")
 	b.ReportAllocs()

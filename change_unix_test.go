@@ -308,14 +308,7 @@ func TestChangedUnderAdd(t *testing.T) {
 		}, "was removed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "f.pkbf")
-			if err := Create(path, 4, 16); err != nil {
-				t.Fatal(err)
-			}
-			f, err := OpenFile(path, os.O_RDWR)
-			if err != nil {
-				t.Fatal(err)
-			}
+			path, f := createInPlace(t, 4, 16)
 			keys := testKeys("k", 200)
 			for _, key := range keys[:100] {
 				if !f.Add(key) {
@@ -329,9 +322,43 @@ func TestChangedUnderAdd(t *testing.T) {
 					t.Fatalf("Add(%q) = true after the file %s", key, tc.name)
 				}
 			}
-			err = f.Close()
+			err := f.Close()
 			if !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
 				t.Errorf("Close = %v, want ErrFileChanged saying %q and naming the file", err, tc.want)
+			}
+		})
+	}
+}
+
+// A file truncated under in-place adds, sooner than they check the path
+// (every pathCheckEvery): the next add whose bits lie past the new end
+// faults, and the fault stops editing with an ErrFileChanged error instead
+// of ending the program. The large filter also loads words before the lock.
+func TestTruncatedUnderAdd(t *testing.T) {
+	for _, hashLength := range []int{16, 24} { // 8 KiB, and 2 MiB > warmBeforeLock
+		t.Run(fmt.Sprint(hashLength), func(t *testing.T) {
+			path, f := createInPlace(t, 4, hashLength)
+			keys := testKeys("k", 200)
+			if !f.Add(keys[0]) {
+				t.Fatal("Add = false before the truncation")
+			}
+			if err := os.Truncate(path, HeaderSize); err != nil {
+				t.Fatal(err)
+			}
+			failed := false
+			for _, key := range keys[1:] {
+				added := f.Add(key)
+				if added && failed {
+					t.Fatalf("Add(%q) = true after an add had failed", key)
+				}
+				failed = failed || !added
+			}
+			err := f.Err()
+			if !failed || !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("after the truncation: an add failed: %v; Err = %v, want ErrFileChanged naming the file", failed, err)
+			}
+			if cerr := f.Close(); !errors.Is(cerr, ErrFileChanged) {
+				t.Errorf("Close = %v, want ErrFileChanged", cerr)
 			}
 		})
 	}
@@ -442,14 +469,7 @@ func TestCreateCrashHelper(t *testing.T) {
 // A replacement just before Close, sooner than adds check the path: Close
 // still says that the keys went to the old file.
 func TestReplacedJustBeforeClose(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f.pkbf")
-	if err := Create(path, 4, 16); err != nil {
-		t.Fatal(err)
-	}
-	f, err := OpenFile(path, os.O_RDWR)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, f := createInPlace(t, 4, 16)
 	if err := os.Rename(path, path+".old"); err != nil {
 		t.Fatal(err)
 	}

@@ -171,14 +171,7 @@ func addKeys(t *testing.T, f *Filter, prefix string, n int) int {
 // The lock itself: while another descriptor holds the exclusive lock, an
 // in-place Add waits; a header changed by another writer is honoured.
 func TestInPlaceWaitsForLockAndRereadsHeader(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f.pkbf")
-	if err := Create(path, 3, 10); err != nil {
-		t.Fatal(err)
-	}
-	f, err := OpenFile(path, os.O_RDWR)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, f := createInPlace(t, 3, 10)
 	defer f.Close()
 	other, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {

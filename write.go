@@ -75,11 +75,46 @@ func New(hashCount, hashLength int) (*Filter, error) {
 // file, reads the header there (other processes may have added keys), sets
 // the bits and then writes the header. A crash in between can at worst
 // leave a key's bits set with the count not yet raised. An error from the
-// file makes Add return false; Sync and Close report it.
+// file makes Add return false, and so does a file cut short under it (an
+// error wrapping [ErrFileChanged]); Sync and Close report it, and it stops
+// all editing.
 func (f *Filter) Add(spki []byte) bool {
 	if f.words == nil {
 		panic("pkbf: Add on a read-only or closed Filter")
 	}
+	if f.mapped != nil {
+		return f.addMapped(spki)
+	}
+	return f.add(spki)
+}
+
+// addMapped is add on a file's mapping: a load or store past the end of a
+// file cut short (between two of lock's path checks) faults, and the fault
+// becomes the error that stops editing instead of the end of the program.
+// (In add itself these defers would not be open-coded, for its many
+// returns, and would cost more than the rest of an add's work.)
+func (f *Filter) addMapped(spki []byte) (added bool) {
+	var fault error
+	defer f.stopOnFault(&fault, &added)
+	defer f.mapped.recoverFault(debug.SetPanicOnFault(true), &fault)
+	return f.add(spki)
+}
+
+// stopOnFault, deferred by addMapped, records a fault caught in the file's
+// mapping as the error that stops editing, and makes Add report false.
+func (f *Filter) stopOnFault(fault *error, added *bool) {
+	if *fault == nil {
+		return
+	}
+	*added = false
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.inPlace != nil {
+		f.inPlace.fail(*fault)
+	}
+}
+
+func (f *Filter) add(spki []byte) (added bool) {
 	h1, h2 := hashes(spki)
 	// Past the L2 cache, first load all the key's words, before the lock.
 	// The loads overlap, where the locked ORs below cannot, and bring the
@@ -103,7 +138,6 @@ func (f *Filter) Add(spki []byte) bool {
 	// Set the bits that are clear. Adds are serialized by f.mu (and by the
 	// file lock across processes), so no bit changes between the load and
 	// the OR; if none was clear, the key was already probably present.
-	added := false
 	x, y := h1, h2
 	for i := range f.k {
 		w, m := wordBit(x & f.mask)

@@ -142,6 +142,21 @@ func writeAndOpen(t *testing.T, f *Filter) *Filter {
 	return g
 }
 
+// createInPlace creates a filter file in a temporary folder and opens it
+// for editing in place.
+func createInPlace(t testing.TB, hashCount, hashLength int) (string, *Filter) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "f.pkbf")
+	if err := Create(path, hashCount, hashLength); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFile(path, os.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, f
+}
+
 func TestRoundTripFalsePositives(t *testing.T) {
 	const n, rate = 5000, 0.01
 	k, l, err := Parameters(n, rate)

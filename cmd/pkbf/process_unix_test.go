@@ -87,43 +87,59 @@ func TestCheckFilterTruncatedUnderIt(t *testing.T) {
 	}
 }
 
-// A new filter renamed over the path while add adds keys from a pipe: add
-// says so and exits 2, instead of reporting success for keys that went to
-// the old, now nameless, file.
-func TestAddFilterRenamedOver(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "f.pkbf")
-	if r := runWith(t, nil, "create", "-hashes", "4", "-length", "16", p); r.code != 0 {
-		t.Fatal(r)
-	}
-	cmd := pkbfProcess("add", p)
-	stdin, _ := cmd.StdinPipe()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stdin.Write(mustRead(t, key("p256.pub")))
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if b, err := os.ReadFile(p); err == nil && len(b) > 21 && b[21] > 0 {
-			break // the key is in: add has the file open
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("add did not add the first key")
-		}
-	}
-	tmp := filepath.Join(dir, "new.pkbf")
-	if err := pkbf.Create(tmp, 4, 16); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		t.Fatal(err)
-	}
-	stdin.Write(mustRead(t, key("rsa2048.pub")))
-	stdin.Close()
-	code := exitCode(t, cmd)
-	if code != exitTrouble || !strings.Contains(stderr.String(), "was replaced by another file") || strings.Contains(stdout.String(), "new entries") {
-		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+// The filter changed while add adds keys from a pipe: add says so and
+// exits 2, instead of reporting success for keys that went to the old, now
+// nameless, file, or dying of the fault of a file cut short under it.
+func TestAddFilterChangedUnderIt(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, p string)
+		want   string
+	}{
+		{"renamed over", func(t *testing.T, p string) {
+			tmp := filepath.Join(filepath.Dir(p), "new.pkbf")
+			if err := pkbf.Create(tmp, 4, 20); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, p); err != nil {
+				t.Fatal(err)
+			}
+		}, "was replaced by another file"},
+		{"truncated", func(t *testing.T, p string) {
+			if err := os.Truncate(p, pkbf.HeaderSize); err != nil {
+				t.Fatal(err)
+			}
+		}, "was truncated or changed while in use"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "f.pkbf")
+			if r := runWith(t, nil, "create", "-hashes", "4", "-length", "20", p); r.code != 0 {
+				t.Fatal(r)
+			}
+			cmd := pkbfProcess("add", p)
+			stdin, _ := cmd.StdinPipe()
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			stdin.Write(mustRead(t, key("p256.pub")))
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				if b, err := os.ReadFile(p); err == nil && len(b) > 21 && b[21] > 0 {
+					break // the key is in: add has the file open
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("add did not add the first key")
+				}
+			}
+			tc.change(t, p)
+			stdin.Write(mustRead(t, key("rsa2048.pub")))
+			stdin.Close()
+			code := exitCode(t, cmd)
+			if code != exitTrouble || !strings.Contains(stderr.String(), tc.want) || strings.Contains(stdout.String(), "new entries") {
+				t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+			}
+		})
 	}
 }
 
