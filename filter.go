@@ -437,7 +437,7 @@ func (f *Filter) FillRatioProgress(progress func(done uint64)) float64 {
 	if f.mapped != nil {
 		defer f.mapped.catchFault(debug.SetPanicOnFault(true))
 	}
-	var set, done uint64
+	var set uint64
 	for d := f.data; len(d) > 0; {
 		chunk := d[:min(len(d), fillChunk)]
 		d = d[len(chunk):]
@@ -448,8 +448,8 @@ func (f *Filter) FillRatioProgress(progress func(done uint64)) float64 {
 		for _, c := range chunk {
 			set += uint64(bits.OnesCount8(c))
 		}
-		if done = uint64(len(f.data) - len(d)); progress != nil {
-			progress(done)
+		if progress != nil {
+			progress(uint64(len(f.data) - len(d)))
 		}
 	}
 	return float64(set) / float64(f.hdr.Bits())

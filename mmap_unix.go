@@ -20,11 +20,10 @@ const openFlags = unix.O_NONBLOCK
 // consistent with the data mapped. Where the file system cannot be mapped,
 // a read-only filter is read into memory instead.
 func mapFile(file *os.File, path string, writable bool) (*mapping, error) {
-	fd := int(file.Fd())
-	if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
-		return nil, &fs.PathError{Op: "flock", Path: path, Err: err}
+	if err := lockFile(file, false); err != nil {
+		return nil, err
 	}
-	defer unix.Flock(fd, unix.LOCK_UN)
+	defer unlockFile(file)
 	h, size, err := checkFile(file, path)
 	if err != nil {
 		return nil, err
@@ -41,7 +40,7 @@ func mapFile(file *os.File, path string, writable bool) (*mapping, error) {
 		// but not past its last page, which the kernel maps whole.
 		prot, length = unix.PROT_READ|unix.PROT_WRITE, (size+3)&^3
 	}
-	b, err := unix.Mmap(fd, 0, length, prot, unix.MAP_SHARED)
+	b, err := unix.Mmap(int(file.Fd()), 0, length, prot, unix.MAP_SHARED)
 	if err != nil {
 		if !writable && (err == unix.ENODEV || err == unix.EACCES || err == unix.EINVAL) {
 			m.b, err = readFile(file, size)
@@ -55,7 +54,8 @@ func mapFile(file *os.File, path string, writable bool) (*mapping, error) {
 
 func munmap(b []byte) error { return unix.Munmap(b) }
 
-// lockFile takes (or, with how 0, releases) the file's flock(2).
+// lockFile takes the file's flock(2), shared or exclusive; unlockFile
+// releases it.
 func lockFile(file *os.File, exclusive bool) error {
 	how := unix.LOCK_SH
 	if exclusive {
