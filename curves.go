@@ -35,8 +35,8 @@ var ecCurves = sync.OnceValue(func() []*ecCurve {
 	for _, t := range curveTable {
 		oidDER, _ := hex.DecodeString(t.oid)
 		explicit, _ := hex.DecodeString(t.explicit)
-		c, ok := parseExplicitCurve(explicit)
-		if !ok || len(oidDER) < 2 {
+		c, err := parseExplicitCurve(explicit)
+		if err != nil || len(oidDER) < 2 {
 			panic("pkbf: bad curve table entry " + t.name) // generated: cannot happen
 		}
 		c.name, c.oid = t.name, oidDER[2:]
@@ -64,36 +64,79 @@ var ecCurves = sync.OnceValue(func() []*ecCurve {
 	return out
 })
 
+// maxCurveBits bounds the prime of explicit curve parameters: OpenSSL's
+// own limit (OPENSSL_ECC_MAX_FIELD_BITS), well above the 521 bits of the
+// largest named prime curve. It keeps every square root and scalar
+// multiplication on a hostile curve to a few milliseconds.
+const maxCurveBits = 661
+
 // parseExplicitCurve reads explicit ECParameters (SEC 1 C.2) over a prime
 // field: version, fieldID {prime-field, p}, curve {a, b, seed}, base point,
-// order, cofactor. The base point may be in any form.
-func parseExplicitCurve(der []byte) (*ecCurve, bool) {
+// order, cofactor. The base point may be in any form. The parameters are
+// validated before any arithmetic: p an odd prime of at most maxCurveBits
+// bits, a and b reduced mod p, an order no longer than Hasse's bound
+// allows, and a base point on the curve.
+func parseExplicitCurve(der []byte) (*ecCurve, error) {
 	s := cryptobyte.String(der)
 	var params, field, curveSeq, fieldType, a, b, base cryptobyte.String
 	var version int
 	p, n := new(big.Int), new(big.Int)
 	if !s.ReadASN1(&params, cbasn1.SEQUENCE) || !s.Empty() ||
 		!params.ReadASN1Integer(&version) ||
-		!params.ReadASN1(&field, cbasn1.SEQUENCE) || !field.ReadASN1(&fieldType, cbasn1.OBJECT_IDENTIFIER) ||
-		!bytes.Equal(fieldType, oidPrimeField) || !field.ReadASN1Integer(p) || !field.Empty() ||
+		!params.ReadASN1(&field, cbasn1.SEQUENCE) || !field.ReadASN1(&fieldType, cbasn1.OBJECT_IDENTIFIER) {
+		return nil, keyErrorf("EC explicit curve parameters are malformed")
+	}
+	if !bytes.Equal(fieldType, oidPrimeField) {
+		return nil, unsupportedErrorf("EC explicit curve parameters are over field type %s, not a prime field", oidString(fieldType))
+	}
+	if !field.ReadASN1Integer(p) || !field.Empty() ||
 		!params.ReadASN1(&curveSeq, cbasn1.SEQUENCE) ||
 		!curveSeq.ReadASN1(&a, cbasn1.OCTET_STRING) || !curveSeq.ReadASN1(&b, cbasn1.OCTET_STRING) ||
 		!curveSeq.SkipOptionalASN1(cbasn1.BIT_STRING) || !curveSeq.Empty() ||
 		!params.ReadASN1(&base, cbasn1.OCTET_STRING) ||
 		!params.ReadASN1Integer(n) ||
 		!params.SkipOptionalASN1(cbasn1.INTEGER) || !params.Empty() {
-		return nil, false
+		return nil, keyErrorf("EC explicit curve parameters are malformed")
 	}
-	if p.Sign() <= 0 || p.BitLen() > 1024 {
-		return nil, false
+	if err := checkCurvePrime(p); err != nil {
+		return nil, err
 	}
-	c := &ecCurve{p: p, n: n, a: new(big.Int).SetBytes(a), b: new(big.Int).SetBytes(b), size: (p.BitLen() + 7) / 8}
+	size := (p.BitLen() + 7) / 8
+	if len(a) > size || len(b) > size {
+		return nil, keyErrorf("EC explicit curve coefficients are %d and %d bytes, longer than the %d-byte field", len(a), len(b), size)
+	}
+	if n.Sign() <= 0 || n.BitLen() > p.BitLen()+1 {
+		return nil, keyErrorf("EC explicit curve order (%d bits) is out of range for a %d-bit field", n.BitLen(), p.BitLen())
+	}
+	c := &ecCurve{p: p, n: n, size: size}
+	c.a = new(big.Int).SetBytes(a)
+	c.a.Mod(c.a, p)
+	c.b = new(big.Int).SetBytes(b)
+	c.b.Mod(c.b, p)
 	x, y, ok := c.decodePoint(base)
 	if !ok {
-		return nil, false
+		return nil, keyErrorf("EC explicit curve's base point (%d bytes, prefix %#02x) is malformed or not on the curve", len(base), first(base))
 	}
 	c.gx, c.gy = x, y
-	return c, true
+	return c, nil
+}
+
+// checkCurvePrime checks that p is an odd prime of at most maxCurveBits
+// bits, as the arithmetic on its field needs: a square root mod an even
+// or composite p can panic or never end.
+func checkCurvePrime(p *big.Int) error {
+	switch {
+	case p.BitLen() > maxCurveBits:
+		return keyErrorf("EC explicit curve's prime is %d bits, larger than the %d-bit limit", p.BitLen(), maxCurveBits)
+	case p.Cmp(big.NewInt(3)) < 0 || p.Bit(0) == 0:
+		return keyErrorf("EC explicit curve's field modulus %v is not an odd prime", p)
+	case !p.ProbablyPrime(1): // Baillie-PSW and one Miller-Rabin round
+		if p.BitLen() > 64 {
+			return keyErrorf("EC explicit curve's %d-bit field modulus is not prime", p.BitLen())
+		}
+		return keyErrorf("EC explicit curve's field modulus %v is not prime", p)
+	}
+	return nil
 }
 
 func (c *ecCurve) sameParams(o *ecCurve) bool {

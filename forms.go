@@ -318,9 +318,9 @@ func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (can
 	case tagOID:
 		c, curveParams = curveByNamedOID(content), params
 	case tagSequence:
-		explicit, ok := parseExplicitCurve(params)
-		if !ok {
-			return nil, nil, keyErrorf("EC explicit curve parameters are malformed or not over a prime field")
+		explicit, err := parseExplicitCurve(params)
+		if err != nil {
+			return nil, nil, err
 		}
 		c, curveParams = explicit, params
 		if named := curveByParams(explicit); named != nil {

@@ -257,8 +257,8 @@ func curveOfParams(params []byte) (*curve, string) {
 			return nil, oidString(content)
 		}
 	case tagSequence:
-		explicit, ok := parseExplicitCurve(params)
-		if !ok {
+		explicit, err := parseExplicitCurve(params)
+		if err != nil {
 			return nil, "(explicit parameters pkbf cannot read)"
 		}
 		if named = curveByParams(explicit); named == nil {
