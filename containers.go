@@ -108,6 +108,9 @@ func pkcs7Parts(der []byte) ([]part, error) {
 			n-- // an attribute certificate or other choice: no public key
 			continue
 		}
+		if len(parts) == maxContainerParts {
+			return nil, keyErrorf("PKCS#7 bundle holds more than %d certificates: refused", maxContainerParts)
+		}
 		spki, err := certificateSPKI(cert)
 		parts = append(parts, part{what: "certificate " + strconv.Itoa(n), spki: spki, err: err})
 	}
@@ -133,10 +136,44 @@ func isPKCS12(body []byte) bool {
 // Limits on what a PKCS#12 file may ask of pkbf.
 const maxPKCS12Depth = 4 // nested SafeContents
 
-// maxPKCS12Iterations bounds PBKDF2 and the PKCS#12 KDF: under a second.
-// A variable so that fuzzing, which explores structure, not cost, can keep
-// every input quick.
+// maxPKCS12Iterations bounds one run of PBKDF2 or the PKCS#12 KDF: about
+// half a second. A variable so that fuzzing, which explores structure, not
+// cost, can keep every input quick.
 var maxPKCS12Iterations = 1 << 21
+
+// pkcs12WorkRuns bounds the key derivations of one PKCS#12 file in all,
+// in runs at the highest iteration count: its MAC, its encrypted parts and
+// every passphrase tried share the budget, so a file of many encrypted
+// bags costs about two seconds at most, not half a second a bag.
+const pkcs12WorkRuns = 4
+
+// A kdfBudget is what is left of a PKCS#12 file's key-derivation
+// iterations.
+type kdfBudget struct{ left int }
+
+func newKDFBudget() *kdfBudget { return &kdfBudget{left: pkcs12WorkRuns * maxPKCS12Iterations} }
+
+// spend takes from the budget for runs derivations of the given iteration
+// count, or says why they may not run: what names them in the message.
+func (b *kdfBudget) spend(what string, iterations, runs int) error {
+	if iterations < 1 || iterations > maxPKCS12Iterations {
+		return keyErrorf("%s iteration count %d is out of range", what, iterations)
+	}
+	if iterations*runs > b.left {
+		return errTooCostly
+	}
+	b.left -= iterations * runs
+	return nil
+}
+
+// errTooCostly stops reading a PKCS#12 file whose derivations would pass
+// its budget.
+var errTooCostly = keyErrorf("PKCS#12 file asks for more key derivations than pkbf allows one file (%d at the highest iteration count, counting its MAC, its encrypted parts and each passphrase tried): refused as too costly", pkcs12WorkRuns)
+
+// maxContainerParts bounds the certificates and keys read from one
+// container, and so the memory a small hostile file can ask for (a
+// megabyte holds half a million empty certificates).
+const maxContainerParts = 10000
 
 // pkcs12Parts reads the certificates and keys of a PKCS#12 file (RFC
 // 7292). Encrypted parts are decrypted with the empty password first, then
@@ -164,8 +201,9 @@ func pkcs12Parts(der []byte, passphrases []string) ([]part, error) {
 		return nil, keyErrorf("PKCS#12 authenticated safe is malformed")
 	}
 	candidates := append([]string{""}, passphrases...)
+	budget := newKDFBudget()
 	if hasMAC {
-		pw, ok, err := pkcs12MACPassword(macData, data, candidates)
+		pw, ok, err := pkcs12MACPassword(macData, data, candidates, budget)
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +215,7 @@ func pkcs12Parts(der []byte, passphrases []string) ([]part, error) {
 		}
 		candidates = []string{pw}
 	}
-	r := &pkcs12Reader{passwords: candidates}
+	r := &pkcs12Reader{passwords: candidates, budget: budget}
 	if err := r.authenticatedSafe(data); err != nil {
 		return nil, err
 	}
@@ -217,6 +255,7 @@ func readOctetsTagged(s *cryptobyte.String, out *cryptobyte.String, tag cbasn1.T
 
 type pkcs12Reader struct {
 	passwords []string // to try, in order
+	budget    *kdfBudget
 	parts     []part
 	certs     int
 	keys      int
@@ -307,13 +346,17 @@ func (r *pkcs12Reader) safeContents(der []byte, depth int) error {
 			}
 			r.certs++
 			spki, err := certificateSPKI(cert)
-			r.parts = append(r.parts, part{what: "certificate " + strconv.Itoa(r.certs), spki: spki, err: err})
+			if err := r.add(part{what: "certificate " + strconv.Itoa(r.certs), spki: spki, err: err}); err != nil {
+				return err
+			}
 		case bytes.Equal(id, oidKeyBag):
 			var key cryptobyte.String
 			if !value.ReadASN1Element(&key, cbasn1.SEQUENCE) {
 				return keyErrorf("PKCS#12 key bag is malformed")
 			}
-			r.addKey(pkcs8SPKI(key))
+			if err := r.addKey(pkcs8SPKI(key)); err != nil {
+				return err
+			}
 		case bytes.Equal(id, oidShroudedKeyBag):
 			// EncryptedPrivateKeyInfo { algorithm, OCTET STRING }
 			var epki, alg, encrypted cryptobyte.String
@@ -322,11 +365,17 @@ func (r *pkcs12Reader) safeContents(der []byte, depth int) error {
 				return keyErrorf("PKCS#12 encrypted key bag is malformed")
 			}
 			plain, err := r.decrypt(alg, encrypted, "private key")
-			if err != nil {
-				r.addKey(nil, err)
-				continue
+			if err == errTooCostly {
+				return err
 			}
-			r.addKey(pkcs8SPKI(plain))
+			if err == nil {
+				err = r.addKey(pkcs8SPKI(plain))
+			} else {
+				err = r.addKey(nil, err)
+			}
+			if err != nil {
+				return err
+			}
 		case bytes.Equal(id, oidSafeContentsBag):
 			var inner cryptobyte.String
 			if !value.ReadASN1Element(&inner, cbasn1.SEQUENCE) {
@@ -340,16 +389,25 @@ func (r *pkcs12Reader) safeContents(der []byte, depth int) error {
 	return nil
 }
 
-func (r *pkcs12Reader) addKey(spki []byte, err error) {
+func (r *pkcs12Reader) addKey(spki []byte, err error) error {
 	r.keys++
-	r.parts = append(r.parts, part{what: "private key " + strconv.Itoa(r.keys), spki: spki, err: err})
+	return r.add(part{what: "private key " + strconv.Itoa(r.keys), spki: spki, err: err})
+}
+
+// add records a part, unless the file already gave maxContainerParts.
+func (r *pkcs12Reader) add(p part) error {
+	if len(r.parts) == maxContainerParts {
+		return keyErrorf("PKCS#12 file holds more than %d certificates and keys: refused", maxContainerParts)
+	}
+	r.parts = append(r.parts, p)
+	return nil
 }
 
 // decrypt decrypts with the first password that gives well-padded plain
 // text that is one DER SEQUENCE.
 func (r *pkcs12Reader) decrypt(alg, data []byte, what string) ([]byte, error) {
 	for _, pw := range r.passwords {
-		plain, err := pbeDecrypt(alg, data, pw)
+		plain, err := pbeDecrypt(alg, data, pw, r.budget)
 		if err == nil {
 			s := cryptobyte.String(plain)
 			var seq cryptobyte.String
@@ -415,7 +473,8 @@ func hashByOID(oid []byte) func() hash.Hash {
 
 // pbeDecrypt decrypts data under a password-based encryption algorithm:
 // PBES2 (PBKDF2 with AES-CBC or 3DES-CBC) or a PKCS#12 PBE (3DES, RC2, RC4).
-func pbeDecrypt(alg, data []byte, password string) ([]byte, error) {
+// Each try spends from budget.
+func pbeDecrypt(alg, data []byte, password string, budget *kdfBudget) ([]byte, error) {
 	s := cryptobyte.String(alg)
 	var algSeq, oid, params cryptobyte.String
 	if !s.ReadASN1(&algSeq, cbasn1.SEQUENCE) || !algSeq.ReadASN1(&oid, cbasn1.OBJECT_IDENTIFIER) ||
@@ -423,15 +482,21 @@ func pbeDecrypt(alg, data []byte, password string) ([]byte, error) {
 		return nil, keyErrorf("encryption algorithm identifier is malformed")
 	}
 	if bytes.Equal(oid, oidPBES2) {
-		return pbes2Decrypt(params, data, password)
+		return pbes2Decrypt(params, data, password, budget)
 	}
 	var salt cryptobyte.String
 	var iterations int
 	if !params.ReadASN1(&salt, cbasn1.OCTET_STRING) || !params.ReadASN1Integer(&iterations) {
 		return nil, keyErrorf("PKCS#12 PBE parameters are malformed")
 	}
-	if iterations < 1 || iterations > maxPKCS12Iterations {
-		return nil, keyErrorf("PKCS#12 PBE iteration count %d is out of range", iterations)
+	runs := 2 // a key and an IV; RC4 needs no IV, two-key 3DES its key twice
+	if bytes.Equal(oid, oidPBESHA1RC4) || bytes.Equal(oid, oidPBESHA1RC4s) {
+		runs = 1
+	} else if bytes.Equal(oid, oidPBESHA12DES) {
+		runs = 3
+	}
+	if err := budget.spend("PKCS#12 PBE", iterations, runs); err != nil {
+		return nil, err
 	}
 	pw := bmpPassword(password)
 	kdf := func(id byte, size int) []byte { return pkcs12KDF(sha1.New, id, pw, salt, iterations, size) }
@@ -469,7 +534,7 @@ func pbeDecrypt(alg, data []byte, password string) ([]byte, error) {
 }
 
 // pbes2Decrypt decrypts under PBES2 (RFC 8018): PBKDF2 and a CBC cipher.
-func pbes2Decrypt(params cryptobyte.String, data []byte, password string) ([]byte, error) {
+func pbes2Decrypt(params cryptobyte.String, data []byte, password string, budget *kdfBudget) ([]byte, error) {
 	var kdf, kdfOID, kdfParams, scheme, schemeOID, salt, iv cryptobyte.String
 	var iterations, keyLength int
 	var prf cryptobyte.String
@@ -482,9 +547,6 @@ func pbes2Decrypt(params cryptobyte.String, data []byte, password string) ([]byt
 		!params.ReadASN1(&scheme, cbasn1.SEQUENCE) || !scheme.ReadASN1(&schemeOID, cbasn1.OBJECT_IDENTIFIER) ||
 		!scheme.ReadASN1(&iv, cbasn1.OCTET_STRING) {
 		return nil, keyErrorf("PBES2 parameters are malformed or not PBKDF2")
-	}
-	if iterations < 1 || iterations > maxPKCS12Iterations {
-		return nil, keyErrorf("PBKDF2 iteration count %d is out of range", iterations)
 	}
 	h := sha1.New
 	if hasPRF {
@@ -507,6 +569,10 @@ func pbes2Decrypt(params cryptobyte.String, data []byte, password string) ([]byt
 		size, newBlock = 24, des.NewTripleDESCipher
 	default:
 		return nil, unsupportedErrorf("PBES2 cipher %s is not supported", oidString(schemeOID))
+	}
+	// PBKDF2 runs its iterations once for each block of the hash's size.
+	if err := budget.spend("PBKDF2", iterations, (size+h().Size()-1)/h().Size()); err != nil {
+		return nil, err
 	}
 	key, err := pbkdf2.Key(h, password, salt, iterations, size)
 	if err != nil {
@@ -592,7 +658,7 @@ func pkcs12KDF(h func() hash.Hash, id byte, password, salt []byte, iterations, s
 // (MacData { DigestInfo { algorithm, digest }, salt, iterations DEFAULT 1 })
 // verify over data. The empty password is tried both as PKCS#12 encodes it
 // and as no bytes at all, as writers differ.
-func pkcs12MACPassword(macData cryptobyte.String, data []byte, candidates []string) (string, bool, error) {
+func pkcs12MACPassword(macData cryptobyte.String, data []byte, candidates []string, budget *kdfBudget) (string, bool, error) {
 	var digestInfo, alg, algOID, digest, salt cryptobyte.String
 	iterations := 1
 	if !macData.ReadASN1(&digestInfo, cbasn1.SEQUENCE) || !digestInfo.ReadASN1(&alg, cbasn1.SEQUENCE) ||
@@ -605,18 +671,22 @@ func pkcs12MACPassword(macData cryptobyte.String, data []byte, candidates []stri
 	if h == nil {
 		return "", false, unsupportedErrorf("PKCS#12 MAC algorithm %s is not supported", oidString(algOID))
 	}
-	if iterations < 1 || iterations > maxPKCS12Iterations {
-		return "", false, keyErrorf("PKCS#12 MAC iteration count %d is out of range", iterations)
-	}
+	var spent error
 	try := func(pw []byte) bool {
+		if spent = budget.spend("PKCS#12 MAC", iterations, 1); spent != nil {
+			return false
+		}
 		key := pkcs12KDF(h, 3, pw, salt, iterations, h().Size())
 		m := hmac.New(h, key)
 		m.Write(data)
 		return hmac.Equal(m.Sum(nil), digest)
 	}
 	for _, c := range candidates {
-		if try(bmpPassword(c)) || c == "" && try(nil) {
+		if try(bmpPassword(c)) || spent == nil && c == "" && try(nil) {
 			return c, true, nil
+		}
+		if spent != nil {
+			return "", false, spent
 		}
 	}
 	return "", false, nil

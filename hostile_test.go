@@ -188,3 +188,187 @@ func TestExplicitCurveLimits(t *testing.T) {
 		}
 	}
 }
+
+// pfx builds a PKCS#12 file without a MAC whose one SafeContents holds
+// the given bags (each a whole SafeBag).
+func pfx(bags ...[]byte) []byte {
+	var sc cryptobyte.Builder
+	sc.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		for _, bag := range bags {
+			b.AddBytes(bag)
+		}
+	})
+	data := func(b *cryptobyte.Builder, content []byte) {
+		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+			addOID(b, oidPKCS7Data)
+			b.AddASN1(cbasn1.Tag(0).Constructed().ContextSpecific(), func(b *cryptobyte.Builder) {
+				b.AddASN1OctetString(content)
+			})
+		})
+	}
+	var safe cryptobyte.Builder
+	safe.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) { data(b, sc.BytesOrPanic()) })
+	var out cryptobyte.Builder
+	out.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		b.AddASN1Int64(3)
+		data(b, safe.BytesOrPanic())
+	})
+	return out.BytesOrPanic()
+}
+
+// shroudedBag is a PKCS#8 shrouded key bag under PBES2 (PBKDF2 with
+// HMAC-SHA256, AES-256-CBC) at the given iteration count, whose 32 bytes
+// of cipher text decrypt to nothing valid under any password.
+func shroudedBag(iterations int) []byte {
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		addOID(b, oidShroudedKeyBag)
+		b.AddASN1(cbasn1.Tag(0).Constructed().ContextSpecific(), func(b *cryptobyte.Builder) {
+			b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+				b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+					addOID(b, oidPBES2)
+					b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+						b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+							addOID(b, oidPBKDF2)
+							b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+								b.AddASN1OctetString([]byte("salt"))
+								b.AddASN1Int64(int64(iterations))
+								b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+									addOID(b, oidHMACSHA256)
+									b.AddASN1NULL()
+								})
+							})
+						})
+						b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+							addOID(b, oidAES256CBC)
+							b.AddASN1OctetString(make([]byte, 16))
+						})
+					})
+				})
+				b.AddASN1OctetString(bytes.Repeat([]byte{0x5a}, 32))
+			})
+		})
+	})
+	return b.BytesOrPanic()
+}
+
+// Item 4 of the issue: a PKCS#12 file without a MAC holding many shrouded
+// key bags at the highest iteration count cost half a second a bag. The
+// bags, the passphrases tried and the MAC now share one budget.
+func TestPKCS12WorkBudget(t *testing.T) {
+	defer func(n int) { maxPKCS12Iterations = n }(maxPKCS12Iterations)
+	maxPKCS12Iterations = 1000 // the same code at a size a test can afford
+	bags := func(n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = shroudedBag(maxPKCS12Iterations)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		bags        int
+		passphrases []string
+		refused     bool
+	}{
+		{"as many bags as the budget allows", pkcs12WorkRuns, nil, false},
+		{"one bag more", pkcs12WorkRuns + 1, nil, true},
+		{"half as many bags, two passwords each", pkcs12WorkRuns / 2, []string{"x"}, false},
+		{"one bag more, two passwords each", pkcs12WorkRuns/2 + 1, []string{"x"}, true},
+	} {
+		parts, err := pkcs12Parts(pfx(bags(tc.bags)...), tc.passphrases)
+		if tc.refused {
+			if err != errTooCostly {
+				t.Errorf("%s: %d parts, error %v; want it refused as too costly", tc.name, len(parts), err)
+			}
+			continue
+		}
+		if err != nil || len(parts) != tc.bags {
+			t.Fatalf("%s: %d parts, error %v; want %d", tc.name, len(parts), err, tc.bags)
+		}
+		for _, p := range parts {
+			if !errors.Is(p.err, ErrEncryptedKey) {
+				t.Errorf("%s: %s: %v, want an encrypted-key error", tc.name, p.what, p.err)
+			}
+		}
+	}
+}
+
+// Item 5: a megabyte of PKCS#7 holds half a million empty certificates,
+// each a Key with an error of its own. A container gives at most
+// maxContainerParts.
+func TestContainerPartsLimit(t *testing.T) {
+	bundle := func(certs int) []byte {
+		var b cryptobyte.Builder
+		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+			addOID(b, oidPKCS7SignedData)
+			b.AddASN1(cbasn1.Tag(0).Constructed().ContextSpecific(), func(b *cryptobyte.Builder) {
+				b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+					b.AddASN1Int64(1)
+					b.AddASN1(cbasn1.SET, func(b *cryptobyte.Builder) {})
+					b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) { addOID(b, oidPKCS7Data) })
+					b.AddASN1(cbasn1.Tag(0).Constructed().ContextSpecific(), func(b *cryptobyte.Builder) {
+						b.AddBytes(bytes.Repeat([]byte{0x30, 0}, certs))
+					})
+					b.AddASN1(cbasn1.SET, func(b *cryptobyte.Builder) {})
+				})
+			})
+		})
+		return b.BytesOrPanic()
+	}
+	if parts, err := pkcs7Parts(bundle(maxContainerParts)); err != nil || len(parts) != maxContainerParts {
+		t.Errorf("PKCS#7 of %d certificates: %d parts, %v", maxContainerParts, len(parts), err)
+	}
+	if _, err := pkcs7Parts(bundle(maxContainerParts + 1)); err == nil || !strings.Contains(err.Error(), "more than 10000 certificates") {
+		t.Errorf("PKCS#7 of %d certificates: %v, want it refused", maxContainerParts+1, err)
+	}
+	// Through the scanner: one Key with the error, not ten thousand.
+	s := NewKeyScanner(bytes.NewReader(bundle(maxContainerParts + 1)))
+	n := 0
+	for s.Scan() {
+		n++
+	}
+	if n != 1 {
+		t.Errorf("scanner reported %d keys for a refused bundle, want 1", n)
+	}
+	// PKCS#12 key bags holding empty keys: the same limit.
+	keyBags := func(n int) []byte {
+		var b cryptobyte.Builder
+		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+			addOID(b, oidKeyBag)
+			b.AddASN1(cbasn1.Tag(0).Constructed().ContextSpecific(), func(b *cryptobyte.Builder) {
+				b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {})
+			})
+		})
+		return pfx(bytes.Repeat(b.BytesOrPanic(), n))
+	}
+	if parts, err := pkcs12Parts(keyBags(maxContainerParts), nil); err != nil || len(parts) != maxContainerParts {
+		t.Errorf("PKCS#12 of %d keys: %d parts, %v", maxContainerParts, len(parts), err)
+	}
+	if _, err := pkcs12Parts(keyBags(maxContainerParts+1), nil); err == nil || !strings.Contains(err.Error(), "more than 10000 certificates and keys") {
+		t.Errorf("PKCS#12 of %d keys: %v, want it refused", maxContainerParts+1, err)
+	}
+}
+
+// Item 4: a DH private value of any length was exponentiated (126 KB took
+// 78 s); it may be no longer than its modulus.
+func TestModPPrivateValueLimit(t *testing.T) {
+	p := new(big.Int).Lsh(big.NewInt(1), 511)
+	p.Add(p, big.NewInt(1))
+	var params cryptobyte.Builder
+	params.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		b.AddASN1BigInt(p)
+		b.AddASN1BigInt(big.NewInt(2))
+	})
+	priv := func(bits int) cryptobyte.String {
+		var b cryptobyte.Builder
+		b.AddASN1BigInt(new(big.Int).Lsh(big.NewInt(1), uint(bits-1)))
+		return cryptobyte.String(b.BytesOrPanic())
+	}
+	if _, err := modpSPKI(oidDHPKCS3, params.BytesOrPanic(), priv(512)); err != nil {
+		t.Errorf("DH private value as long as its modulus: %v", err)
+	}
+	if _, err := modpSPKI(oidDHPKCS3, params.BytesOrPanic(), priv(513)); err == nil || !strings.Contains(err.Error(), "private value is 513 bits, longer than its 512-bit modulus") {
+		t.Errorf("DH private value one bit longer than its modulus: %v", err)
+	}
+}

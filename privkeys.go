@@ -128,7 +128,14 @@ func modpSPKI(algorithm, params []byte, priv cryptobyte.String) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	y := new(big.Int).Exp(g, new(big.Int).SetBytes(x), p)
+	// A private value is smaller than the modulus (a DSA one than q, a
+	// DH one than p or q), and the exponentiation's cost grows with its
+	// length: a longer one is refused, not computed.
+	exp := new(big.Int).SetBytes(x)
+	if exp.BitLen() > p.BitLen() {
+		return nil, keyErrorf("%s private value is %d bits, longer than its %d-bit modulus", name, exp.BitLen(), p.BitLen())
+	}
+	y := new(big.Int).Exp(g, exp, p)
 	return Canonical(buildSPKIRaw(algorithm, params, intDER(signedMagnitude(y))))
 }
 
