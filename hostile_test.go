@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"math/big"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -370,5 +371,48 @@ func TestModPPrivateValueLimit(t *testing.T) {
 	}
 	if _, err := modpSPKI(oidDHPKCS3, params.BytesOrPanic(), priv(513)); err == nil || !strings.Contains(err.Error(), "private value is 513 bits, longer than its 512-bit modulus") {
 		t.Errorf("DH private value one bit longer than its modulus: %v", err)
+	}
+}
+
+// allocated returns the bytes f allocates, averaged over runs.
+func allocated(runs int, f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
+}
+
+// Item 7: every scanner took two 64 KiB buffers, and a DER header's
+// declared length was allocated before its bytes arrived. A small input in
+// memory now costs a small buffer, and a DER object's memory follows the
+// bytes read.
+func TestScannerMemoryFollowsInput(t *testing.T) {
+	pub := mustRead(t, "testdata/keys/p256.pub")
+	der := mustRead(t, "testdata/keys/p256.spki.der")
+	for _, tc := range []struct {
+		name  string
+		input []byte
+		keys  int
+		limit uint64
+	}{
+		{"an OpenSSH line", pub, 1, 8 << 10},
+		{"a DER SPKI", der, 1, 8 << 10},
+		{"6 bytes declaring a megabyte", []byte{0x30, 0x83, 0x0f, 0xff, 0xf0, 0x30}, 1, 40 << 10},
+		{"a megabyte arriving", append([]byte{0x30, 0x83, 0x0f, 0xff, 0xf0}, make([]byte, 0xffff0)...), 1, 4 << 20},
+	} {
+		n := 0
+		used := allocated(20, func() {
+			s := NewKeyScanner(bytes.NewReader(tc.input))
+			for n = 0; s.Scan(); n++ {
+				k := s.Key()
+				k.SPKI()
+			}
+		})
+		if n != tc.keys || used > tc.limit {
+			t.Errorf("%s (%d bytes): %d keys, %d bytes allocated; want %d keys, at most %d bytes", tc.name, len(tc.input), n, used, tc.keys, tc.limit)
+		}
 	}
 }

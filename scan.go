@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"io"
+	"slices"
 	"strconv"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -147,6 +148,7 @@ type KeyScanner struct {
 	scratch     []byte // the PEM block being read, reused
 	queue       []Key  // the objects of a container, still to report
 	passphrases []string
+	bufSize     int // of r's buffer: see bufferSize
 }
 
 // SetPassphrases gives the passphrases to try, after the empty one, on
@@ -163,7 +165,19 @@ type textLine struct {
 
 // NewKeyScanner returns a KeyScanner reading from r.
 func NewKeyScanner(r io.Reader) *KeyScanner {
-	return &KeyScanner{r: bufio.NewReaderSize(r, maxLineSize)}
+	size := bufferSize(r)
+	return &KeyScanner{r: bufio.NewReaderSize(r, size), bufSize: size}
+}
+
+// bufferSize is the read buffer a scanner needs for r: room for the
+// longest line, or for all of an input whose length is known and smaller
+// (a request body in memory, read through a bytes.Reader), so that a small
+// input costs a small buffer.
+func bufferSize(r io.Reader) int {
+	if l, ok := r.(interface{ Len() int }); ok && l.Len() < maxLineSize {
+		return l.Len() + 1 // bufio makes it at least 16 bytes
+	}
+	return maxLineSize
 }
 
 // Key returns the key found by the last call to Scan.
@@ -194,7 +208,7 @@ func (s *KeyScanner) Scan() bool {
 				s.offset = 3
 			}
 			// Old Mac line ends become line feeds on the way in.
-			s.r = bufio.NewReaderSize(&crReader{r: s.r}, maxLineSize)
+			s.r = bufio.NewReaderSize(&crReader{r: s.r}, s.bufSize)
 		}
 	}
 	var ok bool
@@ -631,18 +645,40 @@ func (s *KeyScanner) scanDER() bool {
 		}
 		return s.emit(kindDER, 0, start, nil, keyErrorf("DER object is %d bytes, larger than the %d-byte limit", total, maxObjectSize))
 	}
-	obj := make([]byte, total)
-	n, err := io.ReadFull(s.r, obj)
-	s.offset += int64(n)
+	obj, err := readObject(s.r, total)
+	s.offset += int64(len(obj))
 	if err != nil {
 		if err != io.ErrUnexpectedEOF && err != io.EOF {
 			s.err = err
 			return false
 		}
 		s.done = true
-		return s.emit(kindDER, 0, start, nil, keyErrorf("DER object declares %d bytes but the input ends after %d: truncated", total, n))
+		return s.emit(kindDER, 0, start, nil, keyErrorf("DER object declares %d bytes but the input ends after %d: truncated", total, len(obj)))
 	}
 	return s.emit(kindDER, 0, start, obj, nil)
+}
+
+// readObject reads the next size bytes of r. Memory grows as the bytes
+// arrive past what is buffered, so that a few bytes declaring a megabyte
+// do not cost one. Short of size, it returns what it read and
+// io.ErrUnexpectedEOF (or io.EOF if nothing).
+func readObject(r *bufio.Reader, size int64) ([]byte, error) {
+	const chunk = 16 << 10
+	obj := make([]byte, 0, min(size, max(int64(r.Buffered()), chunk)))
+	for int64(len(obj)) < size {
+		if len(obj) == cap(obj) {
+			obj = slices.Grow(obj, int(min(size, 2*int64(cap(obj))))-len(obj))
+		}
+		n, err := io.ReadFull(r, obj[len(obj):min(int64(cap(obj)), size)])
+		obj = obj[:len(obj)+n]
+		if err != nil {
+			if err == io.EOF && len(obj) > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return obj, err
+		}
+	}
+	return obj, nil
 }
 
 // derLength peeks at a DER SEQUENCE header and returns the content length
