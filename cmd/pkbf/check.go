@@ -68,23 +68,44 @@ func fileChanged(r any) error {
 
 // lookupItems decodes the keys of the items read without error and looks
 // them up together with containsBatch (a filter's ContainsBatch): on a
-// filter larger than the caches, their memory latencies overlap.
-func lookupItems(items []item, containsBatch func(spkis [][]byte, out []bool)) {
+// filter larger than the caches, their memory latencies overlap. With a
+// ctx that can be done, it stops with ctx's error between two keys, or two
+// lookups of lookupChunk keys (an EC key on an explicit curve costs a
+// square root to look up).
+func lookupItems(ctx context.Context, items []item, containsBatch func(spkis [][]byte, out []bool)) error {
 	spkis := make([][]byte, 0, len(items))
 	for i := range items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if items[i].err == nil && items[i].decode() {
 			spkis = append(spkis, items[i].spki)
 		}
 	}
 	found := make([]bool, len(spkis))
-	containsBatch(spkis, found)
+	chunk := len(spkis)
+	if ctx.Done() != nil {
+		chunk = lookupChunk
+	}
+	for i := 0; i < len(spkis); i += chunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		end := min(i+chunk, len(spkis))
+		containsBatch(spkis[i:end], found[i:end])
+	}
 	j := 0
 	for i := range items {
 		if items[i].err == nil {
 			items[i].probably, j = found[j], j+1
 		}
 	}
+	return nil
 }
+
+// lookupChunk is how many keys lookupItems looks up between two looks at
+// a context that can be done.
+const lookupChunk = 64
 
 // checkFlags are check's options.
 type checkFlags struct {
@@ -150,7 +171,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	scr := newScreen(stdout, stderr)
 	prog := startProgress(scr, inputs)
 
-	work, workers := func(items []item) { lookupItems(items, f.ContainsBatch) }, runtime.GOMAXPROCS(0)
+	work, workers := func(items []item) { lookupItems(context.Background(), items, f.ContainsBatch) }, runtime.GOMAXPROCS(0)
 	if *fl.confirm {
 		ctx := context.Background()
 		if *fl.timeout > 0 {

@@ -29,6 +29,7 @@ type serveFlags struct {
 	poll        *time.Duration
 	maxBody     *int64
 	maxInFlight *int
+	maxKeys     *int
 }
 
 func serveCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
@@ -38,6 +39,7 @@ func serveCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
 		poll:        c.Duration("poll", time.Second, "check the filter path for a new file every `DURATION` (SIGHUP checks at once)"),
 		maxBody:     c.Int64("max-body", 8<<20, "refuse request bodies over `BYTES` (413)"),
 		maxInFlight: c.Int("max-in-flight", 32, "check at most `N` requests at once; others wait"),
+		maxKeys:     c.Int("max-keys", 10000, "refuse requests holding more than `N` keys, certificates and requests (413)"),
 	}
 	c.alias("l", "listen")
 	return c, fl
@@ -71,8 +73,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if ok, code := c.parse(args, 1, 1); !ok {
 		return code
 	}
-	if *fl.maxBody < 1 || *fl.maxInFlight < 1 {
-		_, code := c.fail("--max-body and --max-in-flight must be positive")
+	if *fl.maxBody < 1 || *fl.maxInFlight < 1 || *fl.maxKeys < 1 {
+		_, code := c.fail("--max-body, --max-in-flight and --max-keys must be positive")
 		return code
 	}
 	logger := log.New(stderr, "pkbf: serve: ", log.LstdFlags)
@@ -94,7 +96,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		errorf(stderr, "%s", displayErr(err))
 		return exitTrouble
 	}
-	h := newService(live, *fl.maxBody, *fl.maxInFlight)
+	h := newService(live, limits{body: *fl.maxBody, inFlight: *fl.maxInFlight, keys: *fl.maxKeys})
 	srv := newHTTPServer(h, logger)
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
@@ -128,21 +130,32 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// limits bound what one request may ask of the service.
+type limits struct {
+	body     int64 // bytes in a request body
+	inFlight int   // requests checked at once
+	keys     int   // objects in a request body
+}
+
+// maxAnswer bounds the answer to one request: with the key limit, it is
+// reached only by keys with long error messages.
+const maxAnswer = 16 << 20
+
 // service is the HTTP API.
 type service struct {
 	live         *pkbf.Live
-	maxBody      int64
+	limits       limits
 	slots        chan struct{}
 	started      time.Time
 	shuttingDown atomic.Bool
 	mux          *http.ServeMux
 
 	// Counters, exposed by /metrics.
-	requests, badRequests, keys, hits, keyErrors, filterErrors atomic.Int64
+	requests, badRequests, keys, hits, keyErrors, filterErrors, abandoned atomic.Int64
 }
 
-func newService(live *pkbf.Live, maxBody int64, maxInFlight int) *service {
-	s := &service{live: live, maxBody: maxBody, slots: make(chan struct{}, maxInFlight), started: time.Now(), mux: http.NewServeMux()}
+func newService(live *pkbf.Live, l limits) *service {
+	s := &service{live: live, limits: l, slots: make(chan struct{}, l.inFlight), started: time.Now(), mux: http.NewServeMux()}
 	s.mux.HandleFunc("/v1/check", s.check)
 	s.mux.HandleFunc("/healthz", s.healthz)
 	s.mux.HandleFunc("/readyz", s.readyz)
@@ -167,6 +180,11 @@ func (s *service) httpError(w http.ResponseWriter, code int, msg string) {
 
 // check answers POST /v1/check: a body of keys in any form check reads;
 // one JSON line per key, as check --json prints them.
+//
+// A request is read whole before it takes one of the slots that bound the
+// requests checked at once, so that slow clients hold only their own
+// connections. Its work stops between two keys when the client goes away
+// or the write timeout passes (no answer could be written after it).
 func (s *service) check(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	if r.Method != http.MethodPost {
@@ -174,70 +192,126 @@ func (s *service) check(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, http.StatusMethodNotAllowed, "POST keys, certificates or requests to /v1/check")
 		return
 	}
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+	defer cancel()
 	select {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
-	case <-r.Context().Done():
+	case <-ctx.Done():
+		s.stopped(w, ctx)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
-	var tooBig *http.MaxBytesError
+	items, err := scanItems(ctx, body, s.limits.keys)
 	switch {
-	case errors.As(err, &tooBig):
-		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.maxBody))
+	case errors.Is(err, errTooManyKeys):
+		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body holds more than %d keys, certificates and requests: send them in several requests", s.limits.keys))
+		return
+	case ctx.Err() != nil:
+		s.stopped(w, ctx)
 		return
 	case err != nil:
-		s.httpError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
-		return
-	case len(bytes.TrimSpace(body)) == 0:
-		s.httpError(w, http.StatusBadRequest, "the request body is empty: POST keys, certificates or requests")
-		return
-	}
-	items, err := scanItems(body)
-	if err != nil {
 		s.httpError(w, http.StatusBadRequest, displayErr(err))
 		return
-	}
-	if len(items) == 0 {
+	case len(items) == 0:
 		s.httpError(w, http.StatusBadRequest, "no key, certificate or request in the request body")
 		return
 	}
-	if err := s.lookup(items); err != nil {
+	if err := s.lookup(ctx, items); ctx.Err() != nil {
+		s.stopped(w, ctx)
+		return
+	} else if err != nil {
 		s.filterErrors.Add(1)
 		s.live.Reload()
 		s.httpError(w, http.StatusServiceUnavailable, displayErr(err)+"; reloading: try again")
 		return
 	}
-	var out []byte
-	ok := 0
-	for i := range items {
-		it := &items[i]
-		if it.err != nil {
-			s.keyErrors.Add(1)
-			out = appendJSONError(out, it)
-			continue
-		}
-		ok++
-		s.keys.Add(1)
-		if it.probably {
-			s.hits.Add(1)
-		}
-		out = appendJSONVerdict(out, it, false)
+	out, found := s.answer(items)
+	if len(out) > maxAnswer {
+		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the answer would be larger than %d bytes: send fewer keys a request", maxAnswer))
+		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
-	if ok == 0 { // nothing in the body could be read as a key
+	if found == 0 { // nothing in the body could be read as a key
 		s.badRequests.Add(1)
 		w.WriteHeader(http.StatusBadRequest)
 	}
 	w.Write(out)
 }
 
-// scanItems reads every key of a request body.
-func scanItems(body []byte) ([]item, error) {
+// readBody reads a request's body, or answers the error and reports false.
+func (s *service) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= s.limits.body {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.limits.body))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.limits.body))
+		return nil, false
+	case err != nil:
+		s.httpError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return nil, false
+	case len(bytes.TrimSpace(buf.Bytes())) == 0:
+		s.httpError(w, http.StatusBadRequest, "the request body is empty: POST keys, certificates or requests")
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// stopped answers a request whose work stopped: 503 if it ran out of
+// time, nothing if the client went away.
+func (s *service) stopped(w http.ResponseWriter, ctx context.Context) {
+	s.abandoned.Add(1)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		s.httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("checking the request took longer than %v: send fewer keys a request", writeTimeout))
+	}
+}
+
+// answer is the body answering items, and the number of items that could
+// be read as keys.
+func (s *service) answer(items []item) (out []byte, found int) {
+	for i := range items {
+		it := &items[i]
+		if len(out) > maxAnswer {
+			break
+		}
+		if it.err != nil {
+			s.keyErrors.Add(1)
+			out = appendJSONError(out, it)
+			continue
+		}
+		found++
+		s.keys.Add(1)
+		if it.probably {
+			s.hits.Add(1)
+		}
+		out = appendJSONVerdict(out, it, false)
+	}
+	return out, found
+}
+
+// errTooManyKeys stops scanning a request body past its key limit.
+var errTooManyKeys = errors.New("too many keys")
+
+// scanItems reads every key of a request body, at most max of them, and
+// stops with ctx's error when ctx is done.
+func scanItems(ctx context.Context, body []byte, max int) ([]item, error) {
 	sc := pkbf.NewKeyScanner(bytes.NewReader(body))
 	var items []item
 	for sc.Scan() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if len(items) == max {
+			return nil, errTooManyKeys
+		}
 		items = append(items, item{input: "request", key: sc.Key()})
 	}
 	return items, sc.Err()
@@ -245,10 +319,13 @@ func scanItems(body []byte) ([]item, error) {
 
 // lookup decodes the items' keys and looks them up together in the
 // current filter; a filter file cut short while in use is an error.
-func (s *service) lookup(items []item) (err error) {
-	defer func() { err = fileChanged(recover()) }()
-	lookupItems(items, s.live.ContainsBatch)
-	return nil
+func (s *service) lookup(ctx context.Context, items []item) (err error) {
+	defer func() {
+		if ferr := fileChanged(recover()); ferr != nil {
+			err = ferr
+		}
+	}()
+	return lookupItems(ctx, items, s.live.ContainsBatch)
 }
 
 // healthz answers 200 while the process has a filter, which a Live filter
@@ -300,6 +377,7 @@ func (s *service) metrics(w http.ResponseWriter, r *http.Request) {
 		{"pkbf_keys_probably_total", "counter", "Keys the filter answered probably for.", float64(s.hits.Load())},
 		{"pkbf_key_errors_total", "counter", "Objects in request bodies that could not be read as keys.", float64(s.keyErrors.Load())},
 		{"pkbf_filter_errors_total", "counter", "Requests that failed because the filter file changed under the server.", float64(s.filterErrors.Load())},
+		{"pkbf_requests_stopped_total", "counter", "Requests whose work stopped because the client went away or time ran out.", float64(s.abandoned.Load())},
 		{"pkbf_reloads_total", "counter", "Switches to a new filter file.", float64(st.Reloads)},
 		{"pkbf_reload_errors_total", "counter", "New filter files that could not be loaded.", float64(st.Errors)},
 		{"pkbf_filter_entries", "gauge", "Entries in the filter's header.", float64(st.Header.EntryCount)},

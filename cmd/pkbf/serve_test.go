@@ -23,7 +23,7 @@ func newTestService(t *testing.T, maxBody int64) (*httptest.Server, *service) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { live.Close() })
-	s := newService(live, maxBody, 4)
+	s := newService(live, limits{body: maxBody, inFlight: 4, keys: 10000})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return srv, s
@@ -127,7 +127,7 @@ func TestServeSlowClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	srv := newHTTPServer(newService(live, 1<<20, 4), log.New(io.Discard, "", 0))
+	srv := newHTTPServer(newService(live, limits{body: 1 << 20, inFlight: 4, keys: 10000}), log.New(io.Discard, "", 0))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ func TestServeFilterCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	s := newService(live, 1<<20, 4)
+	s := newService(live, limits{body: 1 << 20, inFlight: 4, keys: 10000})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	if err := os.Truncate(path, 0); err != nil {
