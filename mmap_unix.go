@@ -3,6 +3,7 @@
 package pkbf
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 
@@ -17,10 +18,12 @@ const openFlags = unix.O_NONBLOCK
 // editing in place, writable. Everything happens under a shared flock(2),
 // the lock the reference implementation takes to read, so no writer that
 // follows the protocol is half-way through a change: the header read is
-// consistent with the data mapped. Where the file system cannot be mapped,
-// a read-only filter is read into memory instead.
+// consistent with the data mapped. For editing the lock is exclusive, as
+// reserving space (and giving it back if that fails) must not race another
+// writer. Where the file system cannot be mapped, a read-only filter is
+// read into memory instead.
 func mapFile(file *os.File, path string, writable bool) (*mapping, error) {
-	if err := lockFile(file, false); err != nil {
+	if err := lockFile(file, writable); err != nil {
 		return nil, err
 	}
 	defer unlockFile(file)
@@ -34,7 +37,7 @@ func mapFile(file *os.File, path string, writable bool) (*mapping, error) {
 		// Back the whole file now, so that a write to a hole of a sparse
 		// file cannot fail later for want of space (a fault, not an error).
 		if err := reserve(file, int64(size)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("pkbf: reserving disk space for the whole filter (%d bytes) before editing it in place: %w", size, err)
 		}
 		// Whole 32-bit words: the last may reach past the end of the file
 		// but not past its last page, which the kernel maps whole.

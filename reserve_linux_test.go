@@ -1,0 +1,90 @@
+package pkbf
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// mountExt4 mounts a new ext4 file system of size bytes, or skips the
+// test where that cannot be done (not root, no loop devices, no mkfs).
+// ext4 is the file system that keeps what a failed fallocate allocated.
+func mountExt4(t *testing.T, size int64) string {
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "img"), filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, size); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", img).CombinedOutput(); err != nil {
+		t.Skipf("cannot make an ext4 file system here: %v %s", err, out)
+	}
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount an ext4 image here: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	return mnt
+}
+
+func freeBlocks(t *testing.T, dir string) uint64 {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Bfree
+}
+
+// Item 8 of the hostile-input issue: an add to a sparse filter larger than
+// the free space failed with "no space left", but ext4 kept what the
+// fallocate had allocated, so every other writer on the file system then
+// failed too. The failed reservation now gives the space back.
+func TestFailedReservationReleased(t *testing.T) {
+	mnt := mountExt4(t, 64<<20)
+	path := filepath.Join(mnt, "sparse.pkbf")
+	hdr, _ := (Header{HashCount: 3, HashLength: 29}).MarshalBinary() // 64 MiB of data
+	if err := os.WriteFile(path, hdr, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, int64(len(hdr))+1<<26); err != nil {
+		t.Fatal(err)
+	}
+	before := freeBlocks(t, mnt)
+	f, err := OpenFile(path, os.O_RDWR)
+	if err == nil {
+		f.Close()
+		t.Fatal("editing a 64 MiB sparse filter on a 64 MiB file system: no error")
+	}
+	if !errors.Is(err, unix.ENOSPC) {
+		t.Errorf("editing a 64 MiB sparse filter on a 64 MiB file system: %v, want ENOSPC", err)
+	}
+	// A block or two of extent bookkeeping may stay.
+	if after := freeBlocks(t, mnt); after+4 < before {
+		t.Errorf("the failed reservation kept %d of %d free blocks", before-after, before)
+	}
+	// Another writer on the file system still has its space.
+	if err := os.WriteFile(filepath.Join(mnt, "other"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Errorf("writing 1 MiB beside the filter after the failed add: %v", err)
+	}
+	// And the filter is as it was: its header, and nothing but zeros.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range b[len(hdr):] {
+		if c != 0 {
+			t.Fatalf("data byte %d is %#x after the failed add", i, c)
+		}
+	}
+	if string(b[:len(hdr)]) != string(hdr) {
+		t.Errorf("header changed: %x", b[:len(hdr)])
+	}
+}
