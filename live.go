@@ -34,16 +34,18 @@ type Live struct {
 	path string
 	opts LiveOptions
 
-	cur     atomic.Pointer[liveFilter]
-	mu      sync.Mutex // serializes reloads
-	stop    chan struct{}
-	done    chan struct{}
-	closed  atomic.Bool
-	reloads atomic.Int64
-	errs    atomic.Int64
-	lastErr atomic.Pointer[error]
-	failed  fileID // the identity of the last file that failed to load
-	statErr string // the error of the last stat that failed, reported once
+	cur       atomic.Pointer[liveFilter]
+	mu        sync.Mutex // serializes reloads
+	stop      chan struct{}
+	done      chan struct{}
+	closed    atomic.Bool
+	reloads   atomic.Int64
+	errs      atomic.Int64
+	lastErr   atomic.Pointer[error]
+	closing   atomic.Int64 // retired filters whose close is under way
+	slowClose func()       // tests: runs before each close, as a slow kernel
+	failed    fileID       // the identity of the last file that failed to load
+	statErr   string       // the error of the last stat that failed, reported once
 }
 
 // LiveOptions configure a [Live] filter. The zero value polls every second.
@@ -65,6 +67,9 @@ type LiveStats struct {
 	Reloads   int64     // switches to a new file
 	Errors    int64     // new files that could not be loaded
 	LastError error     // the last of those, or nil
+	// PendingCloses counts retired files still being closed: the kernel
+	// can take seconds to release a large file that was renamed over.
+	PendingCloses int64
 }
 
 // fileID tells files apart: a rename over the path changes dev and inode,
@@ -92,6 +97,7 @@ type liveFilter struct {
 	}
 	retired atomic.Bool
 	closed  atomic.Bool
+	live    *Live // that follows it
 }
 
 // inUse returns the number of references, summed over the shards: only
@@ -113,9 +119,21 @@ func (lf *liveFilter) release(shard uint32) {
 	}
 }
 
+// close releases the filter's mapping and file on a goroutine of its own:
+// the last close of a file that was renamed over can keep the kernel busy
+// for many seconds (discarding a GiB's blocks, on a file system mounted
+// with discard), and the caller may be a query, a reload or the goroutine
+// that handles a program's signals.
 func (lf *liveFilter) close() {
 	if lf.closed.CompareAndSwap(false, true) {
-		lf.f.Close()
+		lf.live.closing.Add(1)
+		go func() {
+			defer lf.live.closing.Add(-1)
+			if slow := lf.live.slowClose; slow != nil {
+				slow()
+			}
+			lf.f.Close()
+		}()
 	}
 }
 
@@ -163,7 +181,7 @@ func (l *Live) load() (*liveFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &liveFilter{f: f, id: id, loadedAt: time.Now()}, nil
+	return &liveFilter{f: f, id: id, loadedAt: time.Now(), live: l}, nil
 }
 
 func statID(path string) (fileID, error) {
@@ -291,7 +309,7 @@ func (l *Live) Path() string { return l.path }
 func (l *Live) Stats() LiveStats {
 	lf, shard := l.acquire()
 	defer lf.release(shard)
-	s := LiveStats{Header: lf.f.Header(), LoadedAt: lf.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load()}
+	s := LiveStats{Header: lf.f.Header(), LoadedAt: lf.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load(), PendingCloses: l.closing.Load()}
 	if e := l.lastErr.Load(); e != nil {
 		s.LastError = *e
 	}
@@ -299,7 +317,8 @@ func (l *Live) Stats() LiveStats {
 }
 
 // Close stops following the path and releases the filter once the queries
-// in flight finish. Queries after Close panic.
+// in flight finish; files are released in the background, without
+// blocking Close. Queries after Close panic.
 func (l *Live) Close() error {
 	if !l.closed.CompareAndSwap(false, true) {
 		return nil

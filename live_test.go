@@ -36,6 +36,16 @@ func mappingsOf(t *testing.T, dir string) int {
 	return strings.Count(string(b), dir)
 }
 
+// waitClosed waits for the retired filters' closes under way to finish.
+func waitClosed(t *testing.T, l *Live) {
+	t.Helper()
+	for start := time.Now(); l.closing.Load() != 0; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("%d closes still under way after 10 s", l.closing.Load())
+		}
+	}
+}
+
 // Concurrent queries while the file is replaced many times: every answer
 // comes from a complete filter, old or new; no query fails; old mappings
 // are released.
@@ -88,10 +98,12 @@ func TestLiveReloadUnderLoad(t *testing.T) {
 	if s.Reloads != versions || s.Header.EntryCount != versions+2 || s.Errors != 0 {
 		t.Errorf("stats %+v", s)
 	}
+	waitClosed(t, l)
 	if n := mappingsOf(t, dir); n > 1 {
 		t.Errorf("%d mappings of the filter's files after %d reloads, want 1", n, versions)
 	}
 	l.Close()
+	waitClosed(t, l)
 	if n := mappingsOf(t, dir); n != 0 {
 		t.Errorf("%d mappings after Close", n)
 	}
@@ -175,4 +187,45 @@ func BenchmarkLive(b *testing.B) {
 			})
 		})
 	}
+}
+
+// Item 9 of the hostile-input issue: Reload closed the retired filter on
+// its own goroutine, under its lock, and a kernel that took 50 s to
+// release a GiB renamed over held SIGHUP and SIGTERM as long. The close
+// now runs in the background, counted in Stats.
+func TestLiveSlowCloseBlocksNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.pkbf")
+	writeVersion(t, path, 0)
+	l, err := OpenLive(path, LiveOptions{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	l.slowClose = func() { <-release }
+	writeVersion(t, path, 1)
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- l.Reload() }()
+	select {
+	case err := <-reloaded:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("Reload waited for the old file's close")
+	}
+	if s := l.Stats(); s.PendingCloses != 1 || s.Header.EntryCount != 3 {
+		t.Errorf("stats during the close: %+v, want 1 pending close and the new file", s)
+	}
+	if !l.Probably([]byte("marker 1")) {
+		t.Error("the new file does not answer during the old one's close")
+	}
+	close(release)
+	waitClosed(t, l)
+	if n := mappingsOf(t, dir); n != 1 {
+		t.Errorf("%d mappings once the close finished, want 1", n)
+	}
+	l.Close()
+	waitClosed(t, l)
 }

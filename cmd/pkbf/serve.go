@@ -354,7 +354,7 @@ func (s *service) status(w http.ResponseWriter, r *http.Request) {
 		"file": s.live.Path(), "revision": h.Revision, "updated": h.Updated.UTC().Format(time.RFC3339),
 		"entries": h.EntryCount, "hash_count": h.HashCount, "hash_length": h.HashLength, "bits": h.Bits(),
 		"size": h.FileSize(), "loaded_at": st.LoadedAt.UTC().Format(time.RFC3339), "reloads": st.Reloads,
-		"reload_errors": st.Errors, "started_at": s.started.UTC().Format(time.RFC3339),
+		"reload_errors": st.Errors, "pending_closes": st.PendingCloses, "started_at": s.started.UTC().Format(time.RFC3339),
 	}
 	if st.LastError != nil {
 		v["last_reload_error"] = displayErr(st.LastError)
@@ -380,6 +380,7 @@ func (s *service) metrics(w http.ResponseWriter, r *http.Request) {
 		{"pkbf_requests_stopped_total", "counter", "Requests whose work stopped because the client went away or time ran out.", float64(s.abandoned.Load())},
 		{"pkbf_reloads_total", "counter", "Switches to a new filter file.", float64(st.Reloads)},
 		{"pkbf_reload_errors_total", "counter", "New filter files that could not be loaded.", float64(st.Errors)},
+		{"pkbf_filter_pending_closes", "gauge", "Replaced filter files still being released (the kernel can take seconds for a large one).", float64(st.PendingCloses)},
 		{"pkbf_filter_entries", "gauge", "Entries in the filter's header.", float64(st.Header.EntryCount)},
 		{"pkbf_filter_revision", "gauge", "Revision in the filter's header.", float64(st.Header.Revision)},
 		{"pkbf_filter_loaded_timestamp_seconds", "gauge", "When the filter in use was loaded.", float64(st.LoadedAt.Unix())},
