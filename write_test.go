@@ -343,6 +343,11 @@ func TestParameters(t *testing.T) {
 		{1000, 0.01, 3, 14},
 		{1200000, 0.01, 3, 24},
 		{1, 0.5, 1, 3}, // the smallest hash length
+		// At a power of two: the reference's ln 2 divided twice at run
+		// time puts the bit count just past 2^19; the folded constant
+		// ln²2 left it just under, with no hash count to find.
+		{2284036, 0.89557852977517094, 1, 20},
+		{2159219, 0.88988718376089293, 1, 20},
 	} {
 		k, l, err := Parameters(tt.n, tt.p)
 		if err != nil || k != tt.k || l != tt.l {
