@@ -9,9 +9,7 @@ require (
 
 require golang.org/x/crypto v0.58.0
 
-require golang.org/x/term v0.47.0
-
 require (
-	github.com/cloudflare/circl v1.6.5 // indirect
-	software.sslmate.com/src/go-pkcs12 v0.7.4 // indirect
+	github.com/cloudflare/circl v1.6.5
+	golang.org/x/term v0.47.0
 )
