@@ -17,10 +17,10 @@ import (
 // inPlace is the state of a filter file being edited in place: the file,
 // mapped writable and shared, and its identity, to notice a replacement.
 type inPlace struct {
-	m        *mapping
-	dev, ino uint64    // the file's identity when it was opened
-	checked  time.Time // when checkPath last found the path right
-	err      error     // the first error met, reported by Sync and Close
+	m       *mapping
+	opened  os.FileInfo // the file when it was opened, for os.SameFile
+	checked time.Time   // when checkPath last found the path right
+	err     error       // the first error met, reported by Sync and Close
 }
 
 // pathCheckEvery is how often adds check that the path still names the
@@ -40,11 +40,10 @@ func openInPlace(path string) (*Filter, error) {
 		m.close()
 		return nil, err
 	}
-	dev, ino := fileIdentity(fi)
 	// The mapping is page-aligned, so the data at offset 24 is word-aligned.
 	n := len(f.data)
 	f.words = unsafe.Slice((*uint32)(unsafe.Pointer(&m.b[offData])), (n+3)/4)
-	f.inPlace = &inPlace{m: m, dev: dev, ino: ino, checked: time.Now()}
+	f.inPlace = &inPlace{m: m, opened: fi, checked: time.Now()}
 	return f, nil
 }
 
@@ -94,7 +93,7 @@ func (p *inPlace) checkPath() error {
 	if err != nil {
 		return err
 	}
-	if dev, ino := fileIdentity(fi); dev != p.dev || ino != p.ino {
+	if !os.SameFile(fi, p.opened) {
 		return &fileChangedError{path: p.m.path, what: "was replaced by another file (renamed over it) while keys were being added in place",
 			advice: "keys added from then on went to the old file; add them to the new one"}
 	}

@@ -72,13 +72,20 @@ type LiveStats struct {
 	PendingCloses int64
 }
 
-// fileID tells files apart: a rename over the path changes dev and inode,
-// a copy over it the size (or, when the size is the same, nothing pkbf
-// can see; see Filter.Check).
-type fileID struct {
-	dev, ino uint64
-	size     int64
-	mtime    time.Time
+// fileID tells files apart: a rename over the path makes another file
+// (os.SameFile), a copy over it changes the size (or, when the size is the
+// same, nothing pkbf can see; see Filter.Check). Keys added in place
+// change the modification time of the same file.
+type fileID struct{ fi os.FileInfo }
+
+// same reports whether id and o are the same file at the same size.
+func (id fileID) same(o fileID) bool {
+	return os.SameFile(id.fi, o.fi) && id.fi.Size() == o.fi.Size()
+}
+
+// unchanged reports whether id and o are the same file, not written since.
+func (id fileID) unchanged(o fileID) bool {
+	return id.same(o) && id.fi.ModTime().Equal(o.fi.ModTime())
 }
 
 // liveShards is how many counters share a filter's references, each on a
@@ -189,8 +196,7 @@ func statID(path string) (fileID, error) {
 	if err != nil {
 		return fileID{}, err
 	}
-	dev, ino := fileIdentity(fi)
-	return fileID{dev: dev, ino: ino, size: fi.Size(), mtime: fi.ModTime()}, nil
+	return fileID{fi}, nil
 }
 
 // Reload checks the path now and switches to a new file there, if there
@@ -213,9 +219,9 @@ func (l *Live) Reload() error {
 	}
 	l.statErr = ""
 	switch {
-	case id.dev == old.id.dev && id.ino == old.id.ino && id.size == old.id.size && (id.dev != 0 || id.mtime.Equal(old.id.mtime)) && old.f.Check() == nil:
+	case id.same(old.id) && old.f.Check() == nil:
 		return nil // the same file; keys added in place show through the mapping
-	case id == l.failed:
+	case l.failed.fi != nil && id.unchanged(l.failed):
 		return nil // this file failed already; try again when it changes
 	}
 	lf, err := l.load()

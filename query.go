@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/cpu"
 )
 
 // hashes returns the two base hashes of a key: h1 = XXH64(spki, seed 0) and
@@ -132,11 +133,21 @@ func wordBit(p uint64) (uint64, uint32) {
 
 // wordShift returns the index of the word holding bit p of the data, and
 // the bit's place in that word, 0 for the least significant. Where a byte
-// sits in its word depends on the machine's byte order: byteInWord is 0 on
-// little-endian machines and 3 on big-endian ones.
+// sits in its word depends on the machine's byte order: see byteInWord.
 func wordShift(p uint64) (uint64, uint64) {
 	b := p >> 3
-	return b >> 2, (b&3^byteInWord)*8 + 7 - p&7
+	return b >> 2, (b&3^byteInWord())*8 + 7 - p&7
+}
+
+// byteInWord maps a byte's index within a 32-bit word to its position in
+// the word's value: the identity on little-endian machines, reversed on
+// big-endian ones. cpu.IsBigEndian is a constant, so this is one too once
+// inlined.
+func byteInWord() uint64 {
+	if cpu.IsBigEndian {
+		return 3
+	}
+	return 0
 }
 
 // bitOf returns bit p of the data, 0 or 1, for the batch probes: loaded

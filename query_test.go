@@ -10,8 +10,8 @@ import (
 // of this machine puts them.
 func TestByteInWord(t *testing.T) {
 	little := binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-	if (byteInWord == 0) != little {
-		t.Fatalf("byteInWord is %d on a machine where little-endian is %v", byteInWord, little)
+	if (byteInWord() == 0) != little {
+		t.Fatalf("byteInWord is %d on a machine where little-endian is %v", byteInWord(), little)
 	}
 	for p := range uint64(64) {
 		words := make([]uint32, 2)
