@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/pkbf/pkbf/internal/prefetch"
 	"golang.org/x/sys/cpu"
 )
 
@@ -340,7 +341,7 @@ func (f *Filter) probeSequential(spkis [][]byte, out []bool) uint64 {
 			ring[tail&ringMask] = ringEntry{x: x, y: y, key: next}
 			tail++
 			line := base + uintptr(x&mask>>3)
-			prefetch(&line, 1)
+			prefetch.Lines(&line, 1)
 		}
 		group := min(ringGroup, tail-head)
 		if group == 0 {
@@ -364,7 +365,7 @@ func (f *Filter) probeSequential(spkis [][]byte, out []bool) uint64 {
 			lines[n] = base + uintptr(x&mask>>3)
 			n += more
 		}
-		prefetch(&lines[0], n)
+		prefetch.Lines(&lines[0], n)
 	}
 }
 
@@ -415,7 +416,7 @@ func (f *Filter) probePipelined(spkis [][]byte, out []bool) uint64 {
 		if j >= len(spkis) {
 			if j == len(spkis) && j > 0 {
 				prev := &slots[(j-1)&depthMask]
-				prefetch(&prev.lines[half], k-half)
+				prefetch.Lines(&prev.lines[half], k-half)
 			}
 			continue
 		}
@@ -423,7 +424,7 @@ func (f *Filter) probePipelined(spkis [][]byte, out []bool) uint64 {
 		x := xxhash.Sum64(s)
 		if j > 0 {
 			prev := &slots[(j-1)&depthMask]
-			prefetch(&prev.lines[half], k-half)
+			prefetch.Lines(&prev.lines[half], k-half)
 		}
 		y := seededHash(s)
 		slot := &slots[j&depthMask]
@@ -434,7 +435,7 @@ func (f *Filter) probePipelined(spkis [][]byte, out []bool) uint64 {
 			x, y = step(x, y, uint64(i))
 		}
 		slot.x, slot.y = x, y
-		prefetch(&slot.lines[0], half)
+		prefetch.Lines(&slot.lines[0], half)
 	}
 	return visits
 }

@@ -1,11 +1,11 @@
 //go:build (amd64 || arm64) && !purego
 
-package pkbf
+package prefetch
 
-// prefetch asks the CPU to bring the cache lines at addrs[0:n] into the
+// Lines asks the CPU to bring the cache lines at addrs[0:n] into the
 // cache, without waiting for them: PREFETCHT0 on amd64, PRFM PLDL1KEEP on
 // arm64. A prefetch never faults, whatever the address. Go has no
 // intrinsic for it; one call covers all the lines of a key.
 //
 //go:noescape
-func prefetch(addrs *uintptr, n int)
+func Lines(addrs *uintptr, n int)

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// func prefetch(addrs *uintptr, n int)
-TEXT ·prefetch(SB), NOSPLIT|NOFRAME, $0-16
+// func Lines(addrs *uintptr, n int)
+TEXT ·Lines(SB), NOSPLIT|NOFRAME, $0-16
 	MOVD addrs+0(FP), R0
 	MOVD n+8(FP), R1
 	CBZ R1, done

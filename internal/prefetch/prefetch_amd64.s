@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// func prefetch(addrs *uintptr, n int)
-TEXT ·prefetch(SB), NOSPLIT|NOFRAME, $0-16
+// func Lines(addrs *uintptr, n int)
+TEXT ·Lines(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ addrs+0(FP), AX
 	MOVQ n+8(FP), CX
 	TESTQ CX, CX
