@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/pkbf/pkbf/internal/hugemem"
 )
 
 // benchKeys returns a function giving the key for iteration i: the SPKI in
@@ -359,7 +360,7 @@ func hashAll(keys [][]byte) {
 }
 
 // reopen writes f to a file and returns the filter from Open or
-// ReadFilter (into huge pages: allocData) of that file.
+// ReadFilter (into huge pages: hugemem.Alloc) of that file.
 func reopen(b *testing.B, f *Filter, from string) *Filter {
 	path := filepath.Join(b.TempDir(), "f.pkbf")
 	file, err := os.Create(path)
@@ -399,7 +400,7 @@ func BenchmarkBatchWays(b *testing.B) {
 	for _, j := range []int{1, 2, 3, 4, 64} {
 		b.Run(fmt.Sprintf("Set%.4f", 1-math.Ldexp(1, -j)), func(b *testing.B) {
 			h := Header{HashCount: 12, HashLength: 31}
-			buf := allocData(int(h.FileSize()))
+			buf := hugemem.Alloc(int(h.FileSize()))
 			h.AppendBinary(buf[:0])
 			r := rand.New(rand.NewPCG(uint64(j), 2))
 			for i := headerSize; i+8 <= len(buf); i += 8 {
@@ -412,7 +413,7 @@ func BenchmarkBatchWays(b *testing.B) {
 				}
 				binary.LittleEndian.PutUint64(buf[i:], v)
 			}
-			settleData(buf)
+			hugemem.Settle(buf)
 			f, err := Parse(buf)
 			if err != nil {
 				b.Fatal(err)

@@ -47,6 +47,7 @@ import (
 	"unsafe"
 
 	"github.com/pkbf/pkbf/internal/declared"
+	"github.com/pkbf/pkbf/internal/hugemem"
 )
 
 // ErrInvalidFile is wrapped by every error that reports a malformed filter:
@@ -321,14 +322,14 @@ func ReadFilter(r io.Reader) (*Filter, error) {
 	if want > dataSizeLimit {
 		return nil, checkDataSize(h, want)
 	}
-	data, n, err := declared.ReadInto(r, int(want), allocData)
+	data, n, err := declared.ReadInto(r, int(want), hugemem.Alloc)
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return nil, checkDataSize(h, uint64(n))
 	}
 	if err != nil {
 		return nil, err
 	}
-	settleData(data)
+	hugemem.Settle(data)
 	return newFilter(h, data), nil
 }
 

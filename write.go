@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/pkbf/pkbf/internal/hugemem"
 )
 
 // Limits on the parameters of filters this package creates. Reading accepts
@@ -54,7 +56,7 @@ func New(hashCount, hashLength int) (*Filter, error) {
 	}
 	h := Header{Updated: time.Unix(0, 0).UTC(), HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
 	n := int(h.DataSize())
-	data := allocData((n + 3) &^ 3) // whole words; huge pages when large
+	data := hugemem.Alloc((n + 3) &^ 3) // whole words; huge pages when large
 	words := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(data))), len(data)/4)
 	f := newFilter(h, data[:n:n])
 	f.words = words

@@ -1,4 +1,4 @@
-package pkbf
+package hugemem
 
 import (
 	"unsafe"
@@ -10,7 +10,7 @@ import (
 // asks for them (x86-64 and arm64 with 4 KiB base pages).
 const hugePage = 2 << 20
 
-// allocData returns n zero bytes for filter data the package owns (New,
+// Alloc returns n zero bytes for filter data the package owns (New,
 // ReadFilter). Past a few huge pages it asks Linux to back them with
 // transparent huge pages: out of cache, every probe of a query is also a
 // TLB miss, and one 2 MiB page covers what 512 small ones do (measured in
@@ -20,7 +20,7 @@ const hugePage = 2 << 20
 // The memory comes from the Go heap and is freed by the collector as
 // usual; the advice covers the whole huge pages inside it, and only
 // matters for pages not yet touched, which a fresh large allocation's are.
-func allocData(n int) []byte {
+func Alloc(n int) []byte {
 	b := make([]byte, n)
 	if n < 4*hugePage {
 		return b
@@ -39,11 +39,11 @@ func hugeRange(b []byte) []byte {
 	return b[off : off+(len(b)-off)&^(hugePage-1)]
 }
 
-// settleData is called once data from allocData has been filled: the Go
+// Settle is called once memory from Alloc has been filled: the Go
 // heap may have handed out memory it had used before, whose pages were
 // touched (zeroed) before the advice and so are small; Linux 6.1 and later
 // can collapse them into huge pages now. Best effort: older kernels say no.
-func settleData(b []byte) {
+func Settle(b []byte) {
 	if len(b) >= 4*hugePage {
 		unix.Madvise(hugeRange(b), unix.MADV_COLLAPSE)
 	}
