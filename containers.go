@@ -11,11 +11,10 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
-	"crypto/subtle"
 	"hash"
 	"strconv"
-	"unicode/utf16"
 
+	"github.com/pkbf/pkbf/internal/pkcs12"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -489,17 +488,20 @@ func pbeDecrypt(alg, data []byte, password string, budget *kdfBudget) ([]byte, e
 	if !params.ReadASN1(&salt, cbasn1.OCTET_STRING) || !params.ReadASN1Integer(&iterations) {
 		return nil, keyErrorf("PKCS#12 PBE parameters are malformed")
 	}
-	runs := 2 // a key and an IV; RC4 needs no IV, two-key 3DES its key twice
+	// Runs of the KDF, one per 20-byte SHA-1 block: RC2 a key and an IV,
+	// RC4 a key only, 3DES a 24-byte key (two blocks, or the two-key
+	// variant's two calls) and an IV.
+	runs := 2
 	if bytes.Equal(oid, oidPBESHA1RC4) || bytes.Equal(oid, oidPBESHA1RC4s) {
 		runs = 1
-	} else if bytes.Equal(oid, oidPBESHA12DES) {
+	} else if bytes.Equal(oid, oidPBESHA13DES) || bytes.Equal(oid, oidPBESHA12DES) {
 		runs = 3
 	}
 	if err := budget.spend("PKCS#12 PBE", iterations, runs); err != nil {
 		return nil, err
 	}
-	pw := bmpPassword(password)
-	kdf := func(id byte, size int) []byte { return pkcs12KDF(sha1.New, id, pw, salt, iterations, size) }
+	pw := pkcs12.BMPPassword(password)
+	kdf := func(id byte, size int) []byte { return pkcs12.KDF(sha1.New, id, pw, salt, iterations, size) }
 	switch {
 	case bytes.Equal(oid, oidPBESHA13DES), bytes.Equal(oid, oidPBESHA12DES):
 		key := kdf(1, 24)
@@ -516,7 +518,7 @@ func pbeDecrypt(alg, data []byte, password string, budget *kdfBudget) ([]byte, e
 		if bytes.Equal(oid, oidPBESHA1RC2s) {
 			size = 5
 		}
-		return cbcDecrypt(newRC2(kdf(1, size), 8*size), kdf(2, 8), data)
+		return cbcDecrypt(pkcs12.NewRC2(kdf(1, size), 8*size), kdf(2, 8), data)
 	case bytes.Equal(oid, oidPBESHA1RC4), bytes.Equal(oid, oidPBESHA1RC4s):
 		size := 16
 		if bytes.Equal(oid, oidPBESHA1RC4s) {
@@ -587,71 +589,14 @@ func pbes2Decrypt(params cryptobyte.String, data []byte, password string, budget
 
 // cbcDecrypt decrypts CBC and removes PKCS#7 padding.
 func cbcDecrypt(block cipher.Block, iv, data []byte) ([]byte, error) {
-	bs := block.BlockSize()
-	if len(iv) != bs || len(data) == 0 || len(data)%bs != 0 {
-		return nil, keyErrorf("encrypted data is not whole %d-byte blocks with a %d-byte IV", bs, bs)
-	}
-	out := make([]byte, len(data))
-	cipher.NewCBCDecrypter(block, iv).CryptBlocks(out, data)
-	pad := int(out[len(out)-1])
-	if pad == 0 || pad > bs || subtle.ConstantTimeCompare(out[len(out)-pad:], bytes.Repeat([]byte{byte(pad)}, pad)) != 1 {
+	out, err := pkcs12.DecryptCBC(block, iv, data)
+	switch {
+	case err == pkcs12.ErrBadPadding:
 		return nil, errBadPadding
+	case err != nil:
+		return nil, keyErrorf("%v", err)
 	}
-	return out[:len(out)-pad], nil
-}
-
-// bmpPassword encodes a password as PKCS#12 wants it for its own key
-// derivation: UTF-16 big-endian with two zero bytes at the end.
-func bmpPassword(password string) []byte {
-	var b []byte
-	for _, u := range utf16.Encode([]rune(password)) {
-		b = append(b, byte(u>>8), byte(u))
-	}
-	return append(b, 0, 0)
-}
-
-// pkcs12KDF is the key derivation of RFC 7292 appendix B.2.
-func pkcs12KDF(h func() hash.Hash, id byte, password, salt []byte, iterations, size int) []byte {
-	d := h()
-	u, v := d.Size(), d.BlockSize()
-	fill := func(b []byte) []byte {
-		if len(b) == 0 {
-			return nil
-		}
-		out := make([]byte, v*((len(b)+v-1)/v))
-		for i := range out {
-			out[i] = b[i%len(b)]
-		}
-		return out
-	}
-	i := append(fill(salt), fill(password)...)
-	diversifier := bytes.Repeat([]byte{id}, v)
-	var out []byte
-	for len(out) < size {
-		d.Reset()
-		d.Write(diversifier)
-		d.Write(i)
-		a := d.Sum(nil)
-		for range iterations - 1 {
-			d.Reset()
-			d.Write(a)
-			a = d.Sum(a[:0])
-		}
-		out = append(out, a...)
-		// I_j = (I_j + B + 1) mod 2^(8v), with B = A repeated to v bytes.
-		b := make([]byte, v)
-		for k := range b {
-			b[k] = a[k%u]
-		}
-		for j := 0; j < len(i); j += v {
-			carry := 1
-			for k := v - 1; k >= 0; k-- {
-				sum := int(i[j+k]) + int(b[k]) + carry
-				i[j+k], carry = byte(sum), sum>>8
-			}
-		}
-	}
-	return out[:size]
+	return out, nil
 }
 
 // pkcs12MACPassword finds which of candidates makes the PKCS#12 MAC
@@ -676,13 +621,13 @@ func pkcs12MACPassword(macData cryptobyte.String, data []byte, candidates []stri
 		if spent = budget.spend("PKCS#12 MAC", iterations, 1); spent != nil {
 			return false
 		}
-		key := pkcs12KDF(h, 3, pw, salt, iterations, h().Size())
+		key := pkcs12.KDF(h, 3, pw, salt, iterations, h().Size())
 		m := hmac.New(h, key)
 		m.Write(data)
 		return hmac.Equal(m.Sum(nil), digest)
 	}
 	for _, c := range candidates {
-		if try(bmpPassword(c)) || spent == nil && c == "" && try(nil) {
+		if try(pkcs12.BMPPassword(c)) || spent == nil && c == "" && try(nil) {
 			return c, true, nil
 		}
 		if spent != nil {

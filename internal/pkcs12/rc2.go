@@ -1,4 +1,4 @@
-package pkbf
+package pkcs12
 
 import (
 	"crypto/cipher"
@@ -37,9 +37,9 @@ var rc2Shifts = [4]int{1, 2, 3, 5}
 // rc2Cipher is an RC2 key schedule: 64 16-bit words.
 type rc2Cipher [64]uint16
 
-// newRC2 expands key (1 to 128 bytes) for an effective key length of
-// effectiveBits (RFC 2268 section 2).
-func newRC2(key []byte, effectiveBits int) *rc2Cipher {
+// NewRC2 expands key (1 to 128 bytes) for an effective key length of
+// effectiveBits (RFC 2268 section 2). The block it returns decrypts only.
+func NewRC2(key []byte, effectiveBits int) cipher.Block {
 	var l [128]byte
 	t := len(key)
 	copy(l[:], key)
@@ -61,7 +61,7 @@ func newRC2(key []byte, effectiveBits int) *rc2Cipher {
 
 func (c *rc2Cipher) BlockSize() int { return 8 }
 
-func (c *rc2Cipher) Encrypt(dst, src []byte) { panic("pkbf: RC2 is for decryption only") }
+func (c *rc2Cipher) Encrypt(dst, src []byte) { panic("pkcs12: RC2 is for decryption only") }
 
 // Decrypt undoes the five mixing rounds, a mashing round, six mixing
 // rounds, a mashing round and five mixing rounds of RC2 encryption.
