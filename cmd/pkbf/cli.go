@@ -30,7 +30,7 @@ type command struct {
 func newCommand(name, synopsis string, stdout, stderr io.Writer) *command {
 	c := &command{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), usage: synopsis, short: map[string]string{}, stdout: stdout, stderr: stderr}
 	c.SetOutput(io.Discard) // errors are reported by parse
-	c.summary = commandSummaries[name]
+	c.summary = helpText(name)
 	return c
 }
 

@@ -14,30 +14,28 @@ func runCompletion(args []string, stdout, stderr io.Writer) int {
 		errorf(stderr, "completion: name one shell: bash, zsh or fish")
 		return exitTrouble
 	}
+	// From the table: every command's name, the flags (both spellings) of
+	// the commands that take files, and the commands with help of their own.
+	var names, withFlags, withHelp []string
 	flagsOf := map[string][]string{}
-	for _, name := range []string{"info", "check", "create", "add", "serve"} {
-		var c *command
-		switch name {
-		case "serve":
-			c, _ = serveCommand(io.Discard, io.Discard)
-		case "info":
-			c = infoCommand(io.Discard, io.Discard)
-		case "check":
-			c, _ = checkCommand(io.Discard, io.Discard)
-		case "create":
-			c, _ = createCommand(io.Discard, io.Discard)
-		case "add":
-			c, _ = addCommand(io.Discard, io.Discard)
+	for _, s := range subcommands() {
+		names = append(names, s.name)
+		if s.help != "" {
+			withHelp = append(withHelp, s.name)
 		}
-		c.VisitAll(func(f *flag.Flag) {
+		if s.flags == nil || s.name == "completion" {
+			continue
+		}
+		withFlags = append(withFlags, s.name)
+		s.flags(io.Discard, io.Discard).VisitAll(func(f *flag.Flag) {
 			if len(f.Name) == 1 {
-				flagsOf[name] = append(flagsOf[name], "-"+f.Name)
+				flagsOf[s.name] = append(flagsOf[s.name], "-"+f.Name)
 			} else {
-				flagsOf[name] = append(flagsOf[name], "--"+f.Name)
+				flagsOf[s.name] = append(flagsOf[s.name], "--"+f.Name)
 			}
 		})
 	}
-	cmds := strings.Join(commands, " ")
+	cmds, helped := strings.Join(names, " "), strings.Join(withHelp, " ")
 	switch args[0] {
 	case "bash":
 		fmt.Fprintf(stdout, `# bash completion for pkbf: source <(pkbf completion bash)
@@ -50,11 +48,11 @@ _pkbf() {
 	local flags
 	case $cmd in
 `, cmds)
-		for _, name := range []string{"info", "check", "create", "add", "serve"} {
+		for _, name := range withFlags {
 			fmt.Fprintf(stdout, "\t%s) flags=%q ;;\n", name, strings.Join(flagsOf[name], " "))
 		}
-		fmt.Fprint(stdout, `	help) COMPREPLY=($(compgen -W "info check create add serve completion" -- "$cur")); return ;;
-	completion) COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return ;;
+		fmt.Fprintf(stdout, "\thelp) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", helped)
+		fmt.Fprint(stdout, `	completion) COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return ;;
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W "$flags" -- "$cur"))
@@ -66,13 +64,13 @@ complete -o filenames -F _pkbf pkbf
 `)
 	case "zsh":
 		fmt.Fprintf(stdout, "#compdef pkbf\n# zsh completion for pkbf: pkbf completion zsh > \"${fpath[1]}/_pkbf\"\n_pkbf() {\n\tif (( CURRENT == 2 )); then\n\t\tcompadd -- %s --version --help\n\t\treturn\n\tfi\n\tcase $words[2] in\n", cmds)
-		for _, name := range []string{"info", "check", "create", "add", "serve"} {
+		for _, name := range withFlags {
 			fmt.Fprintf(stdout, "\t%s) [[ $PREFIX == -* ]] && compadd -- %s || _files ;;\n", name, strings.Join(flagsOf[name], " "))
 		}
-		fmt.Fprint(stdout, "\thelp) compadd -- info check create add serve completion ;;\n\tcompletion) compadd -- bash zsh fish ;;\n\tesac\n}\ncompdef _pkbf pkbf\n")
+		fmt.Fprintf(stdout, "\thelp) compadd -- %s ;;\n\tcompletion) compadd -- bash zsh fish ;;\n\tesac\n}\ncompdef _pkbf pkbf\n", helped)
 	case "fish":
 		fmt.Fprintf(stdout, "# fish completion for pkbf: pkbf completion fish > ~/.config/fish/completions/pkbf.fish\ncomplete -c pkbf -f -n __fish_use_subcommand -a %q\n", cmds)
-		for _, name := range []string{"info", "check", "create", "add", "serve"} {
+		for _, name := range withFlags {
 			for _, fl := range flagsOf[name] {
 				if strings.HasPrefix(fl, "--") {
 					fmt.Fprintf(stdout, "complete -c pkbf -n '__fish_seen_subcommand_from %s' -l %s\n", name, fl[2:])

@@ -5,12 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"os/signal"
-	"runtime"
 	"strconv"
-	"sync/atomic"
-	"syscall"
 
 	"github.com/pkbf/pkbf"
 )
@@ -79,96 +74,6 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, ", chosen for %d entries at a false-positive rate of %g", *entries, *rate)
 	}
 	fmt.Fprintln(stdout)
-	return exitOK
-}
-
-func addCommand(stdout, stderr io.Writer) (*command, *string) {
-	c := newCommand("add", "add [--passphrase-file FILE] FILTER [FILE...]", stdout, stderr)
-	passphraseFile := c.String("passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")")
-	return c, passphraseFile
-}
-
-func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, passphraseFile := addCommand(stdout, stderr)
-	if ok, code := c.parse(args, 1, -1); !ok {
-		return code
-	}
-	path := c.Arg(0)
-	f, err := pkbf.OpenFile(path, os.O_RDWR)
-	if err != nil {
-		errorf(stderr, "%s", displayErr(err))
-		return exitTrouble
-	}
-	// A first interrupt stops adding after the key in progress; the file is
-	// synced and closed as usual. It also restores the default action, so
-	// a second one quits at once, even while the input is blocked: that is
-	// safe too, as each add sets the key's bits before the header and the
-	// mapped file keeps every write made.
-	interrupted := make(chan os.Signal, 1)
-	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(interrupted)
-	var stopping atomic.Bool
-	finished := make(chan struct{})
-	defer close(finished)
-	go func() {
-		select {
-		case <-interrupted:
-			stopping.Store(true)
-			signal.Stop(interrupted)
-		case <-finished:
-		}
-	}()
-
-	pws, err := passphrases(*passphraseFile)
-	if err != nil {
-		errorf(stderr, "%s", displayErr(err))
-		return exitTrouble
-	}
-	inputs := inputsOf(c.Args()[1:], stdin, pws)
-	scr := newScreen(stdout, stderr)
-	prog := startProgress(scr, inputs)
-	var keys, added int
-	troubled, stopped := false, false
-	pipeline(inputs, runtime.GOMAXPROCS(0), eachItem(func(it *item) {
-		it.spki, it.err = it.key.SPKI()
-		if it.err == nil {
-			it.extra, it.err = pkbf.Encodings(it.spki)
-		}
-	}), func(it *item) bool {
-		if stopping.Load() {
-			stopped = true
-			return false
-		}
-		if it.err != nil {
-			troubled = true
-			scr.errorf("%s", it.errorMessage())
-			return true
-		}
-		keys++
-		for _, e := range it.extra {
-			if f.Add(e) {
-				added++
-			}
-		}
-		// The file was replaced or cut short: adding more is pointless;
-		// Close reports why.
-		return f.Err() == nil
-	}, nil, nil, prog)
-	prog.stop()
-	if err := f.Close(); err != nil {
-		errorf(stderr, "%s", displayErr(err))
-		fmt.Fprintf(stderr, "pkbf: %d keys read before the error; see above for what became of them\n", keys)
-		return exitTrouble
-	}
-	h := f.Header()
-	fmt.Fprintf(stdout, "%s: %s from %s; %s, revision %d\n", path, plural(added, "new entry", "new entries"), plural(keys, "key", "keys"), plural(int(h.EntryCount), "entry", "entries"), h.Revision)
-	switch {
-	case stopped:
-		errorf(stderr, "interrupted: the keys before stayed added, the rest were not")
-		return exitSignaled
-	case troubled:
-		return exitTrouble
-	}
 	return exitOK
 }
 

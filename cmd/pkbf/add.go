@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/pkbf/pkbf"
+)
+
+// add: keys into a filter file, in place, under the reference's lock
+// protocol.
+
+func addCommand(stdout, stderr io.Writer) (*command, *string) {
+	c := newCommand("add", "add [--passphrase-file FILE] FILTER [FILE...]", stdout, stderr)
+	passphraseFile := c.String("passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")")
+	return c, passphraseFile
+}
+
+func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, passphraseFile := addCommand(stdout, stderr)
+	if ok, code := c.parse(args, 1, -1); !ok {
+		return code
+	}
+	pws, err := passphrases(*passphraseFile)
+	if err != nil {
+		errorf(stderr, "%s", displayErr(err))
+		return exitTrouble
+	}
+	path := c.Arg(0)
+	f, err := pkbf.OpenFile(path, os.O_RDWR)
+	if err != nil {
+		errorf(stderr, "%s", displayErr(err))
+		return exitTrouble
+	}
+	stopping, release := stopOnInterrupt()
+	defer release()
+	inputs := inputsOf(c.Args()[1:], stdin, pws)
+	scr := newScreen(stdout, stderr)
+	prog := startProgress(scr, inputs)
+	r := addInputs(f, inputs, stopping, scr, prog)
+	prog.stop()
+	if err := f.Close(); err != nil {
+		errorf(stderr, "%s", displayErr(err))
+		fmt.Fprintf(stderr, "pkbf: %d keys read before the error; see above for what became of them\n", r.keys)
+		return exitTrouble
+	}
+	h := f.Header()
+	fmt.Fprintf(stdout, "%s: %s from %s; %s, revision %d\n", path, plural(r.added, "new entry", "new entries"), plural(r.keys, "key", "keys"), plural(int(h.EntryCount), "entry", "entries"), h.Revision)
+	switch {
+	case r.stopped:
+		errorf(stderr, "interrupted: the keys before stayed added, the rest were not")
+		return exitSignaled
+	case r.troubled:
+		return exitTrouble
+	}
+	return exitOK
+}
+
+// stopOnInterrupt makes a first interrupt (or SIGTERM) set the flag it
+// returns, so that adding stops after the key in progress; the file is
+// then synced and closed as usual. It also restores the default action, so
+// a second one quits at once, even while the input is blocked: that is
+// safe too, as each add sets the key's bits before the header and the
+// mapped file keeps every write made. Call release when done.
+func stopOnInterrupt() (stopping *atomic.Bool, release func()) {
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
+	stopping = new(atomic.Bool)
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-interrupted:
+			stopping.Store(true)
+			signal.Stop(interrupted)
+		case <-finished:
+		}
+	}()
+	return stopping, func() {
+		signal.Stop(interrupted)
+		close(finished)
+	}
+}
+
+// addResult is what addInputs did.
+type addResult struct {
+	keys, added       int  // keys read, encodings new to the filter
+	troubled, stopped bool // an input could not be read; interrupted
+}
+
+// addInputs adds every key of inputs to f, under each encoding a filter
+// may hold it in, until the inputs end, stopping is set, or f fails (it
+// was replaced or cut short: Close reports why).
+func addInputs(f *pkbf.Filter, inputs []input, stopping *atomic.Bool, scr *screen, prog *progress) addResult {
+	var r addResult
+	pipeline(inputs, runtime.GOMAXPROCS(0), eachItem(func(it *item) {
+		it.spki, it.err = it.key.SPKI()
+		if it.err == nil {
+			it.extra, it.err = pkbf.Encodings(it.spki)
+		}
+	}), func(it *item) bool {
+		if stopping.Load() {
+			r.stopped = true
+			return false
+		}
+		if it.err != nil {
+			r.troubled = true
+			scr.errorf("%s", it.errorMessage())
+			return true
+		}
+		r.keys++
+		for _, e := range it.extra {
+			if f.Add(e) {
+				r.added++
+			}
+		}
+		return f.Err() == nil
+	}, nil, nil, prog)
+	return r
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"io"
+	"slices"
+)
+
+// subcommand is one entry of the table that drives dispatch, help and
+// completion.
+type subcommand struct {
+	name     string
+	aliases  []string // other spellings that run it
+	synopsis string   // after "pkbf ", in the usage
+	summary  string   // one line in the usage's list of commands, or none
+	help     string   // 'pkbf help NAME' after the synopsis
+	// flags builds the command's flags, for help and completion; nil for
+	// commands without (version, help).
+	flags func(stdout, stderr io.Writer) *command
+	run   func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+// subcommands is the table of pkbf's commands, in the order of the usage.
+func subcommands() []subcommand {
+	return []subcommand{
+		{
+			name: "info", synopsis: "info [--json] [--scan] FILTER",
+			summary: "Show a filter's header, size and estimated false-positive rate.",
+			help: `Show the header (revision, update time, entries, hash count and length),
+the size in bits and bytes and the false-positive rate estimated from the
+header. --scan also counts the bits set (it reads the whole filter, with
+progress on a terminal).`,
+			flags: infoCommand, run: runInfo,
+		},
+		{
+			name: "check", synopsis: "check [--json] [--confirm] [flags] FILTER [FILE...]",
+			summary: "Check keys, certificates and requests against a filter.",
+			help: `Check every key, certificate and request in the FILEs (standard input when
+none, or for -): PEM or DER objects and bundles, PKCS#7 and PKCS#12 files,
+authorized_keys and known_hosts files, OpenSSH, RFC 4716 and PuTTY keys.
+Each key is looked up under every encoding a filter may hold it in.
+
+Output: one line per key, fields separated by tabs: verdict (probably or
+no; with --confirm compromised, false-positive or unconfirmed), the SHA-256
+fingerprint of the key's canonical SPKI, where it was found, and for SSH
+keys the SHA256: fingerprint ssh-keygen -l shows and the comment. With
+--json, one object per line. Verdicts stream out as they are made. A
+summary goes to standard error at the end.
+
+Exit 1 if a key is probably compromised (--confirm: verified), else 2 if
+no key was found (unless --allow-empty) or an input could not be read,
+else 0. Keys that are valid but cannot be checked (an unsupported
+algorithm, an encrypted key) are warnings, counted in the summary; with
+--strict they exit 2 too. Ctrl-C prints the verdicts made, then exits 130.`,
+			flags: func(o, e io.Writer) *command { c, _ := checkCommand(o, e); return c }, run: runCheck,
+		},
+		{
+			name: "create", synopsis: "create (--hashes K --length L | --entries N --fp-rate P) FILTER",
+			summary: "Create an empty filter file.",
+			help: `Create an empty filter file; refuses an existing file. Give the hash count
+and length, or the expected number of entries and the false-positive rate
+(sized as the reference implementation does). The file's disk space is
+reserved at once.`,
+			flags: func(o, e io.Writer) *command { c, _ := createCommand(o, e); return c },
+			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runCreate(args, stdout, stderr) },
+		},
+		{
+			name: "add", synopsis: "add [flags] FILTER [FILE...]",
+			summary: "Add keys to a filter file, in place.",
+			help: `Add every key in the FILEs to FILTER, in place, under the reference's
+flock protocol (EC keys under both point encodings). A first Ctrl-C stops
+after the key in progress, a second quits at once; the filter stays valid.
+Exit 2 if an input could not be read (the other keys are still added), or
+if the filter was replaced or cut short while keys were being added.`,
+			flags: func(o, e io.Writer) *command { c, _ := addCommand(o, e); return c }, run: runAdd,
+		},
+		{
+			name: "serve", synopsis: "serve [--listen ADDR] [flags] FILTER",
+			summary: "Answer checks over HTTP, following the filter file as it is replaced.",
+			help: `Answer checks over HTTP (default on 127.0.0.1:8080), following FILTER as
+new files are renamed over it (checked every --poll, and on SIGHUP; a file
+that is not valid is logged and the old one kept). Endpoints:
+  POST /v1/check   a body of keys in any form check reads; one JSON line
+                   per key, as check --json prints them
+  GET  /healthz    200 while a filter is loaded
+  GET  /readyz     200 until shutdown begins, then 503
+  GET  /v1/status  the filter's header, reloads and the last reload error
+  GET  /metrics    counters in the Prometheus text format
+SIGTERM or Ctrl-C stops accepting requests and lets those in flight finish.`,
+			flags: func(o, e io.Writer) *command { c, _ := serveCommand(o, e); return c },
+			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runServe(args, stdout, stderr) },
+		},
+		{name: "version", aliases: []string{"-version", "--version", "-v"}, synopsis: "version | --version | -v", run: runVersion},
+		{name: "help", aliases: []string{"-h", "-help", "--help"}, synopsis: "help [COMMAND]", run: runHelp},
+		{
+			name: "completion", synopsis: "completion bash|zsh|fish",
+			help: `Print a shell completion script: bash, zsh or fish. For example
+  source <(pkbf completion bash)
+  pkbf completion fish > ~/.config/fish/completions/pkbf.fish`,
+			flags: func(o, e io.Writer) *command { return newCommand("completion", "completion bash|zsh|fish", o, e) },
+			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+				return runCompletion(args, stdout, stderr)
+			},
+		},
+	}
+}
+
+// lookupSubcommand returns the command named name (or one of its
+// aliases), or nil.
+func lookupSubcommand(name string) *subcommand {
+	for _, s := range subcommands() {
+		if s.name == name || slices.Contains(s.aliases, name) {
+			return &s
+		}
+	}
+	return nil
+}
+
+// helpText is the help of the command named name, or "".
+func helpText(name string) string {
+	if s := lookupSubcommand(name); s != nil {
+		return s.help
+	}
+	return ""
+}
