@@ -9,7 +9,7 @@ import (
 // faults, and the counts at the edges of the loop work.
 func TestLines(t *testing.T) {
 	data := make([]byte, 4096)
-	addrs := []uintptr{uintptr(unsafe.Pointer(&data[0])), uintptr(unsafe.Pointer(&data[4095])), 0, 1 << 47, ^uintptr(0)}
+	addrs := []uintptr{uintptr(unsafe.Pointer(&data[0])), uintptr(unsafe.Pointer(&data[4095])), 0, ^uintptr(0) / 3, ^uintptr(0)}
 	for n := range len(addrs) + 1 {
 		var first *uintptr
 		if n > 0 {
