@@ -37,12 +37,12 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "%s", displayErr(err))
 		return exitTrouble
 	}
-	stopping, release := stopOnInterrupt()
-	defer release()
+	interrupt := stopOnInterrupt()
+	defer interrupt.release()
 	inputs := inputsOf(c.Args()[1:], stdin, pws)
 	scr := newScreen(stdout, stderr)
 	prog := startProgress(scr, inputs)
-	r := addInputs(f, inputs, stopping, scr, prog)
+	r := addInputs(f, inputs, &interrupt.stopping, scr, prog)
 	prog.stop()
 	if err := f.Close(); err != nil {
 		errorf(stderr, "%s", displayErr(err))
@@ -61,29 +61,38 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// stopOnInterrupt makes a first interrupt (or SIGTERM) set the flag it
-// returns, so that adding stops after the key in progress; the file is
-// then synced and closed as usual. It also restores the default action, so
-// a second one quits at once, even while the input is blocked: that is
-// safe too, as each add sets the key's bits before the header and the
-// mapped file keeps every write made. Call release when done.
-func stopOnInterrupt() (stopping *atomic.Bool, release func()) {
-	interrupted := make(chan os.Signal, 1)
-	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
-	stopping = new(atomic.Bool)
-	finished := make(chan struct{})
+// interruption is what stopOnInterrupt watches.
+type interruption struct {
+	stopping atomic.Bool   // an interrupt came
+	stop     chan struct{} // closed when it came
+	finished chan struct{}
+	signals  chan os.Signal
+}
+
+// stopOnInterrupt makes a first interrupt (or SIGTERM) set stopping and
+// close stop: add stops after the key in progress and closes the file as
+// usual, check prints the verdicts made. It also restores the default
+// action, so a second one quits at once, even while the input is blocked:
+// that is safe too, as each add sets the key's bits before the header and
+// the mapped file keeps every write made. Call release when done.
+func stopOnInterrupt() *interruption {
+	in := &interruption{stop: make(chan struct{}), finished: make(chan struct{}), signals: make(chan os.Signal, 1)}
+	signal.Notify(in.signals, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		select {
-		case <-interrupted:
-			stopping.Store(true)
-			signal.Stop(interrupted)
-		case <-finished:
+		case <-in.signals:
+			in.stopping.Store(true)
+			signal.Stop(in.signals)
+			close(in.stop)
+		case <-in.finished:
 		}
 	}()
-	return stopping, func() {
-		signal.Stop(interrupted)
-		close(finished)
-	}
+	return in
+}
+
+func (in *interruption) release() {
+	signal.Stop(in.signals)
+	close(in.finished)
 }
 
 // addResult is what addInputs did.
@@ -97,12 +106,13 @@ type addResult struct {
 // was replaced or cut short: Close reports why).
 func addInputs(f *pkbf.Filter, inputs []input, stopping *atomic.Bool, scr *screen, prog *progress) addResult {
 	var r addResult
-	pipeline(inputs, runtime.GOMAXPROCS(0), eachItem(func(it *item) {
+	encodings := eachItem(func(it *item) {
 		it.spki, it.err = it.key.SPKI()
 		if it.err == nil {
 			it.extra, it.err = pkbf.Encodings(it.spki)
 		}
-	}), func(it *item) bool {
+	})
+	pipeline(pipelineOptions{inputs: inputs, workers: runtime.GOMAXPROCS(0), work: encodings, progress: prog, emit: func(it *item) bool {
 		if stopping.Load() {
 			r.stopped = true
 			return false
@@ -119,6 +129,6 @@ func addInputs(f *pkbf.Filter, inputs []input, stopping *atomic.Bool, scr *scree
 			}
 		}
 		return f.Err() == nil
-	}, nil, nil, prog)
+	}})
 	return r
 }

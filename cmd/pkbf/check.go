@@ -9,13 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/pkbf/pkbf"
@@ -134,18 +130,7 @@ func checkCommand(stdout, stderr io.Writer) (*command, *checkFlags) {
 
 func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c, fl := checkCommand(stdout, stderr)
-	if ok, code := c.parse(args, 1, -1); !ok {
-		return code
-	}
-	set := map[string]bool{}
-	c.Visit(func(f *flag.Flag) { set[c.longName(f.Name)] = true })
-	if *fl.confirm {
-		if u, err := url.Parse(*fl.api); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			_, code := c.fail(fmt.Sprintf("--api %q is not an http or https URL", *fl.api))
-			return code
-		}
-	} else if set["api"] || set["timeout"] {
-		_, code := c.fail("--api and --timeout go with --confirm")
+	if ok, code := parseCheck(c, fl, args); !ok {
 		return code
 	}
 	f, err := openFilter(c.Arg(0), stdin)
@@ -168,16 +153,60 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	work, workers, cancel := checkWork(f, fl)
+	defer cancel()
+	interrupt := stopOnInterrupt()
+	defer interrupt.release()
 	scr := newScreen(stdout, stderr)
+	p := &checkPrinter{fl: fl, scr: scr}
 	prog := startProgress(scr, inputs)
+	pipeline(pipelineOptions{inputs: inputs, workers: workers, work: work, emit: p.emit, idle: func() { scr.flush() }, stop: interrupt.stop, progress: prog})
+	prog.stop()
+	if err := scr.flush(); err != nil {
+		errorf(stderr, "writing output: %v", err)
+		p.sum.unreadable++
+	}
+	if interrupt.stopping.Load() {
+		if !*fl.quiet {
+			p.sum.print(stderr, "interrupted: ")
+		}
+		return exitSignaled
+	}
+	if err := f.Check(); err != nil && !p.filterFailed {
+		// Answers may have come from another file than the one opened.
+		errorf(stderr, "%s", displayErr(err))
+		p.filterFailed = true
+	}
+	return p.finish(stderr)
+}
 
-	work, workers := func(items []item) { lookupItems(context.Background(), items, f.ContainsBatch) }, runtime.GOMAXPROCS(0)
+// parseCheck parses check's arguments and checks the flags that go
+// together.
+func parseCheck(c *command, fl *checkFlags, args []string) (ok bool, code int) {
+	if ok, code := c.parse(args, 1, -1); !ok {
+		return false, code
+	}
+	set := map[string]bool{}
+	c.Visit(func(f *flag.Flag) { set[c.longName(f.Name)] = true })
+	if *fl.confirm {
+		if u, err := url.Parse(*fl.api); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return c.fail(fmt.Sprintf("--api %q is not an http or https URL", *fl.api))
+		}
+	} else if set["api"] || set["timeout"] {
+		return c.fail("--api and --timeout go with --confirm")
+	}
+	return true, exitOK
+}
+
+// checkWork is what check does with each batch of keys, in how many
+// goroutines: look them up in f together, or with --confirm, one by one
+// through the pwnedkeys API. Call cancel when done.
+func checkWork(f *pkbf.Filter, fl *checkFlags) (work func([]item), workers int, cancel func()) {
+	work, workers, cancel = func(items []item) { lookupItems(context.Background(), items, f.ContainsBatch) }, runtime.GOMAXPROCS(0), func() {}
 	if *fl.confirm {
 		ctx := context.Background()
 		if *fl.timeout > 0 {
-			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, *fl.timeout)
-			defer cancel()
 		}
 		checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: *fl.api}, MaxInFlight: confirmInFlight}
 		work = eachItem(func(it *item) {
@@ -189,99 +218,81 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		})
 		workers = max(workers, confirmInFlight) // waiting on the network
 	}
-	work = guardFilter(work)
+	return guardFilter(work), workers, cancel
+}
 
-	// Ctrl-C: stop, print the verdicts made, exit 130.
-	interrupted := make(chan os.Signal, 1)
-	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(interrupted)
-	stop, finished := make(chan struct{}), make(chan struct{})
-	var stopped atomic.Bool
-	go func() {
-		select {
-		case <-interrupted:
-			stopped.Store(true)
-			close(stop)
-		case <-finished:
-		}
-	}()
-	defer close(finished)
+// checkPrinter prints check's verdicts as the pipeline emits them, and
+// counts them.
+type checkPrinter struct {
+	fl                  *checkFlags
+	scr                 *screen
+	sum                 summary
+	found, filterFailed bool
+	line                []byte
+}
 
-	var sum summary
-	var found, filterFailed bool
-	var line []byte
-	pipeline(inputs, workers, work, func(it *item) bool {
-		line = line[:0]
-		if it.filterErr != nil {
-			// The filter file changed under us: what was done stands, the
-			// rest cannot be answered.
-			filterFailed = true
-			scr.errorf("%s", displayErr(it.filterErr))
-			return false
-		}
-		switch {
-		case it.err != nil:
-			kind := sum.addError(it.err)
-			if kind == "unreadable" || *fl.strict {
-				scr.errorf("%s", it.errorMessage())
-			} else if !*fl.quiet {
-				scr.warnf("%s", it.errorMessage())
-			}
-			if *fl.json {
-				line = appendJSONError(line, it)
-			}
-		default:
-			sum.keys++
-			if it.confirmErr != nil {
-				sum.unconfirmed++
-				fp := fingerprint(it.canonical)
-				scr.errorf("%s: confirming %s: %s", it.source(), fp[:], displayErr(it.confirmErr))
-			}
-			if it.probably {
-				sum.probably++
-			}
-			if *fl.confirm {
-				found = found || it.pwned
-			} else {
-				found = found || it.probably
-			}
-			if *fl.json {
-				line = appendJSONVerdict(line, it, *fl.confirm)
-			} else {
-				line = appendTextVerdict(line, it, *fl.confirm)
-			}
-		}
-		if len(line) > 0 {
-			if err := scr.write(line); err != nil {
-				return false // stdout is gone (a closed pipe): stop
-			}
-		}
-		return true
-	}, func() { scr.flush() }, stop, prog)
-	prog.stop()
-	if err := scr.flush(); err != nil {
-		errorf(stderr, "writing output: %v", err)
-		sum.unreadable++
+// emit prints one item's verdict or error; it returns false to stop.
+func (p *checkPrinter) emit(it *item) bool {
+	fl := p.fl
+	p.line = p.line[:0]
+	if it.filterErr != nil {
+		// The filter file changed under us: what was done stands, the
+		// rest cannot be answered.
+		p.filterFailed = true
+		p.scr.errorf("%s", displayErr(it.filterErr))
+		return false
 	}
-	if stopped.Load() {
-		if !*fl.quiet {
-			sum.print(stderr, "interrupted: ")
+	switch {
+	case it.err != nil:
+		kind := p.sum.addError(it.err)
+		if kind == "unreadable" || *fl.strict {
+			p.scr.errorf("%s", it.errorMessage())
+		} else if !*fl.quiet {
+			p.scr.warnf("%s", it.errorMessage())
 		}
-		return exitSignaled
+		if *fl.json {
+			p.line = appendJSONError(p.line, it)
+		}
+	default:
+		p.sum.keys++
+		if it.confirmErr != nil {
+			p.sum.unconfirmed++
+			fp := fingerprint(it.canonical)
+			p.scr.errorf("%s: confirming %s: %s", it.source(), fp[:], displayErr(it.confirmErr))
+		}
+		if it.probably {
+			p.sum.probably++
+		}
+		if *fl.confirm {
+			p.found = p.found || it.pwned
+		} else {
+			p.found = p.found || it.probably
+		}
+		if *fl.json {
+			p.line = appendJSONVerdict(p.line, it, *fl.confirm)
+		} else {
+			p.line = appendTextVerdict(p.line, it, *fl.confirm)
+		}
 	}
-	if err := f.Check(); err != nil && !filterFailed {
-		// Answers may have come from another file than the one opened.
-		errorf(stderr, "%s", displayErr(err))
-		filterFailed = true
+	if len(p.line) > 0 {
+		if err := p.scr.write(p.line); err != nil {
+			return false // stdout is gone (a closed pipe): stop
+		}
 	}
+	return true
+}
+
+// finish prints the summary and returns check's exit code.
+func (p *checkPrinter) finish(stderr io.Writer) int {
+	fl, sum := p.fl, &p.sum
 	empty := sum.keys == 0 && sum.errors() == 0
 	if !*fl.quiet || empty {
 		sum.print(stderr, "")
 	}
 	switch {
-	case filterFailed: // the answers are incomplete or from another file
+	case p.filterFailed: // the answers are incomplete or from another file
 		return exitTrouble
-	case found:
+	case p.found:
 		return exitFound
 	case sum.unreadable > 0 || sum.unconfirmed > 0 || *fl.strict && sum.errors() > 0:
 		return exitTrouble

@@ -125,19 +125,30 @@ func eachItem(work func(*item)) func([]item) {
 	}
 }
 
-// pipeline reads every key of the inputs, runs work on each batch of them
-// (skipping items with an error is work's job) in as many goroutines as
-// workers, and calls emit on each in input order, from one
-// goroutine. emit returns false to stop early. idle, if not nil, is called
-// from that goroutine whenever everything read so far has been emitted:
-// the input is slower than the work (a pipe, a terminal), so output should
-// be flushed. Memory stays bounded: the reader waits when the workers or
+// pipelineOptions say what a pipeline reads and does.
+type pipelineOptions struct {
+	inputs  []input
+	workers int          // goroutines running work
+	work    func([]item) // on each batch; skipping items with an error is its job
+	// emit is called on each item in input order, from one goroutine; it
+	// returns false to stop early.
+	emit func(*item) bool
+	// idle, if not nil, is called from emit's goroutine whenever
+	// everything read so far has been emitted: the input is slower than
+	// the work (a pipe, a terminal), so output should be flushed.
+	idle func()
+	// Closing stop (it may be nil) makes pipeline return at once, leaving
+	// the reader to finish in the background: for an interrupt while the
+	// input is blocked.
+	stop     <-chan struct{}
+	progress *progress
+}
+
+// pipeline reads every key of the inputs and runs the work and emit of o
+// on them. Memory stays bounded: the reader waits when the workers or
 // emit fall behind.
-//
-// Closing stop (it may be nil) makes pipeline return at once, leaving the
-// reader to finish in the background: for an interrupt while the input is
-// blocked.
-func pipeline(inputs []input, workers int, work func([]item), emit func(*item) bool, idle func(), stop <-chan struct{}, prog *progress) {
+func pipeline(o pipelineOptions) {
+	inputs, workers, work, emit, idle, stop, prog := o.inputs, o.workers, o.work, o.emit, o.idle, o.stop, o.progress
 	order := make(chan *batch, 4*workers)
 	todo := make(chan *batch, 4*workers)
 	halted := make(chan struct{})
