@@ -210,7 +210,7 @@ func TestTruncatedUnderReader(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			if err := f.Check(); err != nil {
+			if err := f.FileChanged(); err != nil {
 				t.Fatalf("Check before any change: %v", err)
 			}
 			if err := tc.change(path); err != nil {
@@ -236,7 +236,7 @@ func TestTruncatedUnderReader(t *testing.T) {
 					t.Errorf("ProbablyBatch after the change, mean visits %d/16: error %v, want one naming %s", mean, berr, path)
 				}
 			}
-			if err := f.Check(); !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), path) {
+			if err := f.FileChanged(); !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), path) {
 				t.Errorf("Check after the change = %v, want ErrFileChanged naming the file", err)
 			}
 		})
@@ -264,7 +264,7 @@ func TestOverwrittenUnderReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	file.Close()
-	if err := f.Check(); err != nil {
+	if err := f.FileChanged(); err != nil {
 		t.Fatalf("Check after an add in place: %v", err)
 	}
 	if !f.Probably([]byte("added in place")) {
@@ -274,7 +274,7 @@ func TestOverwrittenUnderReader(t *testing.T) {
 	if err := os.WriteFile(path, buildFilter(t, 4, 12, []byte("other")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Check(); !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), "entries") {
+	if err := f.FileChanged(); !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), "entries") {
 		t.Errorf("Check after cp of another filter = %v, want ErrFileChanged with the counters", err)
 	}
 }

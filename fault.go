@@ -17,7 +17,7 @@ import (
 // system takes the lost pages away and a query that touches them faults;
 // pkbf turns that fault into a panic whose value is an error wrapping
 // ErrFileChanged (see [Filter.Probably]), which a caller may recover.
-// [Filter.Check] reports the other changes as an error, without a fault.
+// [Filter.FileChanged] reports the other changes as an error, without a fault.
 var ErrFileChanged = errors.New("pkbf: filter file was truncated or changed while in use")
 
 // fileChangedError names the file and what happened to it.

@@ -355,19 +355,19 @@ func (f *Filter) Close() error {
 	return err
 }
 
-// Check reports whether the file behind a filter from [Open] or [OpenFile]
-// is still the one that was opened, as far as can be told: the same size,
+// FileChanged reports whether the file behind a filter from [Open] or
+// [OpenFile] is still the one that was opened, as far as can be told: the same size,
 // the same parameters, and counters that only went forward, as they do when
 // keys are added in place. Otherwise it returns an error wrapping
 // [ErrFileChanged] that says what changed: the file was truncated, or
 // overwritten in place (copied over, say) with another filter. A file
 // overwritten with a newer filter of the same size and parameters looks
 // like one that had keys added in place, and passes; queries then answer
-// from the new content. For filters not read from a file Check returns nil.
+// from the new content. For filters not read from a file it returns nil.
 //
-// Check reads the header under a shared flock(2). It is safe to call
+// FileChanged reads the header under a shared flock(2). It is safe to call
 // concurrently with queries, and cheap enough to call after every batch.
-func (f *Filter) Check() (err error) {
+func (f *Filter) FileChanged() (err error) {
 	m := f.mapped
 	if m == nil || !m.unmap {
 		return nil

@@ -219,7 +219,7 @@ func (l *Live) Reload() error {
 	}
 	l.statErr = ""
 	switch {
-	case id.same(old.id) && old.f.Check() == nil:
+	case id.same(old.id) && old.f.FileChanged() == nil:
 		return nil // the same file; keys added in place show through the mapping
 	case l.failed.fi != nil && id.unchanged(l.failed):
 		return nil // this file failed already; try again when it changes

@@ -7,13 +7,28 @@ import (
 	"github.com/pkbf/pkbf"
 )
 
+// Filter is what a Checker asks first: a *pkbf.Filter, or a *pkbf.Live
+// that follows a filter path as new files replace it.
+type Filter interface {
+	// Contains reports whether the filter probably holds the key of spki
+	// under any of its encodings.
+	Contains(spki []byte) bool
+	// Probably reports whether the filter probably holds spki's bytes.
+	Probably(spki []byte) bool
+}
+
+var (
+	_ Filter = (*pkbf.Filter)(nil)
+	_ Filter = (*pkbf.Live)(nil)
+)
+
 // Checker puts a filter in front of a Client: the API is asked only about
 // keys the filter says are probably compromised, with at most MaxInFlight
 // requests at a time, so a pipeline pays the network only for hits. Set
 // its fields before the first Check; from then on it is safe for
 // concurrent use.
 type Checker struct {
-	Filter *pkbf.Filter
+	Filter Filter
 	Client *Client // nil: a zero Client
 	// MaxInFlight caps concurrent requests; 0 means 4.
 	MaxInFlight int

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -386,20 +387,34 @@ func TestChecker(t *testing.T) {
 	f, _ := pkbf.New(5, 16)
 	f.Add(ks["p256"].spki) // compromised
 	f.Add(ks["p384"].spki) // a false positive of the filter: the API says 404
-	c := &Checker{Filter: f, Client: &Client{BaseURL: s.URL}, MaxInFlight: 3}
-	for _, tt := range []struct {
-		key                string
-		probably, pwned    bool
-		requestsAfterwards int32
-	}{
-		{"rsa2048", false, false, 0},
-		{"p256", true, true, 1},
-		{"p384", true, false, 2},
-		{"p521", false, false, 2},
-	} {
-		probably, res, err := c.Check(context.Background(), ks[tt.key].spki)
-		if err != nil || probably != tt.probably || res.Pwned != tt.pwned || s.requests.Load() != tt.requestsAfterwards {
-			t.Errorf("%s: probably %v, %+v, %v after %d requests", tt.key, probably, res, err, s.requests.Load())
+	// The same answers in front of a Filter and of a Live filter following
+	// a file that holds the same keys.
+	path := filepath.Join(t.TempDir(), "f.pkbf")
+	if err := f.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	live, err := pkbf.OpenLive(path, pkbf.LiveOptions{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	var c *Checker
+	for i, filter := range []Filter{f, live} {
+		c = &Checker{Filter: filter, Client: &Client{BaseURL: s.URL}, MaxInFlight: 3}
+		for _, tt := range []struct {
+			key                string
+			probably, pwned    bool
+			requestsAfterwards int32
+		}{
+			{"rsa2048", false, false, 0},
+			{"p256", true, true, 1},
+			{"p384", true, false, 2},
+			{"p521", false, false, 2},
+		} {
+			probably, res, err := c.Check(context.Background(), ks[tt.key].spki)
+			if err != nil || probably != tt.probably || res.Pwned != tt.pwned || s.requests.Load() != int32(i)*2+tt.requestsAfterwards {
+				t.Errorf("%T: %s: probably %v, %+v, %v after %d requests", filter, tt.key, probably, res, err, s.requests.Load())
+			}
 		}
 	}
 	// No more than MaxInFlight requests at a time.

@@ -172,7 +172,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitSignaled
 	}
-	if err := f.Check(); err != nil && !p.filterFailed {
+	if err := f.FileChanged(); err != nil && !p.filterFailed {
 		// Answers may have come from another file than the one opened.
 		errorf(stderr, "%s", displayErr(err))
 		p.filterFailed = true

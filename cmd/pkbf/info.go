@@ -37,7 +37,7 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fill, err = scanFill(f, newScreen(stdout, stderr))
 	}
 	if err == nil {
-		err = f.Check()
+		err = f.FileChanged()
 	}
 	if err != nil {
 		errorf(stderr, "%s", displayErr(err))
