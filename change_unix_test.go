@@ -80,7 +80,7 @@ func TestReadersWhileWritersAdd(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := testKeys("before", 100)
-			g, err := OpenFile(path, os.O_RDWR)
+			g, err := Edit(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +149,7 @@ func TestWriterHelper(t *testing.T) {
 	keys := testKeys("writer", 3000)
 	switch writer {
 	case "pkbf":
-		f, err := OpenFile(path, os.O_RDWR)
+		f, err := Edit(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -385,8 +385,8 @@ func TestOpenFIFO(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Open of a FIFO with no writer hangs")
 	}
-	if _, err := OpenFile(fifo, os.O_RDWR); !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), "edited in place") {
-		t.Errorf("OpenFile(FIFO, O_RDWR) = %v, want an error: only a regular file can be edited in place", err)
+	if _, err := Edit(fifo); !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), "edited in place") {
+		t.Errorf("Edit(FIFO) = %v, want an error: only a regular file can be edited in place", err)
 	}
 
 	// A writer that is there: the filter arrives as a stream.

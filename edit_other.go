@@ -11,7 +11,7 @@ import (
 type inPlace struct{ err error }
 
 func openInPlace(path string) (*Filter, error) {
-	return nil, fmt.Errorf("pkbf: OpenFile %s: editing in place needs a Unix system: %w", path, errors.ErrUnsupported)
+	return nil, fmt.Errorf("pkbf: Edit %s: editing in place needs a Unix system: %w", path, errors.ErrUnsupported)
 }
 
 func (p *inPlace) fail(err error) bool     { return false }

@@ -32,7 +32,7 @@ func TestReferenceSemanticsInPlace(t *testing.T) {
 	}
 	epoch := time.Unix(0, 0)
 	// Session 1: revision 0 -> 1 on the first add, kept on the second.
-	f, err := OpenFile(path, os.O_RDWR)
+	f, err := Edit(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestReferenceSemanticsInPlace(t *testing.T) {
 	checkHeader(t, "file after session 1", h, 1, 2, start, time.Now())
 	// Session 2: a duplicate changes nothing, even the revision; a new key
 	// raises it once.
-	f, err = OpenFile(path, os.O_RDWR)
+	f, err = Edit(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestFlockProtocol(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := OpenFile(path, os.O_RDWR)
+	f, err := Edit(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestFlockHelper(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestFlockProtocol")
 	}
-	f, err := OpenFile(path, os.O_RDWR)
+	f, err := Edit(path)
 	if err != nil {
 		t.Fatal(err)
 	}

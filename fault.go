@@ -7,7 +7,7 @@ import (
 )
 
 // ErrFileChanged is wrapped by the errors that report that the file behind
-// a filter from [Open] or [OpenFile] changed in a way no writer following
+// a filter from [Open] or [Edit] changed in a way no writer following
 // the format's lock protocol makes: it was truncated, overwritten with
 // other content (cp over it, say), or its memory could not be backed (a
 // full file system under a sparse file). The message names the file and

@@ -70,9 +70,9 @@ type Filter struct {
 	mask   uint64   // m - 1: a position is a hash masked to L bits
 	k      uint64   // hash count
 	large  bool     // larger than the CPU caches: see Probably
-	mapped *mapping // the file behind a filter from Open or OpenFile, or nil
+	mapped *mapping // the file behind a filter from Open or Edit, or nil
 
-	// Writable filters only (New, or OpenFile with os.O_RDWR).
+	// Writable filters only (New, or Edit).
 	mu      sync.Mutex // serializes changes, and header reads with them
 	words   []uint32   // data as 32-bit words for atomic bit updates, or nil
 	edited  bool       // the revision was raised in this editing session
@@ -83,7 +83,7 @@ type Filter struct {
 	batchVisits atomic.Uint32
 }
 
-// mapping is the file behind a filter from Open or OpenFile: mapped into
+// mapping is the file behind a filter from Open or Edit: mapped into
 // memory where the platform allows, else read.
 type mapping struct {
 	file   *os.File // kept open for flock(2) and Check
@@ -166,7 +166,7 @@ func Parse(b []byte) (*Filter, error) {
 // Open opens the pkbfv1 file at path read-only. A regular file is mapped
 // into memory where the platform allows it, so opening takes the same time
 // for any size and the data stays in the page cache, off the Go heap; keys
-// that another process adds in place (under the lock, as [OpenFile] and the
+// that another process adds in place (under the lock, as [Edit] and the
 // reference implementation do) are seen at once. Any other file (a pipe,
 // a FIFO, /dev/stdin, a process substitution) is read as a stream, as
 // [ReadFilter] does, and must hold nothing after the filter; a FIFO with no
@@ -334,7 +334,7 @@ func ReadFilter(r io.Reader) (*Filter, error) {
 }
 
 // Close releases the file and memory mapping of a filter from [Open] or
-// [OpenFile]. A filter edited in place is first synced to its file, and
+// [Edit]. A filter edited in place is first synced to its file, and
 // Close returns any error from editing. For other filters Close does
 // nothing. Close is idempotent; after it, queries and adds panic.
 func (f *Filter) Close() error {
@@ -356,7 +356,7 @@ func (f *Filter) Close() error {
 }
 
 // FileChanged reports whether the file behind a filter from [Open] or
-// [OpenFile] is still the one that was opened, as far as can be told: the same size,
+// [Edit] is still the one that was opened, as far as can be told: the same size,
 // the same parameters, and counters that only went forward, as they do when
 // keys are added in place. Otherwise it returns an error wrapping
 // [ErrFileChanged] that says what changed: the file was truncated, or

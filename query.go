@@ -46,7 +46,7 @@ func step(x, y, i uint64) (uint64, uint64) { return x + y, y + i + 1 }
 //
 // Probably does not allocate and is safe for concurrent use.
 //
-// On a filter from [Open] or [OpenFile] whose file was cut short while in
+// On a filter from [Open] or [Edit] whose file was cut short while in
 // use (copied over, truncated, or on a file system too full to back it),
 // a query that touches the lost part of the file panics with an error
 // wrapping [ErrFileChanged], which names the file and says to replace

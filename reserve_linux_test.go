@@ -58,7 +58,7 @@ func TestFailedReservationReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := freeBlocks(t, mnt)
-	f, err := OpenFile(path, os.O_RDWR)
+	f, err := Edit(path)
 	if err == nil {
 		f.Close()
 		t.Fatal("editing a 64 MiB sparse filter on a 64 MiB file system: no error")

@@ -67,7 +67,7 @@ func New(hashCount, hashLength int) (*Filter, error) {
 // reference implementation does: a key already probably present changes
 // nothing and Add returns false; otherwise Add sets its bits, raises the
 // entry count by one (it stops at 2^32-1), sets the update time to now and,
-// on the first add of this editing session (since New or OpenFile), raises
+// on the first add of this editing session (since New or Edit), raises
 // the revision by one. It returns true.
 //
 // Add and Probably are safe to call from many goroutines at once. Add
@@ -394,22 +394,14 @@ func linkNoReplace(oldpath, newpath string) error {
 	return os.Rename(oldpath, newpath)
 }
 
-// OpenFile opens the filter file at path: with os.O_RDONLY as [Open] does,
-// with os.O_RDWR for editing in place, for filters too big to rewrite.
-// Changes made by [Filter.Add] go straight to the file (which is mapped
-// into memory) under an exclusive flock(2) each, so the reference
-// implementation and other processes can work on the same file; they are
-// durable after [Filter.Sync] or [Filter.Close]. Editing in place needs a
-// Unix system. Errors are those of Open.
-func OpenFile(path string, flag int) (*Filter, error) {
-	switch flag {
-	case os.O_RDONLY:
-		return Open(path)
-	case os.O_RDWR:
-		return openInPlace(path)
-	}
-	return nil, fmt.Errorf("pkbf: OpenFile %s: flag %#x, want os.O_RDONLY or os.O_RDWR", path, flag)
-}
+// Edit opens the filter file at path for editing in place, for filters too
+// big to rewrite. Changes made by [Filter.Add] go straight to the file
+// (which is mapped into memory) under an exclusive flock(2) each, so the
+// reference implementation and other processes can work on the same file;
+// they are durable after [Filter.Sync] or [Filter.Close]. Editing in place
+// needs a Unix system. Errors are those of [Open], and of reserving disk
+// space for a sparse file.
+func Edit(path string) (*Filter, error) { return openInPlace(path) }
 
 // Sync makes the changes to a filter edited in place durable, and returns
 // the first error met editing it. For other filters it does nothing.

@@ -150,7 +150,7 @@ func createInPlace(t testing.TB, hashCount, hashLength int) (string, *Filter) {
 	if err := Create(path, hashCount, hashLength); err != nil {
 		t.Fatal(err)
 	}
-	f, err := OpenFile(path, os.O_RDWR)
+	f, err := Edit(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,22 +379,19 @@ func TestParameters(t *testing.T) {
 	}
 }
 
-func TestOpenFileAndMisuse(t *testing.T) {
+func TestEditMisuse(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := OpenFile(filepath.Join(dir, "x"), os.O_WRONLY); err == nil || !strings.Contains(err.Error(), "want os.O_RDONLY or os.O_RDWR") {
-		t.Errorf("OpenFile(O_WRONLY) error = %v", err)
-	}
-	if _, err := OpenFile(filepath.Join(dir, "missing"), os.O_RDWR); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("OpenFile(missing, O_RDWR) error = %v", err)
+	if _, err := Edit(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Edit(missing) error = %v", err)
 	}
 	bad := filepath.Join(dir, "bad.pkbf")
 	os.WriteFile(bad, append(rawHeader("pkbfv1", 0, 0, 0, 3, 10), 1, 2, 3), 0o644)
 	before := mustRead(t, bad)
-	if _, err := OpenFile(bad, os.O_RDWR); !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), bad) {
-		t.Errorf("OpenFile(truncated, O_RDWR) error = %v", err)
+	if _, err := Edit(bad); !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), bad) {
+		t.Errorf("Edit(truncated) error = %v", err)
 	}
 	if !bytes.Equal(mustRead(t, bad), before) {
-		t.Error("refused OpenFile changed the file")
+		t.Error("refused Edit changed the file")
 	}
 	// Adding to a read-only filter is a programming error: it panics.
 	ro, _ := Parse(buildFilter(t, 2, 4))

@@ -32,7 +32,7 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	path := c.Arg(0)
-	f, err := pkbf.OpenFile(path, os.O_RDWR)
+	f, err := pkbf.Edit(path)
 	if err != nil {
 		errorf(stderr, "%s", displayErr(err))
 		return exitTrouble
