@@ -116,7 +116,7 @@ func TestExampleFilters(t *testing.T) {
 			want := make([]byte, h.DataSize())
 			var pos []uint64
 			for _, spki := range spkis {
-				for _, p := range Positions(pos[:0], spki, h.HashCount, h.HashLength) {
+				for _, p := range h.Positions(pos[:0], spki) {
 					want[p/8] |= 0x80 >> (p % 8)
 				}
 			}
@@ -153,7 +153,7 @@ func buildFilter(t testing.TB, k, l uint8, keys ...[]byte) []byte {
 	b = append(b, make([]byte, h.DataSize())...)
 	var pos []uint64
 	for _, key := range keys {
-		for _, p := range Positions(pos[:0], key, k, l) {
+		for _, p := range (Header{HashCount: k, HashLength: l}).Positions(pos[:0], key) {
 			b[HeaderSize+p/8] |= 0x80 >> (p % 8)
 		}
 	}

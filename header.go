@@ -176,3 +176,19 @@ func magicHint(b []byte) string {
 	}
 	return ""
 }
+
+// Positions appends to dst the HashCount bit positions of spki in a filter
+// with this header, in probe order, and returns the extended slice:
+// f_i = (h1 + i·h2 + (i³-i)/6) mod 2^L for i = 0..k-1. It is the
+// definition behind [Filter.Probably], for tools and tests that inspect a
+// filter bit by bit. Bit p is data byte p/8 under mask 0x80>>(p%8).
+func (h Header) Positions(dst []uint64, spki []byte) []uint64 {
+	h1, h2 := hashes(spki)
+	mask := uint64(1)<<(h.HashLength&63) - 1
+	x, y := h1, h2
+	for i := range uint64(h.HashCount) {
+		dst = append(dst, x&mask)
+		x, y = step(x, y, i)
+	}
+	return dst
+}

@@ -16,23 +16,6 @@ func hashes(spki []byte) (h1, h2 uint64) {
 	return xxhash.Sum64(spki), seededHash(spki)
 }
 
-// Positions appends to dst the k bit positions of spki in a filter with
-// 2^hashLength bits, in probe order, and returns the extended slice:
-// f_i = (h1 + i·h2 + (i³-i)/6) mod 2^L for i = 0..k-1. It is the
-// definition behind [Filter.Probably], for tools and tests that inspect a
-// filter bit by bit. Bit p is data byte p/8 under mask 0x80>>(p%8).
-// hashLength must be at most 63.
-func Positions(dst []uint64, spki []byte, hashCount, hashLength uint8) []uint64 {
-	h1, h2 := hashes(spki)
-	mask := uint64(1)<<(hashLength&63) - 1
-	x, y := h1, h2
-	for i := range uint64(hashCount) {
-		dst = append(dst, x&mask)
-		x, y = step(x, y, i)
-	}
-	return dst
-}
-
 // step advances the probe sequence from position i to i+1. Consecutive
 // positions differ by h2 + i(i+1)/2, so with x = f_i and y = that
 // difference, f_{i+1} = x + y and the next difference is y + i + 1: the
