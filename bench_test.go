@@ -18,6 +18,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/pkbf/pkbf/internal/hugemem"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // benchKeys returns a function giving the key for iteration i: the SPKI in
@@ -245,7 +246,7 @@ func BenchmarkContains(b *testing.B) {
 		ek, _ := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
 		der, _ = x509.MarshalPKIXPublicKey(&ek.PublicKey)
 		kinds["P256/uncompressed"] = append(kinds["P256/uncompressed"], der)
-		encs, _ := Encodings(der)
+		encs, _ := keys.Encodings(der)
 		kinds["P256/compressed"] = append(kinds["P256/compressed"], encs[1])
 	}
 	f := benchFilter(b, 12, 20, false)

@@ -4,30 +4,52 @@
 // keys known to be compromised, as published by pwnedkeys.com. A filter
 // answers one question quickly and offline: is this key probably compromised?
 //
+// # Checking a key
+//
+// Open a filter once, then ask about each key you hold:
+//
+//	f, err := pkbf.Open("pwnedkeys.pkbf")
+//	spki, err := pkbf.SPKI(pemOrDERorOpenSSH) // or a keys.Scanner over a stream
+//	if f.Contains(spki) { /* probably compromised: confirm online */ }
+//
+// [Filter.Contains] is the call for a key from the wild: one key has many
+// DER encodings (an EC point compressed or not, an RSA key with or without
+// NULL parameters, explicit curve parameters), a filter holds whichever was
+// added, and Contains looks under each of them ([keys.Encodings]).
+// [Filter.ContainsBatch] answers many keys at once, overlapping their
+// memory reads. [Filter.Probably] tests exactly the bytes it is given.
+//
 // # Guarantees
 //
-// A false answer from [Filter.Probably] is definite: the key was never added
-// to the filter. A true answer means "look it up": the key is in the filter or
-// is a false positive, at about the rate [Filter.FalsePositiveRate] estimates.
-// Confirm a true answer online with the pwnedkeys API (package
-// github.com/pkbf/pkbf/pwnedkeys).
+// A false answer from Contains is definite for the key: it was never added
+// under any encoding a filter may hold it in. A false answer from Probably
+// is definite only for those exact bytes. A true answer means "look it
+// up": the key is in the filter or is a false positive, at about the rate
+// [Filter.FalsePositiveRate] estimates. Confirm a true answer online with
+// the pwnedkeys API (package github.com/pkbf/pkbf/pwnedkeys).
 //
 // # Reading filters
 //
 // [Open] memory-maps a file read-only, [Parse] wraps a byte slice and
 // [ReadFilter] reads one from a stream. Each validates the header and the
-// exact data size before use; errors wrap [ErrInvalidFile].
+// exact data size before use; errors wrap [ErrInvalidFile]. [OpenLive]
+// follows a path as new files replace it.
+//
+// # Writing filters
+//
+// [New] makes a filter in memory and [Create] an empty file; [Edit] opens a
+// file for adding keys in place, under the reference implementation's
+// flock(2) protocol.
 //
 // # Keys
 //
-// Filters store the DER SubjectPublicKeyInfo of a key. [SPKI] extracts it
-// from a key, certificate or CSR in PEM, DER or OpenSSH form; [KeyScanner]
-// reads many from a stream; [Encodings] lists the forms under which the
-// publisher stores a key (for EC keys, both point encodings).
+// Package github.com/pkbf/pkbf/keys turns what users hold (keys,
+// certificates, requests, PKCS#7 bundles, PKCS#12 files, OpenSSH and PuTTY
+// keys) into SPKIs; [SPKI] here is its one-key entry point.
 //
 // # Concurrency
 //
-// Queries ([Filter.Probably]) are safe from any number of goroutines at once.
+// Queries are safe from any number of goroutines at once.
 package pkbf
 
 import (
@@ -55,10 +77,6 @@ import (
 // what is wrong, for example
 // "pkbf: invalid filter file: data is 511 bytes, header says 512".
 var ErrInvalidFile = errors.New("pkbf: invalid filter file")
-
-// ErrInvalidKey is wrapped by every error that reports a key, certificate
-// or CSR that could not be read: from [SPKI], [Encodings] and [KeyScanner].
-var ErrInvalidKey = errors.New("pkbf: invalid key")
 
 // Filter is a pkbfv1 bloom filter.
 //

@@ -45,6 +45,9 @@ const (
 	fpP256Compress = "316194405bf1c56c3395c4b6fcf32af83ca0e273fbf0832ef8364069a178ad75"
 )
 
+// keysDir holds the project's key fixtures (see its README).
+const keysDir = "testdata/keys"
+
 func mustRead(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)

@@ -169,28 +169,6 @@ func (f *Filter) add(spki []byte) (added bool) {
 	return true
 }
 
-// AddKey adds the key of data, anything [SPKI] accepts, under every
-// encoding [Encodings] lists: an EC key under both point forms, as the
-// publisher does. It returns how many of those encodings were new; errors
-// wrap [ErrInvalidKey], or come from the file of a filter edited in place.
-func (f *Filter) AddKey(data []byte) (int, error) {
-	spki, err := SPKI(data)
-	if err != nil {
-		return 0, err
-	}
-	encodings, err := Encodings(spki)
-	if err != nil {
-		return 0, err
-	}
-	added := 0
-	for _, e := range encodings {
-		if f.Add(e) {
-			added++
-		}
-	}
-	return added, f.Err()
-}
-
 // Err returns the first error met editing a filter file in place (see
 // [Filter.Add]), which stopped all editing, or nil. For other filters it
 // returns nil.

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // Filter is what a Checker asks first: a *pkbf.Filter, or a *pkbf.Live
@@ -39,18 +40,18 @@ type Checker struct {
 
 // Check reports whether the filter probably holds the key of spki, under
 // any of its encodings (pkbf.Filter.Contains), and when it does, what the
-// API says of its canonical encoding (pkbf.Canonical), as Client.Check: a
+// API says of its canonical encoding (keys.Canonical), as Client.Check: a
 // verified attestation, a 404 (a false positive of the filter) or an
 // error. When the filter says no, Check makes no request and returns
 // probably false. The Result's Fingerprint is the canonical one.
 func (c *Checker) Check(ctx context.Context, spki []byte) (probably bool, res Result, err error) {
-	if canonical, err := pkbf.Canonical(spki); err == nil {
+	if canonical, err := keys.Canonical(spki); err == nil {
 		if !c.Filter.Contains(spki) {
-			return false, Result{Fingerprint: pkbf.Fingerprint(canonical)}, nil
+			return false, Result{Fingerprint: keys.Fingerprint(canonical)}, nil
 		}
 		spki = canonical
 	} else if !c.Filter.Probably(spki) {
-		return false, Result{Fingerprint: pkbf.Fingerprint(spki)}, nil
+		return false, Result{Fingerprint: keys.Fingerprint(spki)}, nil
 	}
 	c.once.Do(func() {
 		n := c.MaxInFlight
@@ -62,7 +63,7 @@ func (c *Checker) Check(ctx context.Context, spki []byte) (probably bool, res Re
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		return true, Result{Fingerprint: pkbf.Fingerprint(spki)}, ctx.Err()
+		return true, Result{Fingerprint: keys.Fingerprint(spki)}, ctx.Err()
 	}
 	defer func() { <-c.sem }()
 	client := c.Client

@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // DefaultBaseURL is the pwnedkeys API endpoint a zero Client uses.
@@ -90,7 +90,7 @@ type Result struct {
 // a few times, honouring Retry-After, within ctx's deadline), a broken
 // connection or a timeout is an error: a failure to answer, not a "no".
 func (c *Client) Check(ctx context.Context, spki []byte) (Result, error) {
-	res := Result{Fingerprint: pkbf.Fingerprint(spki)}
+	res := Result{Fingerprint: keys.Fingerprint(spki)}
 	key, err := parseKey(spki)
 	if err != nil {
 		return res, err

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // testKey is a key the test signs attestations with.
@@ -42,12 +43,12 @@ type testKey struct {
 
 var (
 	keysOnce sync.Once
-	keys     map[string]*testKey
+	testSet  map[string]*testKey
 )
 
 func testKeys(t *testing.T) map[string]*testKey {
 	keysOnce.Do(func() {
-		keys = map[string]*testKey{}
+		testSet = map[string]*testKey{}
 		add := func(name, alg string, s crypto.Signer, err error) {
 			if err != nil {
 				panic(err)
@@ -56,7 +57,7 @@ func testKeys(t *testing.T) map[string]*testKey {
 			if err != nil {
 				panic(err)
 			}
-			keys[name] = &testKey{name, s, alg, spki}
+			testSet[name] = &testKey{name, s, alg, spki}
 		}
 		r2048, err := rsa.GenerateKey(rand.Reader, 2048)
 		add("rsa2048", "RS256", r2048, err)
@@ -74,7 +75,7 @@ func testKeys(t *testing.T) map[string]*testKey {
 		other512, err := rsa.GenerateKey(rand.Reader, 512)
 		add("other512", "RS256", other512, err)
 	})
-	return keys
+	return testSet
 }
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
@@ -207,7 +208,7 @@ func status(code int, retryAfter string) http.HandlerFunc {
 	}
 }
 
-func fingerprint(spki []byte) string { return pkbf.Fingerprint(spki) }
+func fingerprint(spki []byte) string { return keys.Fingerprint(spki) }
 
 func TestVerifiedAttestations(t *testing.T) {
 	ks := testKeys(t)
@@ -225,7 +226,7 @@ func TestVerifiedAttestations(t *testing.T) {
 	// A P-256 key asked about in compressed form: its own fingerprint, its
 	// own attestation, verified against the decompressed point.
 	k := ks["p256"]
-	encs, err := pkbf.Encodings(k.spki)
+	encs, err := keys.Encodings(k.spki)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +374,7 @@ func TestUnverifiableKeys(t *testing.T) {
 }
 
 func mustEd25519SPKI(t *testing.T) []byte {
-	spki, err := pkbf.SPKI([]byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBswAqzIW47r2ex5K+XpaApknyxEeUQlYvsiWUXHw8KV"))
+	spki, err := keys.SPKI([]byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBswAqzIW47r2ex5K+XpaApknyxEeUQlYvsiWUXHw8KV"))
 	if err != nil {
 		t.Fatal(err)
 	}

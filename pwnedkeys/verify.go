@@ -16,7 +16,7 @@ import (
 	"hash"
 	"math/big"
 
-	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -44,7 +44,7 @@ func parseKey(spki []byte) (*publicKey, error) {
 	}
 	// EC keys: Encodings gives the uncompressed form first, whichever the
 	// SPKI has, and checks that the point is on its curve.
-	encodings, err := pkbf.Encodings(spki)
+	encodings, err := keys.Encodings(spki)
 	if err != nil {
 		return nil, badKey("%v", err)
 	}

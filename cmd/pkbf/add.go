@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // add: keys into a filter file, in place, under the reference's lock
@@ -109,7 +110,7 @@ func addInputs(f *pkbf.Filter, inputs []input, stopping *atomic.Bool, scr *scree
 	encodings := eachItem(func(it *item) {
 		it.spki, it.err = it.key.SPKI()
 		if it.err == nil {
-			it.extra, it.err = pkbf.Encodings(it.spki)
+			it.extra, it.err = keys.Encodings(it.spki)
 		}
 	})
 	pipeline(pipelineOptions{inputs: inputs, workers: runtime.GOMAXPROCS(0), work: encodings, progress: prog, emit: func(it *item) bool {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/pwnedkeys"
 )
 
@@ -314,10 +315,10 @@ func (s *summary) errors() int { return s.unreadable + s.unsupported + s.encrypt
 // addError counts an item's error by kind and returns the kind.
 func (s *summary) addError(err error) string {
 	switch {
-	case errors.Is(err, pkbf.ErrUnsupportedKey):
+	case errors.Is(err, keys.ErrUnsupportedKey):
 		s.unsupported++
 		return "unsupported"
-	case errors.Is(err, pkbf.ErrEncryptedKey):
+	case errors.Is(err, keys.ErrEncryptedKey):
 		s.encrypted++
 		return "encrypted"
 	}
@@ -375,7 +376,7 @@ func (it *item) decode() bool {
 		return false
 	}
 	var err error
-	if it.canonical, err = pkbf.Canonical(it.spki); err != nil {
+	if it.canonical, err = keys.Canonical(it.spki); err != nil {
 		it.canonical = it.spki // looked up as given only
 	}
 	it.sshFP, it.comment = it.key.SSHFingerprint()

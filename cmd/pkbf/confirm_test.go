@@ -18,13 +18,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // attest makes the attestation pwnedkeys serves for the key in the PKCS#8
 // file name, signed by the key in signerName.
 func attest(t *testing.T, name, signerName string) []byte {
-	spki, err := pkbf.SPKI(mustRead(t, key(name)))
+	spki, err := keys.SPKI(mustRead(t, key(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func attest(t *testing.T, name, signerName string) []byte {
 		alg = "RS256"
 	}
 	enc := base64.RawURLEncoding.EncodeToString
-	protected := enc(fmt.Appendf(nil, `{"alg":%q,"kid":%q}`, alg, pkbf.Fingerprint(spki)))
+	protected := enc(fmt.Appendf(nil, `{"alg":%q,"kid":%q}`, alg, keys.Fingerprint(spki)))
 	payload := enc([]byte("this key is pwned"))
 	digest := sha256.Sum256([]byte(protected + "." + payload))
 	var sig []byte
@@ -84,11 +84,11 @@ func sshFP(t *testing.T, name string) string {
 }
 
 func fpOf(t *testing.T, name string) string {
-	spki, err := pkbf.SPKI(mustRead(t, key(name)))
+	spki, err := keys.SPKI(mustRead(t, key(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pkbf.Fingerprint(spki)
+	return keys.Fingerprint(spki)
 }
 
 func TestCheckConfirm(t *testing.T) {

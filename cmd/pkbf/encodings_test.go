@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // check finds a key whatever encoding the filter holds it in, and prints
@@ -16,11 +17,11 @@ func TestCheckEveryEncoding(t *testing.T) {
 	more := filepath.Join(keysDir, "more")
 	// A filter holding only the compressed P-256 SPKI, as an
 	// implementation that hashed one file as it stands would build it.
-	stored, err := pkbf.SPKI(mustRead(t, key("p256.spki-compressed.der")))
+	stored, err := keys.SPKI(mustRead(t, key("p256.spki-compressed.der")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	canonical, _ := pkbf.Canonical(stored)
+	canonical, _ := keys.Canonical(stored)
 	p := filepath.Join(t.TempDir(), "f.pkbf")
 	f, _ := pkbf.New(4, 16)
 	f.Add(stored)
@@ -43,13 +44,13 @@ func TestCheckEveryEncoding(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &v); err != nil {
 			t.Fatal(err)
 		}
-		if v["probably"] != true || v["fingerprint"] != pkbf.Fingerprint(canonical) {
+		if v["probably"] != true || v["fingerprint"] != keys.Fingerprint(canonical) {
 			t.Errorf("%s: %s", files[i], line)
 		}
 	}
 	// The as-given fingerprint where the file has another encoding.
 	r = runWith(t, nil, "check", p, key("p256.spki-compressed.pem"))
-	if !strings.Contains(r.stdout, "probably\t"+pkbf.Fingerprint(canonical)) || !strings.Contains(r.stdout, "\tas given: "+pkbf.Fingerprint(stored)+"\n") {
+	if !strings.Contains(r.stdout, "probably\t"+keys.Fingerprint(canonical)) || !strings.Contains(r.stdout, "\tas given: "+keys.Fingerprint(stored)+"\n") {
 		t.Errorf("text output %q", r.stdout)
 	}
 }

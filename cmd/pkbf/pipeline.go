@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // An input is one FILE argument, or standard input.
@@ -65,7 +65,7 @@ func passphrases(file string) ([]string, error) {
 // read (then key is zero and err says why), with what the workers made of it.
 type item struct {
 	input string // display name
-	key   pkbf.Key
+	key   keys.Key
 	err   error
 	// Set by the work function.
 	spki      []byte // as the input has it
@@ -268,7 +268,7 @@ func readInput(in input, send func(*batch) bool, prog *progress) bool {
 	if regular {
 		beforeRead = func() {}
 	}
-	s := pkbf.NewKeyScanner(&countingReader{r: r, n: &prog.bytes, beforeRead: beforeRead})
+	s := keys.NewScanner(&countingReader{r: r, n: &prog.bytes, beforeRead: beforeRead})
 	s.SetPassphrases(in.passphrases...)
 	for ok && s.Scan() {
 		b.items = append(b.items, item{input: in.display(), key: s.Key()})

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // serve: a small HTTP service over one filter file, for programs in any
@@ -303,7 +304,7 @@ var errTooManyKeys = errors.New("too many keys")
 // scanItems reads every key of a request body, at most max of them, and
 // stops with ctx's error when ctx is done.
 func scanItems(ctx context.Context, body []byte, max int) ([]item, error) {
-	sc := pkbf.NewKeyScanner(bytes.NewReader(body))
+	sc := keys.NewScanner(bytes.NewReader(body))
 	var items []item
 	for sc.Scan() {
 		if err := ctx.Err(); err != nil {

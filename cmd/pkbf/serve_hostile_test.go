@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -148,7 +149,7 @@ func TestLookupItemsStops(t *testing.T) {
 	items := make([]item, 3*lookupChunk)
 	line := mustRead(t, key("p384.pub"))
 	for i := range items {
-		sc := pkbf.NewKeyScanner(bytes.NewReader(line))
+		sc := keys.NewScanner(bytes.NewReader(line))
 		sc.Scan()
 		items[i] = item{input: "test", key: sc.Key()}
 	}

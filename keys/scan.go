@@ -1,4 +1,4 @@
-package pkbf
+package keys
 
 import (
 	"bufio"
@@ -12,13 +12,13 @@ import (
 	"golang.org/x/crypto/cryptobyte"
 )
 
-// Limits that keep a KeyScanner's memory bounded on any input.
+// Limits that keep a Scanner's memory bounded on any input.
 const (
 	maxLineSize   = 64 << 10 // a text line: ample for an OpenSSH RSA-16384 key
 	maxObjectSize = 1 << 20  // a PEM block or DER object
 )
 
-// A Key is one object found by a [KeyScanner]: a PEM block, a DER object or
+// A Key is one object found by a [Scanner]: a PEM block, a DER object or
 // an OpenSSH public key line. Its [Key.SPKI] method decodes it; a Key that
 // could not even be framed (an unterminated PEM block, an overlong line)
 // carries that error instead.
@@ -112,7 +112,7 @@ func (k *Key) SPKI() ([]byte, error) {
 	return sshLineSPKI(k.Raw)
 }
 
-// KeyScanner reads the keys, certificates and requests of one stream one at
+// Scanner reads the keys, certificates and requests of one stream one at
 // a time, in bounded memory: a PEM bundle or any concatenation of PEM blocks
 // (text between blocks is ignored), an authorized_keys or known_hosts file,
 // a mix of PEM and OpenSSH lines, or a concatenation of DER objects.
@@ -125,14 +125,14 @@ func (k *Key) SPKI() ([]byte, error) {
 //
 // Use it like [bufio.Scanner]:
 //
-//	s := pkbf.NewKeyScanner(r)
+//	s := keys.NewScanner(r)
 //	for s.Scan() {
 //		key := s.Key()
 //		spki, err := key.SPKI()
 //		...
 //	}
 //	if err := s.Err(); err != nil { ... } // reading r failed
-type KeyScanner struct {
+type Scanner struct {
 	r           *bufio.Reader
 	mode        keyKind // 0 until the first byte is seen, then kindDER or kindLine
 	line        int     // lines read so far
@@ -153,7 +153,7 @@ type KeyScanner struct {
 
 // SetPassphrases gives the passphrases to try, after the empty one, on
 // encrypted containers (PKCS#12 files). Call it before the first Scan.
-func (s *KeyScanner) SetPassphrases(passphrases ...string) { s.passphrases = passphrases }
+func (s *Scanner) SetPassphrases(passphrases ...string) { s.passphrases = passphrases }
 
 // textLine is one line of text input, without its line ending.
 type textLine struct {
@@ -163,10 +163,10 @@ type textLine struct {
 	tooLong bool // the line was cut at maxLineSize
 }
 
-// NewKeyScanner returns a KeyScanner reading from r.
-func NewKeyScanner(r io.Reader) *KeyScanner {
+// NewScanner returns a Scanner reading from r.
+func NewScanner(r io.Reader) *Scanner {
 	size := bufferSize(r)
-	return &KeyScanner{r: bufio.NewReaderSize(r, size), bufSize: size}
+	return &Scanner{r: bufio.NewReaderSize(r, size), bufSize: size}
 }
 
 // bufferSize is the read buffer a scanner needs for r: room for the
@@ -181,14 +181,14 @@ func bufferSize(r io.Reader) int {
 }
 
 // Key returns the key found by the last call to Scan.
-func (s *KeyScanner) Key() Key { return s.key }
+func (s *Scanner) Key() Key { return s.key }
 
 // Err returns the first error from the reader, other than io.EOF.
-func (s *KeyScanner) Err() error { return s.err }
+func (s *Scanner) Err() error { return s.err }
 
 // Scan advances to the next key and reports whether there is one. It
 // returns false at the end of the input or when reading fails.
-func (s *KeyScanner) Scan() bool {
+func (s *Scanner) Scan() bool {
 	if len(s.queue) > 0 {
 		s.count++
 		s.key, s.queue = s.queue[0], s.queue[1:]
@@ -238,7 +238,7 @@ func looksLikeDER(head []byte) bool {
 // emit records a key found at the given line and offset. A container
 // (a PKCS#7 bundle, a PKCS#12 file) becomes one Key for each of its
 // objects.
-func (s *KeyScanner) emit(kind keyKind, line int, offset int64, raw []byte, err error) bool {
+func (s *Scanner) emit(kind keyKind, line int, offset int64, raw []byte, err error) bool {
 	k := Key{Line: line, Offset: offset, Raw: raw, kind: kind, err: err}
 	if kind == kindPEM {
 		k.Block = s.blocks
@@ -358,7 +358,7 @@ func (c *crReader) Read(p []byte) (int, error) {
 
 // readLine returns the next line, or the line pushed back. Its text is
 // valid until the next read. It returns io.EOF only when no byte was left.
-func (s *KeyScanner) readLine() (textLine, error) {
+func (s *Scanner) readLine() (textLine, error) {
 	if l := s.pushback; l != nil {
 		s.pushback = nil
 		return *l, nil
@@ -384,7 +384,7 @@ func (s *KeyScanner) readLine() (textLine, error) {
 	return l, nil
 }
 
-func (s *KeyScanner) scanText() bool {
+func (s *Scanner) scanText() bool {
 	for {
 		l, err := s.readLine()
 		if err != nil {
@@ -427,7 +427,7 @@ const maxBlockLines = 1000
 
 // scanUntil reads the lines of a block that began with first, up to and
 // including the line for which end is true, and returns them.
-func (s *KeyScanner) scanUntil(first textLine, end func([]byte) bool) ([]byte, error) {
+func (s *Scanner) scanUntil(first textLine, end func([]byte) bool) ([]byte, error) {
 	block := append(bytes.Clone(first.text), '\n')
 	for n := 0; n < maxBlockLines; n++ {
 		l, err := s.readLine()
@@ -450,7 +450,7 @@ func (s *KeyScanner) scanUntil(first textLine, end func([]byte) bool) ([]byte, e
 
 // finish ends a text scan: at the end of an input with text but no key it
 // reports one Key whose error says so.
-func (s *KeyScanner) finish(err error) bool {
+func (s *Scanner) finish(err error) bool {
 	if err != io.EOF {
 		s.err = err
 		return false
@@ -464,7 +464,7 @@ func (s *KeyScanner) finish(err error) bool {
 // scanPEM reads the rest of a PEM block whose BEGIN line is begin. It
 // reports ok = false for a complete "EC PARAMETERS" block, which it keeps
 // for the key after it, and when reading fails.
-func (s *KeyScanner) scanPEM(begin textLine) (k Key, ok bool) {
+func (s *Scanner) scanPEM(begin textLine) (k Key, ok bool) {
 	k = Key{Line: begin.number, Offset: begin.start}
 	blockType := pemType(begin.text)
 	block := append(s.scratch[:0], begin.text...)
@@ -509,7 +509,7 @@ func (s *KeyScanner) scanPEM(begin textLine) (k Key, ok bool) {
 
 // finishPEM completes the Key of a whole PEM block. It reports false for an
 // "EC PARAMETERS" block, which it keeps for the "EC PRIVATE KEY" after it.
-func (s *KeyScanner) finishPEM(k Key, blockType string, block []byte) (Key, bool) {
+func (s *Scanner) finishPEM(k Key, blockType string, block []byte) (Key, bool) {
 	if blockType == "EC PARAMETERS" {
 		s.ecParams = bytes.Clone(block)
 		return k, false
@@ -529,7 +529,7 @@ func (s *KeyScanner) finishPEM(k Key, blockType string, block []byte) (Key, bool
 // framed = false, having read nothing, when the block is not wholly
 // buffered or anything is unusual (a BEGIN before the END, say): scanPEM
 // then reads it line by line, as it also reports its errors.
-func (s *KeyScanner) scanPEMBuffered(begin textLine) (k Key, ok, framed bool) {
+func (s *Scanner) scanPEMBuffered(begin textLine) (k Key, ok, framed bool) {
 	buf, _ := s.r.Peek(s.r.Buffered())
 	i := bytes.Index(buf, []byte("-----"))
 	if i < 0 || len(bytes.TrimLeft(buf[bytes.LastIndexByte(buf[:i], '\n')+1:i], " \t\r")) != 0 {
@@ -617,7 +617,7 @@ func blobType(encoded []byte) string {
 }
 
 // scanDER reads the next DER object of a concatenation.
-func (s *KeyScanner) scanDER() bool {
+func (s *Scanner) scanDER() bool {
 	start := s.offset
 	head, err := s.r.Peek(2)
 	if len(head) == 0 && err == io.EOF {

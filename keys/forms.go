@@ -1,9 +1,8 @@
-package pkbf
+package keys
 
 import (
 	"bytes"
 	"slices"
-	"unsafe"
 
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
@@ -39,8 +38,8 @@ func Canonical(spki []byte) ([]byte, error) {
 // spki may be stored in a filter, canonical first (see [Canonical]): for
 // an EC key on a curve pkbf can compute on, the uncompressed and then the
 // compressed point form on the named curve, as the publisher stores them;
-// then spki as given, if it is neither. [Filter.AddKey] adds all of them;
-// [Filter.Contains] looks for any. An EC point must be on its curve.
+// then spki as given, if it is neither. A filter's AddKey adds all of them;
+// its Contains looks for any. An EC point must be on its curve.
 // Errors wrap [ErrInvalidKey].
 func Encodings(spki []byte) ([][]byte, error) {
 	canonical, other, err := forms(spki, true, nil)
@@ -57,31 +56,20 @@ func Encodings(spki []byte) ([][]byte, error) {
 	return out, nil
 }
 
-// Contains reports whether the filter probably holds the key of spki under
-// any of the encodings a filter may hold it in ([Encodings]): spki as
-// given, its canonical re-encoding, and for EC keys both point forms. False
-// is definite for all of them. spki as given is tried first, and is tried
-// even when it cannot be parsed (then it is the only one).
-//
-// For an RSA key already in canonical form this is one query, as
-// [Filter.Probably], and allocates nothing; an EC key costs two, plus a
-// square root when its point is compressed. Contains is safe for
-// concurrent use and panics as Probably does.
-func (f *Filter) Contains(spki []byte) bool {
-	if f.Probably(spki) {
-		return true
-	}
-	var buf [256]byte // room for the other forms of most keys
-	canonical, other, err := forms(spki, false, buf[:0])
-	if err != nil {
-		return false
-	}
-	return (!sameSlice(canonical, spki) && f.Probably(canonical)) || (other != nil && f.Probably(other))
-}
-
 // sameSlice reports whether a and b are the same bytes in memory.
 func sameSlice(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// Forms returns the canonical encoding of the key in spki (spki itself
+// when it is canonical) and, for an EC key on a curve pkbf can compute on,
+// the other point form on the same named curve (or nil), as a lookup needs
+// them: an uncompressed point is not checked to lie on its curve, a
+// compressed one is (it is decompressed). New encodings are appended to
+// dst, which may be a caller's buffer, so that a lookup of a key in a
+// common form allocates nothing. Errors wrap [ErrInvalidKey].
+func Forms(dst, spki []byte) (canonical, other []byte, err error) {
+	return forms(spki, false, dst)
 }
 
 // forms returns the canonical encoding of the key in spki (spki itself when
@@ -360,58 +348,4 @@ func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (can
 // oidDER encodes OID content bytes as a DER OBJECT IDENTIFIER.
 func oidDER(content []byte) []byte {
 	return append([]byte{tagOID, byte(len(content))}, content...)
-}
-
-// containsChunk is how many keys ContainsBatch looks up in other forms at
-// once, with their encodings built in a buffer on the stack.
-const containsChunk = 32
-
-// ContainsBatch sets out[i] = f.Contains(spkis[i]) for every i: exactly the
-// same answers, computed together, as [Filter.ProbablyBatch] computes
-// Probably's: first every key as given, then the other encodings of the
-// keys not found, in batches. out must be at least as long as spkis. For
-// RSA keys already in canonical form it costs what ProbablyBatch does;
-// like Contains it allocates only for keys in a form other than the
-// canonical one (or an EC point form of it). Safe for concurrent use.
-func (f *Filter) ContainsBatch(spkis [][]byte, out []bool) {
-	f.ProbablyBatch(spkis, out)
-	var scratch [containsChunk * 192]byte
-	var others [2 * containsChunk][]byte
-	var owner [2 * containsChunk]int
-	var found [2 * containsChunk]bool
-	n, used := 0, 0
-	for i, s := range spkis {
-		if !out[i] {
-			// The other encodings, built in scratch from used on; a key
-			// that cannot be parsed has none.
-			canonical, other, err := forms(s, false, scratch[used:used])
-			if err == nil && !sameSlice(canonical, s) {
-				others[n], owner[n] = canonical, i
-				n++
-				used = max(used, endIn(scratch[:], canonical))
-			}
-			if err == nil && other != nil {
-				others[n], owner[n] = other, i
-				n++
-				used = max(used, endIn(scratch[:], other))
-			}
-		}
-		if n > len(others)-2 || used > len(scratch)-192 || i == len(spkis)-1 {
-			f.ProbablyBatch(others[:n], found[:n])
-			for j := range n {
-				out[owner[j]] = out[owner[j]] || found[j]
-			}
-			n, used = 0, 0
-		}
-	}
-}
-
-// endIn returns the offset in buf just past e, if e lies in buf, else 0.
-func endIn(buf, e []byte) int {
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(e)))
-	if p < start || p >= start+uintptr(len(buf)) {
-		return 0
-	}
-	return int(p-start) + len(e)
 }

@@ -1,4 +1,4 @@
-package pkbf
+package keys
 
 import (
 	"bytes"
@@ -85,11 +85,8 @@ func checkKeyCalls(t *testing.T, name string, spki []byte) error {
 	mustNotHang(t, name, 10*time.Second, func() {
 		canonical, errC = Canonical(spki)
 		_, errE = Encodings(spki)
-		f, _ := New(3, 10)
-		f.Contains(spki)
-		f.ContainsBatch([][]byte{spki, spki, spki, spki, spki}, make([]bool, 5))
+		Forms(make([]byte, 0, 256), spki)
 		SPKI(spki)
-		f.AddKey(spki)
 	})
 	for _, err := range []error{errC, errE} {
 		if err != nil && !errors.Is(err, ErrInvalidKey) {
@@ -324,7 +321,7 @@ func TestContainerPartsLimit(t *testing.T) {
 		t.Errorf("PKCS#7 of %d certificates: %v, want it refused", maxContainerParts+1, err)
 	}
 	// Through the scanner: one Key with the error, not ten thousand.
-	s := NewKeyScanner(bytes.NewReader(bundle(maxContainerParts + 1)))
+	s := NewScanner(bytes.NewReader(bundle(maxContainerParts + 1)))
 	n := 0
 	for s.Scan() {
 		n++
@@ -390,8 +387,8 @@ func allocated(runs int, f func()) uint64 {
 // memory now costs a small buffer, and a DER object's memory follows the
 // bytes read.
 func TestScannerMemoryFollowsInput(t *testing.T) {
-	pub := mustRead(t, "testdata/keys/p256.pub")
-	der := mustRead(t, "testdata/keys/p256.spki.der")
+	pub := mustRead(t, "../testdata/keys/p256.pub")
+	der := mustRead(t, "../testdata/keys/p256.spki.der")
 	for _, tc := range []struct {
 		name  string
 		input []byte
@@ -405,7 +402,7 @@ func TestScannerMemoryFollowsInput(t *testing.T) {
 	} {
 		n := 0
 		used := allocated(20, func() {
-			s := NewKeyScanner(bytes.NewReader(tc.input))
+			s := NewScanner(bytes.NewReader(tc.input))
 			for n = 0; s.Scan(); n++ {
 				k := s.Key()
 				k.SPKI()

@@ -1,4 +1,4 @@
-package pkbf
+package keys
 
 import (
 	"bytes"
@@ -208,7 +208,7 @@ func sshTextSPKI(text []byte) ([]byte, error) {
 			return nil, err
 		}
 		if found != nil {
-			return nil, keyErrorf("more than one OpenSSH key line; read many with KeyScanner")
+			return nil, keyErrorf("more than one OpenSSH key line; read many with Scanner")
 		}
 		found = spki
 	}

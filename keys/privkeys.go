@@ -1,4 +1,4 @@
-package pkbf
+package keys
 
 import (
 	"bytes"

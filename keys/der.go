@@ -1,4 +1,4 @@
-package pkbf
+package keys
 
 // derReader is a minimal DER cursor for SPKI's hot path: telling DER
 // structures apart and walking certificates, requests and SPKIs. There the

@@ -1,4 +1,4 @@
-package pkbf
+package keys
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 // The fixtures of testdata/keys/more (see its gen.sh): every encoding of a
 // key users hold, with canonical fingerprints computed by openssl.
 
-const moreDir = "testdata/keys/more"
+const moreDir = "../testdata/keys/more"
 
 // readPairs reads "NAME VALUE" lines.
 func readPairs(t testing.TB, path string) map[string]string {
@@ -43,7 +43,7 @@ func scanFile(t *testing.T, path string, passphrases ...string) (fps []string, e
 		t.Fatal(err)
 	}
 	defer f.Close()
-	s := NewKeyScanner(f)
+	s := NewScanner(f)
 	s.SetPassphrases(passphrases...)
 	for s.Scan() {
 		k := s.Key()
@@ -68,7 +68,7 @@ func testPassphrase(t *testing.T) string {
 }
 
 // Every single-key file gives the key openssl gives, in canonical form,
-// both through SPKI and through KeyScanner.
+// both through SPKI and through Scanner.
 func TestCanonicalFingerprints(t *testing.T) {
 	canonical := readPairs(t, filepath.Join(moreDir, "CANONICAL"))
 	if len(canonical) < 90 {
@@ -89,7 +89,7 @@ func TestCanonicalFingerprints(t *testing.T) {
 		}
 		fps, errs := scanFile(t, path)
 		if len(errs) != 0 || len(fps) != 1 || fps[0] != want {
-			t.Errorf("%s: KeyScanner found %v, errors %v; want one key %s", name, fps, errs, want)
+			t.Errorf("%s: Scanner found %v, errors %v; want one key %s", name, fps, errs, want)
 		}
 	}
 }
@@ -124,8 +124,8 @@ func TestContainers(t *testing.T) {
 	}
 	// A container of one key gives it to SPKI too.
 	spki, err := SPKI(mustRead(t, filepath.Join(moreDir, "chain-empty.p12")))
-	if err == nil || !strings.Contains(err.Error(), "KeyScanner") {
-		t.Errorf("SPKI of a PKCS#12 file of two keys = %x, %v; want an error pointing to KeyScanner", spki, err)
+	if err == nil || !strings.Contains(err.Error(), "Scanner") {
+		t.Errorf("SPKI of a PKCS#12 file of two keys = %x, %v; want an error pointing to Scanner", spki, err)
 	}
 }
 
@@ -169,12 +169,13 @@ func singleKeyFiles(t *testing.T) map[string][]string {
 	return groups
 }
 
-// TestNoFalseNoAcrossEncodings builds a filter from one encoding of a key,
-// as the reference implementation or an independent one would (the SPKI
-// bytes as a file gives them, the canonical form, the compressed form), and
-// looks the key up from every other file that holds it: Contains must say
-// "probably" every time. It counts the answers Probably alone gives too:
-// the false "no"s pkbf gave before Contains.
+// TestNoFalseNoAcrossEncodings stores one encoding of a key, as the
+// reference implementation or an independent one would (the SPKI bytes as
+// a file gives them, the canonical form, the compressed form), and looks
+// the key up from every other file that holds it as a filter's Contains
+// does (lookup: the bytes given, then Forms): it must be found every time.
+// It counts the answers the bytes alone give too: the false "no"s of a
+// lookup of the exact bytes.
 func TestNoFalseNoAcrossEncodings(t *testing.T) {
 	groups := singleKeyFiles(t)
 	spkis := map[string][]byte{}
@@ -211,30 +212,26 @@ func TestNoFalseNoAcrossEncodings(t *testing.T) {
 				sources["as in "+path] = spkis[path]
 				continue
 			}
-			f, _ := New(4, 16)
-			f.Add(spkis[path])
 			for _, other := range files {
 				outside++
-				if f.Contains(spkis[other]) {
+				if lookup(spkis[path], spkis[other]) {
 					outsideFound++
 				}
 			}
 		}
 		for source, stored := range sources {
-			f, _ := New(4, 16)
-			f.Add(stored)
 			for _, path := range files {
 				pairs++
-				if !f.Probably(spkis[path]) {
+				if !bytes.Equal(stored, spkis[path]) {
 					falseNo++
 				}
-				if !f.Contains(spkis[path]) {
+				if !lookup(stored, spkis[path]) {
 					t.Errorf("key %s stored %s: Contains(%s) = false", fp[:16], source, path)
 				}
 			}
 			// A control that can fail: another key is not found.
 			for otherFP, others := range groups {
-				if otherFP != fp && f.Contains(spkis[others[0]]) {
+				if otherFP != fp && lookup(stored, spkis[others[0]]) {
 					t.Errorf("key %s stored %s: Contains(%s) = true, a different key", fp[:16], source, others[0])
 				}
 				break
@@ -248,8 +245,6 @@ func TestNoFalseNoAcrossEncodings(t *testing.T) {
 	}
 }
 
-// Canonical returns its input, not a copy, when it is canonical, and
-// Contains costs one query and no allocation for such an RSA key.
 func TestCanonicalRSAIsFree(t *testing.T) {
 	spki, err := SPKI(mustRead(t, filepath.Join(keysDir, "rsa2048.spki.der")))
 	if err != nil {
@@ -259,12 +254,14 @@ func TestCanonicalRSAIsFree(t *testing.T) {
 	if err != nil || !sameSlice(c, spki) {
 		t.Errorf("Canonical of a canonical RSA SPKI is a copy or fails: %v", err)
 	}
-	f, _ := New(4, 16)
-	if allocs := testing.AllocsPerRun(100, func() { f.Contains(spki) }); allocs != 0 {
-		t.Errorf("Contains of a canonical RSA key: %v allocations", allocs)
+	var buf [256]byte
+	if allocs := testing.AllocsPerRun(100, func() { Forms(buf[:0], spki) }); allocs != 0 {
+		t.Errorf("Forms of a canonical RSA key: %v allocations", allocs)
 	}
 }
 
+// Canonical returns its input, not a copy, when it is canonical, and
+// Contains costs one query and no allocation for such an RSA key.
 // The prose rule: lines of text that mention key types are text; a damaged
 // key line is an error.
 func TestProseAndDamagedLines(t *testing.T) {
@@ -280,7 +277,7 @@ func TestProseAndDamagedLines(t *testing.T) {
 		{"mistyped type", "shh-ed25519 " + fields[1] + "\n", 0, 1},
 		{"unknown type", "ssh-xmss@openssh.com AAAAFHNzaC14bXNzQG9wZW5zc2guY29tAAAA\n", 0, 1},
 	} {
-		s := NewKeyScanner(bufio.NewReader(strings.NewReader(tc.text)))
+		s := NewScanner(bufio.NewReader(strings.NewReader(tc.text)))
 		keys, errs := 0, 0
 		for s.Scan() {
 			k := s.Key()

@@ -1,4 +1,4 @@
-package pkbf
+package keys
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 )
 
 // Containers hold several keys and certificates: PKCS#7/CMS certificate
-// bundles (.p7b, .p7c) and PKCS#12 files (.p12, .pfx). KeyScanner reports
+// bundles (.p7b, .p7c) and PKCS#12 files (.p12, .pfx). Scanner reports
 // each object in them as a Key of its own.
 
 // A part is one object of a container.
@@ -44,7 +44,7 @@ func singleSPKI(parts []part, err error) ([]byte, error) {
 		case found == nil:
 			found = p.spki
 		case !bytes.Equal(mustCanonical(found), mustCanonical(p.spki)):
-			return nil, keyErrorf("container holds %d keys and certificates of more than one key; read them with KeyScanner", len(parts))
+			return nil, keyErrorf("container holds %d keys and certificates of more than one key; read them with Scanner", len(parts))
 		}
 	}
 	if found == nil {
