@@ -2,6 +2,7 @@ package keys
 
 import (
 	"bytes"
+	"crypto/ecdh"
 	"crypto/elliptic"
 	"encoding/hex"
 	"math/big"
@@ -234,4 +235,40 @@ func (c *ecCurve) compressed(x, y *big.Int) []byte {
 	b[0] = 2 | byte(y.Bit(0))
 	x.FillBytes(b[1:])
 	return b
+}
+
+// A curve is one of the NIST curves SPKI knows by name.
+type curve struct {
+	name string // "P-256"
+	ssh  string // "nistp256"
+	oid  []byte
+	size int // bytes in a coordinate or scalar
+	ecdh ecdh.Curve
+}
+
+var curves = []*curve{
+	{"P-256", "nistp256", oidP256, 32, ecdh.P256()},
+	{"P-384", "nistp384", oidP384, 48, ecdh.P384()},
+	{"P-521", "nistp521", oidP521, 66, ecdh.P521()},
+}
+
+func curveByOID(oid []byte) *curve {
+	for _, c := range curves {
+		if bytes.Equal(c.oid, oid) {
+			return c
+		}
+	}
+	return nil
+}
+
+// pointKind checks the length and prefix of an encoded point on c and
+// reports whether it is compressed.
+func (c *curve) pointKind(point []byte) (compressed bool, err error) {
+	switch {
+	case len(point) == 1+2*c.size && (point[0] == 4 || point[0] == 6 || point[0] == 7): // 6, 7: hybrid
+		return false, nil
+	case len(point) == 1+c.size && (point[0] == 2 || point[0] == 3):
+		return true, nil
+	}
+	return false, keyErrorf("%s point is %d bytes with prefix %#02x, want %d uncompressed (or hybrid) or %d compressed", c.name, len(point), first(point), 1+2*c.size, 1+c.size)
 }

@@ -1,5 +1,7 @@
 package keys
 
+import "slices"
+
 // derReader is a minimal DER cursor for SPKI's hot path: telling DER
 // structures apart and walking certificates, requests and SPKIs. There the
 // general reader of cryptobyte took two thirds of the time; this one knows
@@ -91,3 +93,58 @@ func (d *derReader) readBitString() (data []byte, bits int, ok bool) {
 }
 
 func (d derReader) empty() bool { return len(d) == 0 }
+
+// buildSPKIRaw builds SEQUENCE { SEQUENCE { OID, params }, BIT STRING key }
+// from the OID's content, the parameters' whole encoding (or nil) and the
+// key's bytes.
+func buildSPKIRaw(oid, params, key []byte) []byte {
+	return appendSPKIRaw(nil, oid, params, key)
+}
+
+// appendSPKIRaw is buildSPKIRaw appending to dst.
+func appendSPKIRaw(dst, oid, params, key []byte) []byte {
+	algLen := derLen(len(oid)) + len(params)
+	bitsLen := 1 + len(key)
+	dst = slices.Grow(dst, derLen(derLen(algLen)+derLen(bitsLen)))
+	dst = appendDERHeader(dst, tagSequence, derLen(algLen)+derLen(bitsLen))
+	dst = appendDERHeader(dst, tagSequence, algLen)
+	dst = appendDERHeader(dst, tagOID, len(oid))
+	dst = append(append(dst, oid...), params...)
+	dst = appendDERHeader(dst, tagBitString, bitsLen)
+	return append(append(dst, 0), key...)
+}
+
+// derLen is the size of an element whose content is n bytes.
+func derLen(n int) int {
+	switch {
+	case n < 0x80:
+		return 2 + n
+	case n < 1<<8:
+		return 3 + n
+	case n < 1<<16:
+		return 4 + n
+	case n < 1<<24:
+		return 5 + n
+	}
+	return 6 + n
+}
+
+// appendDERHeader appends a tag and a length in DER's minimal form.
+func appendDERHeader(dst []byte, tag byte, n int) []byte {
+	switch {
+	case n < 0x80:
+		return append(dst, tag, byte(n))
+	case n < 1<<8:
+		return append(dst, tag, 0x81, byte(n))
+	case n < 1<<16:
+		return append(dst, tag, 0x82, byte(n>>8), byte(n))
+	case n < 1<<24:
+		return append(dst, tag, 0x83, byte(n>>16), byte(n>>8), byte(n))
+	}
+	return append(dst, tag, 0x84, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+}
+
+// oidDER encodes OID content bytes as a DER OBJECT IDENTIFIER.
+func oidDER(content []byte) []byte {
+	return append([]byte{tagOID, byte(len(content))}, content...)
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
-	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -300,88 +299,6 @@ const (
 	puttyMagic   = "PuTTY-User-Key-File-"
 )
 
-// rfc4716SPKI reads an RFC 4716 public key block: the BEGIN line, headers
-// ("Tag: value", continued by a final backslash), base64 of the key blob,
-// the END line.
-func rfc4716SPKI(block []byte) ([]byte, error) {
-	blob, _, err := rfc4716Blob(block)
-	if err != nil {
-		return nil, err
-	}
-	return sshBlobSPKI(blob)
-}
-
-// rfc4716Blob returns the key blob of an RFC 4716 block and its Comment
-// header, unquoted.
-func rfc4716Blob(block []byte) (blob []byte, comment string, err error) {
-	var encoded []byte
-	continued, inComment := false, false
-	for line := range bytes.Lines(block) {
-		line = bytes.TrimSpace(line)
-		switch {
-		case bytes.HasPrefix(line, []byte("---- ")):
-		case continued || bytes.IndexByte(line, ':') >= 0:
-			if value, ok := bytes.CutPrefix(line, []byte("Comment:")); ok || continued && inComment {
-				inComment = true
-				comment += string(bytes.TrimSuffix(bytes.TrimSpace(value), []byte(`\`)))
-				if !ok {
-					comment += string(bytes.TrimSuffix(line, []byte(`\`)))
-				}
-			} else {
-				inComment = false
-			}
-			continued = bytes.HasSuffix(line, []byte(`\`))
-		default:
-			encoded = append(encoded, line...)
-		}
-	}
-	blob, err = base64.StdEncoding.DecodeString(string(encoded))
-	if err != nil || len(blob) == 0 {
-		return nil, "", keyErrorf("RFC 4716 public key is not valid base64")
-	}
-	return blob, strings.Trim(comment, `"`), nil
-}
-
-// puttySPKI reads the public half of a PuTTY private key file (.ppk,
-// versions 2 and 3), which is stored in clear even when the private half is
-// encrypted: "Public-Lines: N" and N lines of base64 of the key blob.
-func puttySPKI(block []byte) ([]byte, error) {
-	blob, _, err := puttyBlob(block)
-	if err != nil {
-		return nil, err
-	}
-	return sshBlobSPKI(blob)
-}
-
-// puttyBlob returns the public key blob of a PuTTY key file and its
-// Comment.
-func puttyBlob(block []byte) (blob []byte, comment string, err error) {
-	lines := bytes.Split(block, []byte("\n"))
-	typ, _, _ := bytes.Cut(bytes.TrimPrefix(lines[0], []byte(puttyMagic)), []byte(":"))
-	if v := string(typ); v != "2" && v != "3" {
-		return nil, "", unsupportedErrorf("PuTTY key file version %q is not supported (2 and 3 are)", shorten(v))
-	}
-	for i, line := range lines {
-		if c, ok := bytes.CutPrefix(line, []byte("Comment:")); ok {
-			comment = string(bytes.TrimSpace(c))
-		}
-		count, ok := bytes.CutPrefix(line, []byte("Public-Lines:"))
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(string(bytes.TrimSpace(count)))
-		if err != nil || n < 1 || i+1+n > len(lines) {
-			return nil, "", keyErrorf("PuTTY key file has a bad Public-Lines count %q", shorten(string(count)))
-		}
-		blob, err := base64.StdEncoding.DecodeString(string(bytes.Join(lines[i+1:i+1+n], nil)))
-		if err != nil {
-			return nil, "", keyErrorf("PuTTY key file's public key is not valid base64")
-		}
-		return blob, comment, nil
-	}
-	return nil, "", keyErrorf("PuTTY key file has no Public-Lines")
-}
-
 // SSHFingerprint returns, for an SSH public key (an OpenSSH line, an RFC
 // 4716 block or a PuTTY file), the fingerprint ssh-keygen -l shows
 // ("SHA256:" and the unpadded base64 of the SHA-256 of the key blob) and
@@ -405,4 +322,68 @@ func (k *Key) SSHFingerprint() (fingerprint, comment string) {
 	}
 	sum := sha256.Sum256(blob)
 	return "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:]), comment
+}
+
+// looksLikeSSHLine reports whether a text line outside PEM blocks is an
+// OpenSSH public key line, to be decoded and its errors reported, rather
+// than text, which is ignored as PEM readers ignore it. The rule: among its
+// first four fields, a key type name (ssh-rsa, ecdsa-sha2-nistp256, ...)
+// followed by a field that starts with "AAAA" as every key blob's base64
+// does; or any field followed by base64 whose blob starts with a key type
+// name, known to pkbf or equal to that field (a mistyped or unsupported
+// type). So "ssh-rsa keys are old" is text, while a cut or damaged
+// "ssh-rsa AAAAB3Nza..." is a key line in error.
+func looksLikeSSHLine(line []byte) bool {
+	rest := line
+	for range 4 {
+		var field, next []byte
+		field, rest = nextField(rest)
+		if len(field) == 0 {
+			return false
+		}
+		next, _ = nextField(rest)
+		if len(next) < 8 || !bytes.HasPrefix(next, []byte("AAAA")) {
+			continue
+		}
+		if _, known := sshKeyTypes[string(field)]; known {
+			return true
+		}
+		if isBase64Blob(next) {
+			typ := blobType(next)
+			if _, known := sshKeyTypes[typ]; known || typ != "" && typ == string(field) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isBase64Blob reports whether b is 16 or more base64 characters.
+func isBase64Blob(b []byte) bool {
+	if len(b) < 16 {
+		return false
+	}
+	for _, c := range b {
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=') {
+			return false
+		}
+	}
+	return true
+}
+
+// blobType returns the type name at the start of a base64 SSH key blob,
+// or "".
+func blobType(encoded []byte) string {
+	head := encoded[:min(len(encoded), 64)&^3]
+	blob := make([]byte, base64.StdEncoding.DecodedLen(len(head)))
+	n, err := base64.StdEncoding.Decode(blob, head)
+	if err != nil {
+		return ""
+	}
+	s := cryptobyte.String(blob[:n])
+	var name []byte
+	if !readSSHString(&s, &name) {
+		return ""
+	}
+	return string(name)
 }

@@ -3,13 +3,9 @@ package keys
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"encoding/pem"
 	"io"
 	"slices"
-	"strconv"
-
-	"golang.org/x/crypto/cryptobyte"
 )
 
 // Limits that keep a Scanner's memory bounded on any input.
@@ -17,100 +13,6 @@ const (
 	maxLineSize   = 64 << 10 // a text line: ample for an OpenSSH RSA-16384 key
 	maxObjectSize = 1 << 20  // a PEM block or DER object
 )
-
-// A Key is one object found by a [Scanner]: a PEM block, a DER object or
-// an OpenSSH public key line. Its [Key.SPKI] method decodes it; a Key that
-// could not even be framed (an unterminated PEM block, an overlong line)
-// carries that error instead.
-type Key struct {
-	// Index is the object's 1-based position among the objects of the input.
-	Index int
-	// Line is the 1-based line on which the object starts in text input,
-	// and 0 in DER input.
-	Line int
-	// Block is the 1-based number of the object's PEM block among the PEM
-	// blocks of the input (an "EC PARAMETERS" block counts), or 0.
-	Block int
-	// Offset is the byte offset at which the object starts.
-	Offset int64
-	// Raw is the object as it appears in the input: the PEM block from its
-	// BEGIN line to its END line (after the "EC PARAMETERS" block that
-	// preceded it, if any), the DER object, the text line, or the RFC 4716
-	// or PuTTY block. The objects of a container (a PKCS#7 bundle, a
-	// PKCS#12 file) share the container's Raw. Each Key has its own Raw.
-	Raw []byte
-	// Part names the object inside a container ("certificate 2",
-	// "private key 1"), or is empty.
-	Part string
-
-	kind keyKind
-	spki []byte // decoded already (the parts of a container)
-	err  error
-}
-
-type keyKind uint8
-
-const (
-	kindPEM keyKind = iota + 1
-	kindDER
-	kindLine
-	kindRFC4716 // ---- BEGIN SSH2 PUBLIC KEY ----
-	kindPuTTY   // PuTTY-User-Key-File-N
-)
-
-// Source says where the key came from: "block 2 (line 31)" for PEM,
-// "line 7" for OpenSSH lines, "object 3 (byte 2048)" for DER.
-func (k *Key) Source() string { return string(k.AppendSource(nil)) }
-
-// AppendSource appends [Key.Source] to b and returns the extended slice.
-func (k *Key) AppendSource(b []byte) []byte {
-	switch k.kind {
-	case kindPEM:
-		b = strconv.AppendInt(append(b, "block "...), int64(k.Block), 10)
-		b = strconv.AppendInt(append(b, " (line "...), int64(k.Line), 10)
-		b = append(b, ')')
-	case kindDER:
-		b = strconv.AppendInt(append(b, "object "...), int64(k.Index), 10)
-		b = strconv.AppendInt(append(b, " (byte "...), k.Offset, 10)
-		b = append(b, ')')
-	default:
-		b = strconv.AppendInt(append(b, "line "...), int64(k.Line), 10)
-	}
-	if k.Part != "" {
-		b = append(append(b, ", "...), k.Part...)
-	}
-	return b
-}
-
-// SPKI returns the key's DER SubjectPublicKeyInfo, as [SPKI] does for a
-// single input. It is safe to call on different Keys concurrently. Errors
-// wrap [ErrInvalidKey].
-func (k *Key) SPKI() ([]byte, error) {
-	if k.err != nil || k.spki != nil {
-		return k.spki, k.err
-	}
-	switch k.kind {
-	case kindRFC4716:
-		return rfc4716SPKI(k.Raw)
-	case kindPuTTY:
-		return puttySPKI(k.Raw)
-	case kindPEM:
-		if typ, der, ok := decodePEMBlock(k.Raw); ok {
-			return typedSPKI(string(typ), der, nil)
-		}
-		// Headers, or anything unusual: encoding/pem reads it, line by line
-		// trimmed as the scanner reads lines, so indented blocks work too.
-		var trimmed []byte
-		for line := range bytes.Lines(k.Raw) {
-			trimmed = append(append(trimmed, bytes.TrimSpace(line)...), '\n')
-		}
-		return pemSPKI(trimmed)
-
-	case kindDER:
-		return derSPKI(k.Raw)
-	}
-	return sshLineSPKI(k.Raw)
-}
 
 // Scanner reads the keys, certificates and requests of one stream one at
 // a time, in bounded memory: a PEM bundle or any concatenation of PEM blocks
@@ -302,13 +204,6 @@ func containerParts(kind keyKind, raw []byte, passphrases []string) ([]part, boo
 		return []part{{err: err}}, true
 	}
 	return parts, true
-}
-
-// pkcs7PEMTypes are the PEM types of PKCS#7/CMS bundles.
-var pkcs7PEMTypes = [...]string{"PKCS7", "PKCS #7 SIGNED DATA", "CMS"}
-
-func isPKCS7PEMType(typ string) bool {
-	return typ == pkcs7PEMTypes[0] || typ == pkcs7PEMTypes[1] || typ == pkcs7PEMTypes[2]
 }
 
 const utf8BOM = "\xef\xbb\xbf"
@@ -552,70 +447,6 @@ func (s *Scanner) scanPEMBuffered(begin textLine) (k Key, ok, framed bool) {
 	return k, ok, true
 }
 
-// looksLikeSSHLine reports whether a text line outside PEM blocks is an
-// OpenSSH public key line, to be decoded and its errors reported, rather
-// than text, which is ignored as PEM readers ignore it. The rule: among its
-// first four fields, a key type name (ssh-rsa, ecdsa-sha2-nistp256, ...)
-// followed by a field that starts with "AAAA" as every key blob's base64
-// does; or any field followed by base64 whose blob starts with a key type
-// name, known to pkbf or equal to that field (a mistyped or unsupported
-// type). So "ssh-rsa keys are old" is text, while a cut or damaged
-// "ssh-rsa AAAAB3Nza..." is a key line in error.
-func looksLikeSSHLine(line []byte) bool {
-	rest := line
-	for range 4 {
-		var field, next []byte
-		field, rest = nextField(rest)
-		if len(field) == 0 {
-			return false
-		}
-		next, _ = nextField(rest)
-		if len(next) < 8 || !bytes.HasPrefix(next, []byte("AAAA")) {
-			continue
-		}
-		if _, known := sshKeyTypes[string(field)]; known {
-			return true
-		}
-		if isBase64Blob(next) {
-			typ := blobType(next)
-			if _, known := sshKeyTypes[typ]; known || typ != "" && typ == string(field) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// isBase64Blob reports whether b is 16 or more base64 characters.
-func isBase64Blob(b []byte) bool {
-	if len(b) < 16 {
-		return false
-	}
-	for _, c := range b {
-		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=') {
-			return false
-		}
-	}
-	return true
-}
-
-// blobType returns the type name at the start of a base64 SSH key blob,
-// or "".
-func blobType(encoded []byte) string {
-	head := encoded[:min(len(encoded), 64)&^3]
-	blob := make([]byte, base64.StdEncoding.DecodedLen(len(head)))
-	n, err := base64.StdEncoding.Decode(blob, head)
-	if err != nil {
-		return ""
-	}
-	s := cryptobyte.String(blob[:n])
-	var name []byte
-	if !readSSHString(&s, &name) {
-		return ""
-	}
-	return string(name)
-}
-
 // scanDER reads the next DER object of a concatenation.
 func (s *Scanner) scanDER() bool {
 	start := s.offset
@@ -705,47 +536,4 @@ func derLength(r *bufio.Reader) (size int64, headerLen int, err error) {
 		size = size<<8 | int64(c)
 	}
 	return size, 2 + n, nil
-}
-
-// decodePEMBlock decodes a block framed by the scanner: a BEGIN line, lines
-// of base64 and an END line of the same type. It decodes each line straight
-// into the result, so it takes the common shape only (no headers, every
-// line but the last a multiple of four characters, padding only at the
-// end) and reports false for anything else, which encoding/pem then reads.
-func decodePEMBlock(raw []byte) (typ, der []byte, ok bool) {
-	first, rest, _ := bytes.Cut(raw, []byte("\n"))
-	body, last, ok := cutLastLine(rest)
-	typ, ok1 := bytes.CutPrefix(bytes.TrimSpace(first), []byte("-----BEGIN "))
-	typ, ok2 := bytes.CutSuffix(typ, []byte("-----"))
-	endTyp, ok3 := bytes.CutPrefix(bytes.TrimSpace(last), []byte("-----END "))
-	endTyp, ok4 := bytes.CutSuffix(endTyp, []byte("-----"))
-	if !ok || !ok1 || !ok2 || !ok3 || !ok4 || !bytes.Equal(typ, endTyp) {
-		return nil, nil, false
-	}
-	der = make([]byte, base64.StdEncoding.DecodedLen(len(body)))
-	n := 0
-	for len(body) > 0 {
-		var line []byte
-		line, body, _ = bytes.Cut(body, []byte("\n"))
-		line = bytes.TrimSpace(line)
-		if len(body) > 0 && (len(line)%4 != 0 || bytes.IndexByte(line, '=') >= 0) {
-			return nil, nil, false // joined lines, or padding before the end
-		}
-		m, err := base64.StdEncoding.Decode(der[n:], line)
-		if err != nil {
-			return nil, nil, false
-		}
-		n += m
-	}
-	return typ, der[:n], true
-}
-
-// cutLastLine splits "a\nb\nEND\n" into "a\nb\n" and "END".
-func cutLastLine(b []byte) (before, last []byte, ok bool) {
-	b = bytes.TrimRight(b, "\r\n")
-	i := bytes.LastIndexByte(b, '\n')
-	if i < 0 {
-		return nil, b, len(b) > 0
-	}
-	return b[:i+1], b[i+1:], true
 }

@@ -2,7 +2,6 @@ package keys
 
 import (
 	"bytes"
-	"slices"
 
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
@@ -242,56 +241,6 @@ func minimalParams(params []byte, name string) ([]byte, error) {
 
 var errMalformed = keyErrorf("malformed")
 
-// buildSPKIRaw builds SEQUENCE { SEQUENCE { OID, params }, BIT STRING key }
-// from the OID's content, the parameters' whole encoding (or nil) and the
-// key's bytes.
-func buildSPKIRaw(oid, params, key []byte) []byte {
-	return appendSPKIRaw(nil, oid, params, key)
-}
-
-// appendSPKIRaw is buildSPKIRaw appending to dst.
-func appendSPKIRaw(dst, oid, params, key []byte) []byte {
-	algLen := derLen(len(oid)) + len(params)
-	bitsLen := 1 + len(key)
-	dst = slices.Grow(dst, derLen(derLen(algLen)+derLen(bitsLen)))
-	dst = appendDERHeader(dst, tagSequence, derLen(algLen)+derLen(bitsLen))
-	dst = appendDERHeader(dst, tagSequence, algLen)
-	dst = appendDERHeader(dst, tagOID, len(oid))
-	dst = append(append(dst, oid...), params...)
-	dst = appendDERHeader(dst, tagBitString, bitsLen)
-	return append(append(dst, 0), key...)
-}
-
-// derLen is the size of an element whose content is n bytes.
-func derLen(n int) int {
-	switch {
-	case n < 0x80:
-		return 2 + n
-	case n < 1<<8:
-		return 3 + n
-	case n < 1<<16:
-		return 4 + n
-	case n < 1<<24:
-		return 5 + n
-	}
-	return 6 + n
-}
-
-// appendDERHeader appends a tag and a length in DER's minimal form.
-func appendDERHeader(dst []byte, tag byte, n int) []byte {
-	switch {
-	case n < 0x80:
-		return append(dst, tag, byte(n))
-	case n < 1<<8:
-		return append(dst, tag, 0x81, byte(n))
-	case n < 1<<16:
-		return append(dst, tag, 0x82, byte(n>>8), byte(n))
-	case n < 1<<24:
-		return append(dst, tag, 0x83, byte(n>>16), byte(n>>8), byte(n))
-	}
-	return append(dst, tag, 0x84, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-}
-
 // ecForms is forms for an EC key: params is the AlgorithmIdentifier's
 // parameters, a named curve's OID, explicit parameters or NULL.
 func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (canonical, other []byte, err error) {
@@ -343,9 +292,4 @@ func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (can
 		return canonical, nil, nil
 	}
 	return canonical, appendSPKIRaw(canonical[len(canonical):len(canonical):len(canonical)], oidECPublicKey, curveParams, c.compressed(x, y)), nil
-}
-
-// oidDER encodes OID content bytes as a DER OBJECT IDENTIFIER.
-func oidDER(content []byte) []byte {
-	return append([]byte{tagOID, byte(len(content))}, content...)
 }

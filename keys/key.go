@@ -1,0 +1,100 @@
+package keys
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// A Key is one object found by a [Scanner]: a PEM block, a DER object or
+// an OpenSSH public key line. Its [Key.SPKI] method decodes it; a Key that
+// could not even be framed (an unterminated PEM block, an overlong line)
+// carries that error instead.
+type Key struct {
+	// Index is the object's 1-based position among the objects of the input.
+	Index int
+	// Line is the 1-based line on which the object starts in text input,
+	// and 0 in DER input.
+	Line int
+	// Block is the 1-based number of the object's PEM block among the PEM
+	// blocks of the input (an "EC PARAMETERS" block counts), or 0.
+	Block int
+	// Offset is the byte offset at which the object starts.
+	Offset int64
+	// Raw is the object as it appears in the input: the PEM block from its
+	// BEGIN line to its END line (after the "EC PARAMETERS" block that
+	// preceded it, if any), the DER object, the text line, or the RFC 4716
+	// or PuTTY block. The objects of a container (a PKCS#7 bundle, a
+	// PKCS#12 file) share the container's Raw. Each Key has its own Raw.
+	Raw []byte
+	// Part names the object inside a container ("certificate 2",
+	// "private key 1"), or is empty.
+	Part string
+
+	kind keyKind
+	spki []byte // decoded already (the parts of a container)
+	err  error
+}
+
+type keyKind uint8
+
+const (
+	kindPEM keyKind = iota + 1
+	kindDER
+	kindLine
+	kindRFC4716 // ---- BEGIN SSH2 PUBLIC KEY ----
+	kindPuTTY   // PuTTY-User-Key-File-N
+)
+
+// Source says where the key came from: "block 2 (line 31)" for PEM,
+// "line 7" for OpenSSH lines, "object 3 (byte 2048)" for DER.
+func (k *Key) Source() string { return string(k.AppendSource(nil)) }
+
+// AppendSource appends [Key.Source] to b and returns the extended slice.
+func (k *Key) AppendSource(b []byte) []byte {
+	switch k.kind {
+	case kindPEM:
+		b = strconv.AppendInt(append(b, "block "...), int64(k.Block), 10)
+		b = strconv.AppendInt(append(b, " (line "...), int64(k.Line), 10)
+		b = append(b, ')')
+	case kindDER:
+		b = strconv.AppendInt(append(b, "object "...), int64(k.Index), 10)
+		b = strconv.AppendInt(append(b, " (byte "...), k.Offset, 10)
+		b = append(b, ')')
+	default:
+		b = strconv.AppendInt(append(b, "line "...), int64(k.Line), 10)
+	}
+	if k.Part != "" {
+		b = append(append(b, ", "...), k.Part...)
+	}
+	return b
+}
+
+// SPKI returns the key's DER SubjectPublicKeyInfo, as [SPKI] does for a
+// single input. It is safe to call on different Keys concurrently. Errors
+// wrap [ErrInvalidKey].
+func (k *Key) SPKI() ([]byte, error) {
+	if k.err != nil || k.spki != nil {
+		return k.spki, k.err
+	}
+	switch k.kind {
+	case kindRFC4716:
+		return rfc4716SPKI(k.Raw)
+	case kindPuTTY:
+		return puttySPKI(k.Raw)
+	case kindPEM:
+		if typ, der, ok := decodePEMBlock(k.Raw); ok {
+			return typedSPKI(string(typ), der, nil)
+		}
+		// Headers, or anything unusual: encoding/pem reads it, line by line
+		// trimmed as the scanner reads lines, so indented blocks work too.
+		var trimmed []byte
+		for line := range bytes.Lines(k.Raw) {
+			trimmed = append(append(trimmed, bytes.TrimSpace(line)...), '\n')
+		}
+		return pemSPKI(trimmed)
+
+	case kindDER:
+		return derSPKI(k.Raw)
+	}
+	return sshLineSPKI(k.Raw)
+}
