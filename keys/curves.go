@@ -24,6 +24,8 @@ type ecCurve struct {
 	gx, gy        *big.Int
 	size          int            // bytes in a field element
 	plain         elliptic.Curve // the standard library's, for NIST curves, or nil
+	ecdh          ecdh.Curve     // for P-256, P-384 and P-521: computes public keys
+	ssh           string         // OpenSSH's name for those ("nistp256"), or ""
 	firstOfParams bool           // the first curve in the table with these parameters
 }
 
@@ -48,11 +50,11 @@ var ecCurves = sync.OnceValue(func() []*ecCurve {
 		case "P-224":
 			c.plain = elliptic.P224()
 		case "P-256":
-			c.plain = elliptic.P256()
+			c.plain, c.ecdh, c.ssh = elliptic.P256(), ecdh.P256(), "nistp256"
 		case "P-384":
-			c.plain = elliptic.P384()
+			c.plain, c.ecdh, c.ssh = elliptic.P384(), ecdh.P384(), "nistp384"
 		case "P-521":
-			c.plain = elliptic.P521()
+			c.plain, c.ecdh, c.ssh = elliptic.P521(), ecdh.P521(), "nistp521"
 		}
 		c.firstOfParams = true
 		for _, o := range out {
@@ -237,24 +239,19 @@ func (c *ecCurve) compressed(x, y *big.Int) []byte {
 	return b
 }
 
-// A curve is one of the NIST curves SPKI knows by name.
-type curve struct {
-	name string // "P-256"
-	ssh  string // "nistp256"
-	oid  []byte
-	size int // bytes in a coordinate or scalar
-	ecdh ecdh.Curve
+// nistCurveByOID returns P-256, P-384 or P-521 by its OID's content
+// bytes, or nil: the curves pkbf computes public keys on.
+func nistCurveByOID(oid []byte) *ecCurve {
+	if c := curveByNamedOID(oid); c != nil && c.ecdh != nil {
+		return c
+	}
+	return nil
 }
 
-var curves = []*curve{
-	{"P-256", "nistp256", oidP256, 32, ecdh.P256()},
-	{"P-384", "nistp384", oidP384, 48, ecdh.P384()},
-	{"P-521", "nistp521", oidP521, 66, ecdh.P521()},
-}
-
-func curveByOID(oid []byte) *curve {
-	for _, c := range curves {
-		if bytes.Equal(c.oid, oid) {
+// curveBySSHName returns the curve OpenSSH names name ("nistp256"), or nil.
+func curveBySSHName(name string) *ecCurve {
+	for _, c := range ecCurves() {
+		if c.ssh != "" && c.ssh == name {
 			return c
 		}
 	}
@@ -263,7 +260,7 @@ func curveByOID(oid []byte) *curve {
 
 // pointKind checks the length and prefix of an encoded point on c and
 // reports whether it is compressed.
-func (c *curve) pointKind(point []byte) (compressed bool, err error) {
+func (c *ecCurve) pointKind(point []byte) (compressed bool, err error) {
 	switch {
 	case len(point) == 1+2*c.size && (point[0] == 4 || point[0] == 6 || point[0] == 7): // 6, 7: hybrid
 		return false, nil

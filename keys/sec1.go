@@ -59,7 +59,7 @@ func sec1SPKI(der []byte, outer []byte) ([]byte, error) {
 
 // curveOfParams returns the NIST curve of EC parameters (a named curve's
 // OID, or explicit parameters of one), or nil and the curve's name.
-func curveOfParams(params []byte) (*curve, string) {
+func curveOfParams(params []byte) (*ecCurve, string) {
 	d := derReader(params)
 	tag, _, content, ok := d.next()
 	if !ok {
@@ -68,7 +68,7 @@ func curveOfParams(params []byte) (*curve, string) {
 	var named *ecCurve
 	switch tag {
 	case tagOID:
-		if c := curveByOID(content); c != nil {
+		if c := nistCurveByOID(content); c != nil {
 			return c, c.name
 		}
 		named = curveByNamedOID(content)
@@ -83,7 +83,7 @@ func curveOfParams(params []byte) (*curve, string) {
 		if named = curveByParams(explicit); named == nil {
 			return nil, "(explicit parameters of no named curve)"
 		}
-		if c := curveByOID(named.oid); c != nil {
+		if c := nistCurveByOID(named.oid); c != nil {
 			return c, c.name
 		}
 	default:

@@ -90,9 +90,6 @@ var (
 	oidRSA         = oidBytes(1, 2, 840, 113549, 1, 1, 1)
 	oidECPublicKey = oidBytes(1, 2, 840, 10045, 2, 1)
 	oidEd25519     = oidBytes(1, 3, 101, 112)
-	oidP256        = oidBytes(1, 2, 840, 10045, 3, 1, 7)
-	oidP384        = oidBytes(1, 3, 132, 0, 34)
-	oidP521        = oidBytes(1, 3, 132, 0, 35)
 	oidPBES2       = oidBytes(1, 2, 840, 113549, 1, 5, 13)
 	oidRSAPSS      = oidBytes(1, 2, 840, 113549, 1, 1, 10)
 	oidEd448       = oidBytes(1, 3, 101, 113)
@@ -188,9 +185,9 @@ func checkedSPKI(der []byte) ([]byte, error) {
 
 // spkiInfo is what parseSPKI learns of a SubjectPublicKeyInfo.
 type spkiInfo struct {
-	algorithm []byte // OID content bytes
-	curve     *curve // EC keys on a known curve
-	key       []byte // the BIT STRING's content: the public key
+	algorithm []byte   // OID content bytes
+	curve     *ecCurve // EC keys on a known curve
+	key       []byte   // the BIT STRING's content: the public key
 }
 
 func parseSPKI(der []byte) (spkiInfo, error) {
@@ -236,7 +233,7 @@ func parseSPKI(der []byte) (spkiInfo, error) {
 			return info, keyErrorf("EC public key BIT STRING is empty or has unused bits")
 		}
 		if tag == tagOID {
-			if info.curve = curveByOID(params); info.curve != nil {
+			if info.curve = nistCurveByOID(params); info.curve != nil {
 				if _, err := info.curve.pointKind(key); err != nil {
 					return info, err
 				}
@@ -294,7 +291,7 @@ func rsaSPKI(n, e []byte) []byte {
 }
 
 // ecSPKI builds the SPKI of an EC key from its encoded point.
-func ecSPKI(c *curve, point []byte) []byte {
+func ecSPKI(c *ecCurve, point []byte) []byte {
 	return buildSPKI(func(b *cryptobyte.Builder) {
 		addOID(b, oidECPublicKey)
 		addOID(b, c.oid)

@@ -149,15 +149,6 @@ func sshBlobSPKI(blob []byte) ([]byte, error) {
 	return spki, nil
 }
 
-func curveBySSHName(name string) *curve {
-	for _, c := range curves {
-		if c.ssh == name {
-			return c
-		}
-	}
-	return nil
-}
-
 // shorten keeps untrusted text in error messages short.
 func shorten(s string) string {
 	if len(s) > 40 {
