@@ -66,17 +66,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/pkbf/pkbf/internal/declared"
 	"github.com/pkbf/pkbf/internal/hugemem"
+	"github.com/pkbf/pkbf/internal/mapfile"
 )
-
-// ErrInvalidFile is wrapped by every error that reports a malformed filter:
-// from [ParseHeader], [Parse], [Open] and [ReadFilter]. The message says
-// what is wrong, for example
-// "pkbf: invalid filter file: data is 511 bytes, header says 512".
-var ErrInvalidFile = errors.New("pkbf: invalid filter file")
 
 // Filter is a pkbfv1 bloom filter.
 //
@@ -84,11 +78,12 @@ var ErrInvalidFile = errors.New("pkbf: invalid filter file")
 // concurrently with other methods; after Close, queries panic.
 type Filter struct {
 	hdr    Header
-	data   []byte   // the bit data, exactly hdr.DataSize() bytes
-	mask   uint64   // m - 1: a position is a hash masked to L bits
-	k      uint64   // hash count
-	large  bool     // larger than the CPU caches: see Probably
-	mapped *mapping // the file behind a filter from Open or Edit, or nil
+	data   []byte        // the bit data, exactly hdr.DataSize() bytes
+	mask   uint64        // m - 1: a position is a hash masked to L bits
+	k      uint64        // hash count
+	large  bool          // larger than the CPU caches: see Probably
+	mapped *mapfile.File // the file behind a filter from Open or Edit, or nil
+	opened Header        // the header when the file was opened
 
 	// Writable filters only (New, or Edit).
 	mu      sync.Mutex // serializes changes, and header reads with them
@@ -99,41 +94,6 @@ type Filter struct {
 	// ProbablyBatch's running mean of the bits its keys needed tested in
 	// turn, in 16ths: it picks the way to probe (see probeSequential).
 	batchVisits atomic.Uint32
-}
-
-// mapping is the file behind a filter from Open or Edit: mapped into
-// memory where the platform allows, else read.
-type mapping struct {
-	file   *os.File // kept open for flock(2) and Check
-	path   string   // as given to Open, for messages
-	b      []byte   // the whole file (rounded up to a word when writable)
-	unmap  bool     // b is a mapping, to be unmapped by close
-	opened Header   // the header when the file was opened
-	size   int      // the file's size when it was opened
-}
-
-// contains reports whether addr lies in the pages of the mapping.
-func (m *mapping) contains(addr uintptr) bool {
-	if !m.unmap || len(m.b) == 0 {
-		return false
-	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(m.b)))
-	page := uintptr(os.Getpagesize())
-	return addr >= start && addr < start+(uintptr(len(m.b))+page-1)&^(page-1)
-}
-
-func (m *mapping) close() error {
-	var err error
-	if m.unmap {
-		if err = munmap(m.b); err != nil {
-			err = &fs.PathError{Op: "munmap", Path: m.path, Err: err}
-		}
-	}
-	m.b = nil
-	if cerr := m.file.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // largeFilter is the data size past which a filter is unlikely to stay in
@@ -206,11 +166,7 @@ func Open(path string) (*Filter, error) {
 }
 
 func open(path string, writable bool) (*Filter, error) {
-	flag := os.O_RDONLY
-	if writable {
-		flag = os.O_RDWR
-	}
-	file, err := os.OpenFile(path, flag|openFlags, 0)
+	file, err := mapfile.Open(path, writable)
 	if err != nil {
 		return nil, err
 	}
@@ -229,30 +185,22 @@ func open(path string, writable bool) (*Filter, error) {
 		}
 		return readStream(file, path, fi.Mode())
 	}
-	m, err := mapFile(file, path, writable)
+	var h Header
+	check := func() (size int, err error) {
+		h, size, err = checkFile(file, path)
+		return size, err
+	}
+	fault := &fileChangedError{path: path, detail: "its memory could not be read or written: the file is shorter than when it was opened, or its file system is full"}
+	m, err := mapfile.Map(file, path, writable, check, fault)
 	if err != nil {
 		file.Close()
 		return nil, err
 	}
-	f := newFilter(m.opened, m.b[offData:m.size:m.size])
+	f := newFilter(h, m.Bytes()[offData:m.Size():m.Size()])
 	f.mapped = m
+	f.opened = h
 	return f, nil
 }
-
-// pathError names the file an error is about, first: "pkbf: PATH: invalid
-// filter file: ...". It wraps the error.
-type pathError struct {
-	path string
-	err  error
-}
-
-func (e *pathError) Error() string {
-	return "pkbf: " + e.path + ": " + strings.TrimPrefix(e.err.Error(), "pkbf: ")
-}
-
-func (e *pathError) Unwrap() error { return e.err }
-
-func fileError(path string, err error) error { return &pathError{path, err} }
 
 // readStream reads a filter from a file that is not a regular file.
 func readStream(file *os.File, path string, mode fs.FileMode) (*Filter, error) {
@@ -364,7 +312,7 @@ func (f *Filter) Close() error {
 		f.inPlace = nil
 	}
 	if f.mapped != nil {
-		if cerr := f.mapped.close(); err == nil {
+		if cerr := f.mapped.Close(); err == nil {
 			err = cerr
 		}
 		f.mapped = nil
@@ -387,30 +335,31 @@ func (f *Filter) Close() error {
 // concurrently with queries, and cheap enough to call after every batch.
 func (f *Filter) FileChanged() (err error) {
 	m := f.mapped
-	if m == nil || !m.unmap {
+	if m == nil || !m.Mapped() {
 		return nil
 	}
-	if err := lockFile(m.file, false); err != nil {
+	if err := m.Lock(false); err != nil {
 		return err
 	}
-	defer unlockFile(m.file)
-	fi, err := m.file.Stat()
+	defer m.Unlock()
+	fi, err := m.Stat()
 	if err != nil {
 		return err
 	}
-	if fi.Size() != int64(m.size) {
-		return &fileChangedError{path: m.path, detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), m.size)}
+	path := m.Path()
+	if fi.Size() != int64(m.Size()) {
+		return &fileChangedError{path: path, detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), m.Size())}
 	}
-	defer m.recoverFault(debug.SetPanicOnFault(true), &err)
-	h, perr := ParseHeader(m.b)
-	was := m.opened
+	defer m.RecoverFault(debug.SetPanicOnFault(true), &err)
+	h, perr := ParseHeader(m.Bytes())
+	was := f.opened
 	switch {
 	case perr != nil:
-		return &fileChangedError{path: m.path, detail: "its header is no longer valid: " + strings.TrimPrefix(perr.Error(), ErrInvalidFile.Error()+": ")}
+		return &fileChangedError{path: path, detail: "its header is no longer valid: " + strings.TrimPrefix(perr.Error(), ErrInvalidFile.Error()+": ")}
 	case h.HashCount != was.HashCount || h.HashLength != was.HashLength:
-		return &fileChangedError{path: m.path, detail: fmt.Sprintf("hash count and length are now %d and %d, were %d and %d", h.HashCount, h.HashLength, was.HashCount, was.HashLength)}
+		return &fileChangedError{path: path, detail: fmt.Sprintf("hash count and length are now %d and %d, were %d and %d", h.HashCount, h.HashLength, was.HashCount, was.HashLength)}
 	case h.Revision < was.Revision || h.EntryCount < was.EntryCount || h.Updated.Before(was.Updated):
-		return &fileChangedError{path: m.path, detail: fmt.Sprintf("revision %d, %d entries, updated %s; it had revision %d, %d entries, updated %s",
+		return &fileChangedError{path: path, detail: fmt.Sprintf("revision %d, %d entries, updated %s; it had revision %d, %d entries, updated %s",
 			h.Revision, h.EntryCount, h.Updated.Format(time.RFC3339), was.Revision, was.EntryCount, was.Updated.Format(time.RFC3339))}
 	}
 	return nil
@@ -454,7 +403,7 @@ const fillChunk = 16 << 20
 // seconds.
 func (f *Filter) FillRatioProgress(progress func(done uint64)) float64 {
 	if f.mapped != nil {
-		defer f.mapped.catchFault(debug.SetPanicOnFault(true))
+		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
 	}
 	var set uint64
 	for d := f.data; len(d) > 0; {
@@ -472,17 +421,4 @@ func (f *Filter) FillRatioProgress(progress func(done uint64)) float64 {
 		}
 	}
 	return float64(set) / float64(f.hdr.Bits())
-}
-
-// readFile reads the first size bytes of file, whose size was checked by
-// Stat: the allocation is on the word of the file system, not of a header.
-func readFile(file *os.File, size int) ([]byte, error) {
-	b := make([]byte, size)
-	if _, err := file.ReadAt(b, 0); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, &fs.PathError{Op: "read", Path: file.Name(), Err: err}
-	}
-	return b, nil
 }

@@ -45,7 +45,7 @@ func (f *Filter) Probably(spki []byte) bool {
 // probablyMapped is probably on a file's mapping: a fault there becomes a
 // panic with an ErrFileChanged error instead of the end of the program.
 func (f *Filter) probablyMapped(spki []byte) bool {
-	defer f.mapped.catchFault(debug.SetPanicOnFault(true))
+	defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
 	return f.probably(spki)
 }
 
@@ -260,7 +260,7 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 		panic("pkbf: query on a closed Filter")
 	}
 	if f.mapped != nil {
-		defer f.mapped.catchFault(debug.SetPanicOnFault(true))
+		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
 	}
 	switch {
 	case !f.large || len(spkis) < minBatch:

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/pkbf/pkbf/internal/hugemem"
+	"github.com/pkbf/pkbf/internal/mapfile"
 )
 
 // Limits on the parameters of filters this package creates. Reading accepts
@@ -98,7 +99,7 @@ func (f *Filter) Add(spki []byte) bool {
 func (f *Filter) addMapped(spki []byte) (added bool) {
 	var fault error
 	defer f.stopOnFault(&fault, &added)
-	defer f.mapped.recoverFault(debug.SetPanicOnFault(true), &fault)
+	defer f.mapped.RecoverFault(debug.SetPanicOnFault(true), &fault)
 	return f.add(spki)
 }
 
@@ -190,7 +191,7 @@ func (f *Filter) WriteTo(w io.Writer) (n int64, err error) {
 		return 0, errors.New("pkbf: WriteTo on a closed Filter")
 	}
 	if f.mapped != nil {
-		defer f.mapped.recoverFault(debug.SetPanicOnFault(true), &err)
+		defer f.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
 	}
 	if f.inPlace != nil {
 		if !f.inPlace.lock(f, false) {
@@ -271,7 +272,7 @@ func makeFileAtomic(path string, noReplace bool, fill func(tmp *os.File) error) 
 	}
 	rename := os.Rename
 	if noReplace {
-		rename = renameNoReplace
+		rename = mapfile.RenameNoReplace
 	}
 	if err := rename(tmp.Name(), path); err != nil {
 		if noReplace && errors.Is(err, fs.ErrExist) {
@@ -319,7 +320,7 @@ func Create(path string, hashCount, hashLength int) error {
 		createHook("created")
 		h := Header{HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
 		size := int64(h.FileSize())
-		if err := reserve(tmp, size); err != nil {
+		if err := mapfile.Reserve(tmp, size); err != nil {
 			return fmt.Errorf("pkbf: create %s: reserving %d bytes for the filter: %w", path, size, err)
 		}
 		if err := tmp.Truncate(size); err != nil {
@@ -352,24 +353,6 @@ func createTemp(path string) (*os.File, error) {
 		}
 	}
 	return nil, &fs.PathError{Op: "create", Path: path, Err: errors.New("no free temporary name beside it")}
-}
-
-// linkNoReplace gives oldpath's file the name newpath, which must not exist,
-// and removes the name oldpath. Where hard links are not supported it
-// checks that newpath is free and renames: not atomic, but the best such a
-// file system allows.
-func linkNoReplace(oldpath, newpath string) error {
-	err := os.Link(oldpath, newpath)
-	if err == nil {
-		return os.Remove(oldpath)
-	}
-	if errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	if _, serr := os.Lstat(newpath); serr == nil {
-		return &fs.PathError{Op: "create", Path: newpath, Err: fs.ErrExist}
-	}
-	return os.Rename(oldpath, newpath)
 }
 
 // Edit opens the filter file at path for editing in place, for filters too

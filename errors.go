@@ -2,9 +2,14 @@ package pkbf
 
 import (
 	"errors"
-	"runtime"
-	"runtime/debug"
+	"strings"
 )
+
+// ErrInvalidFile is wrapped by every error that reports a malformed filter:
+// from [ParseHeader], [Parse], [Open] and [ReadFilter]. The message says
+// what is wrong, for example
+// "pkbf: invalid filter file: data is 511 bytes, header says 512".
+var ErrInvalidFile = errors.New("pkbf: invalid filter file")
 
 // ErrFileChanged is wrapped by the errors that report that the file behind
 // a filter from [Open] or [Edit] changed in a way no writer following
@@ -45,41 +50,17 @@ func (e *fileChangedError) Error() string {
 
 func (e *fileChangedError) Is(target error) bool { return target == ErrFileChanged }
 
-// catchFault, deferred with the result of debug.SetPanicOnFault(true) as
-// its argument, restores the goroutine's setting and turns a memory fault
-// inside m's mapping into a panic with an error wrapping ErrFileChanged.
-// Any other panic goes on as it was.
-func (m *mapping) catchFault(old bool) {
-	debug.SetPanicOnFault(old)
-	if r := recover(); r != nil {
-		panic(m.faultError(r))
-	}
+// pathError names the file an error is about, first: "pkbf: PATH: invalid
+// filter file: ...". It wraps the error.
+type pathError struct {
+	path string
+	err  error
 }
 
-// recoverFault is catchFault for callers that report errors instead of
-// panicking: it stores the fault's error in *err.
-func (m *mapping) recoverFault(old bool, err *error) {
-	debug.SetPanicOnFault(old)
-	if r := recover(); r != nil {
-		fe := m.faultError(r)
-		if e, ok := fe.(error); ok && errors.Is(e, ErrFileChanged) {
-			*err = e
-			return
-		}
-		panic(fe)
-	}
+func (e *pathError) Error() string {
+	return "pkbf: " + e.path + ": " + strings.TrimPrefix(e.err.Error(), "pkbf: ")
 }
 
-// faultError returns the error for a fault inside the mapping, or r itself
-// for any other panic.
-func (m *mapping) faultError(r any) any {
-	re, ok := r.(runtime.Error)
-	if !ok {
-		return r
-	}
-	addr, ok := re.(interface{ Addr() uintptr })
-	if !ok || !m.contains(addr.Addr()) {
-		return r
-	}
-	return &fileChangedError{path: m.path, detail: "its memory could not be read or written: the file is shorter than when it was opened, or its file system is full"}
-}
+func (e *pathError) Unwrap() error { return e.err }
+
+func fileError(path string, err error) error { return &pathError{path, err} }

@@ -1,4 +1,4 @@
-package pkbf
+package mapfile
 
 import (
 	"errors"
@@ -50,21 +50,27 @@ func freeBlocks(t *testing.T, dir string) uint64 {
 func TestFailedReservationReleased(t *testing.T) {
 	mnt := mountExt4(t, 64<<20)
 	path := filepath.Join(mnt, "sparse.pkbf")
-	hdr, _ := (Header{HashCount: 3, HashLength: 29}).MarshalBinary() // 64 MiB of data
-	if err := os.WriteFile(path, hdr, 0o644); err != nil {
+	head := []byte("a header, then 64 MiB of holes")
+	size := len(head) + 1<<26
+	if err := os.WriteFile(path, head, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(path, int64(len(hdr))+1<<26); err != nil {
+	if err := os.Truncate(path, int64(size)); err != nil {
 		t.Fatal(err)
 	}
 	before := freeBlocks(t, mnt)
-	f, err := Edit(path)
+	file, err := Open(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	m, err := Map(file, path, true, func() (int, error) { return size, nil }, errors.New("fault"))
 	if err == nil {
-		f.Close()
-		t.Fatal("editing a 64 MiB sparse filter on a 64 MiB file system: no error")
+		m.Close()
+		t.Fatal("mapping a 64 MiB sparse file on a 64 MiB file system for writing: no error")
 	}
 	if !errors.Is(err, unix.ENOSPC) {
-		t.Errorf("editing a 64 MiB sparse filter on a 64 MiB file system: %v, want ENOSPC", err)
+		t.Errorf("mapping a 64 MiB sparse file on a 64 MiB file system for writing: %v, want ENOSPC", err)
 	}
 	// A block or two of extent bookkeeping may stay.
 	if after := freeBlocks(t, mnt); after+4 < before {
@@ -72,19 +78,19 @@ func TestFailedReservationReleased(t *testing.T) {
 	}
 	// Another writer on the file system still has its space.
 	if err := os.WriteFile(filepath.Join(mnt, "other"), make([]byte, 1<<20), 0o644); err != nil {
-		t.Errorf("writing 1 MiB beside the filter after the failed add: %v", err)
+		t.Errorf("writing 1 MiB beside the file after the failed reservation: %v", err)
 	}
-	// And the filter is as it was: its header, and nothing but zeros.
+	// And the file is as it was: its head, and nothing but zeros.
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, c := range b[len(hdr):] {
-		if c != 0 {
-			t.Fatalf("data byte %d is %#x after the failed add", i, c)
-		}
+	if string(b[:len(head)]) != string(head) {
+		t.Errorf("head changed: %q", b[:len(head)])
 	}
-	if string(b[:len(hdr)]) != string(hdr) {
-		t.Errorf("header changed: %x", b[:len(hdr)])
+	for i, c := range b[len(head):] {
+		if c != 0 {
+			t.Fatalf("byte %d after the head is %#x after the failed reservation", i, c)
+		}
 	}
 }

@@ -1,5 +1,3 @@
-//go:build unix
-
 package pkbf
 
 import (
@@ -11,13 +9,13 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/pkbf/pkbf/internal/mapfile"
 )
 
 // inPlace is the state of a filter file being edited in place: the file,
 // mapped writable and shared, and its identity, to notice a replacement.
 type inPlace struct {
-	m       *mapping
+	m       *mapfile.File
 	opened  os.FileInfo // the file when it was opened, for os.SameFile
 	checked time.Time   // when checkPath last found the path right
 	err     error       // the first error met, reported by Sync and Close
@@ -35,14 +33,14 @@ func openInPlace(path string) (*Filter, error) {
 		return nil, err
 	}
 	m := f.mapped
-	fi, err := m.file.Stat()
+	fi, err := m.Stat()
 	if err != nil {
-		m.close()
+		m.Close()
 		return nil, err
 	}
 	// The mapping is page-aligned, so the data at offset 24 is word-aligned.
 	n := len(f.data)
-	f.words = unsafe.Slice((*uint32)(unsafe.Pointer(&m.b[offData])), (n+3)/4)
+	f.words = unsafe.Slice((*uint32)(unsafe.Pointer(&m.Bytes()[offData])), (n+3)/4)
 	f.inPlace = &inPlace{m: m, opened: fi, checked: time.Now()}
 	return f, nil
 }
@@ -63,7 +61,7 @@ func (p *inPlace) lock(f *Filter, exclusive bool) bool {
 	if p.err != nil {
 		return false
 	}
-	if err := lockFile(p.m.file, exclusive); err != nil {
+	if err := p.m.Lock(exclusive); err != nil {
 		return p.fail(err)
 	}
 	if time.Since(p.checked) >= pathCheckEvery {
@@ -79,26 +77,26 @@ func (p *inPlace) lock(f *Filter, exclusive bool) bool {
 	return true
 }
 
-func (p *inPlace) unlock() { unlockFile(p.m.file) }
+func (p *inPlace) unlock() { p.m.Unlock() }
 
 // checkPath checks that the path still names the file being edited, at
 // its size: a file renamed over it would silently receive none of the
 // keys added here, and a file cut short would fault.
 func (p *inPlace) checkPath() error {
-	fi, err := os.Stat(p.m.path)
+	fi, err := os.Stat(p.m.Path())
 	if errors.Is(err, fs.ErrNotExist) {
-		return &fileChangedError{path: p.m.path, what: "was removed or renamed away while keys were being added in place",
+		return &fileChangedError{path: p.m.Path(), what: "was removed or renamed away while keys were being added in place",
 			advice: "keys added from then on went to the old file, which has no name now; add them to the file that is there now"}
 	}
 	if err != nil {
 		return err
 	}
 	if !os.SameFile(fi, p.opened) {
-		return &fileChangedError{path: p.m.path, what: "was replaced by another file (renamed over it) while keys were being added in place",
+		return &fileChangedError{path: p.m.Path(), what: "was replaced by another file (renamed over it) while keys were being added in place",
 			advice: "keys added from then on went to the old file; add them to the new one"}
 	}
-	if fi.Size() != int64(p.m.size) {
-		return &fileChangedError{path: p.m.path, detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), p.m.size)}
+	if fi.Size() != int64(p.m.Size()) {
+		return &fileChangedError{path: p.m.Path(), detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), p.m.Size())}
 	}
 	p.checked = time.Now()
 	return nil
@@ -108,13 +106,13 @@ func (p *inPlace) checkPath() error {
 // have added keys. A header that no longer matches the filter's parameters
 // stops all editing.
 func (p *inPlace) refresh(f *Filter) (err error) {
-	defer p.m.recoverFault(debug.SetPanicOnFault(true), &err)
-	h, err := ParseHeader(p.m.b)
+	defer p.m.RecoverFault(debug.SetPanicOnFault(true), &err)
+	h, err := ParseHeader(p.m.Bytes())
 	if err == nil && (h.HashCount != f.hdr.HashCount || h.HashLength != f.hdr.HashLength) {
 		err = fmt.Errorf("%w: hash count or length changed from %d, %d to %d, %d", ErrInvalidFile, f.hdr.HashCount, f.hdr.HashLength, h.HashCount, h.HashLength)
 	}
 	if err != nil {
-		return &fileChangedError{path: p.m.path, detail: err.Error()}
+		return &fileChangedError{path: p.m.Path(), detail: err.Error()}
 	}
 	f.hdr = h
 	return nil
@@ -124,14 +122,14 @@ func (p *inPlace) refresh(f *Filter) (err error) {
 func (p *inPlace) writeHeader(h Header) {
 	var b [headerSize]byte
 	h.AppendBinary(b[:0])
-	copy(p.m.b, b[:])
+	copy(p.m.Bytes(), b[:])
 }
 
 // sync makes the changes durable and checks, a last time, that they went
 // to the file at the path.
 func (p *inPlace) sync(f *Filter) error {
-	if err := unix.Msync(p.m.b, unix.MS_SYNC); err != nil {
-		p.fail(&fs.PathError{Op: "msync", Path: p.m.path, Err: err})
+	if err := p.m.Sync(); err != nil {
+		p.fail(err)
 	}
 	if f.edited {
 		if err := p.checkPath(); err != nil {

@@ -1,4 +1,4 @@
-package pkbf
+package mapfile
 
 import (
 	"io/fs"
@@ -7,15 +7,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// reserve allocates disk space for the first size bytes of file, so that
+// Reserve allocates disk space for the first size bytes of file, so that
 // a later write through a mapping cannot fail for want of space: it fails
 // now, with ENOSPC, instead. File systems that cannot preallocate are left
 // as they are. A failed fallocate can keep what it allocated before space
 // ran out (ext4 does), which would leave every other writer on the file
-// system short: reserve gives back what was a hole before it, so that a
+// system short: Reserve gives back what was a hole before it, so that a
 // failure leaves the file system as it found it. The caller holds the
 // file's exclusive lock, so no writer fills those holes meanwhile.
-func reserve(file *os.File, size int64) error {
+func Reserve(file *os.File, size int64) error {
 	fd := int(file.Fd())
 	holes := holesOf(fd, size)
 	for {
@@ -54,10 +54,10 @@ func holesOf(fd int, size int64) [][2]int64 {
 	return holes
 }
 
-// renameNoReplace renames oldpath to newpath unless newpath exists, in one
+// RenameNoReplace renames oldpath to newpath unless newpath exists, in one
 // step. File systems without renameat2's RENAME_NOREPLACE fall back to a
 // hard link.
-func renameNoReplace(oldpath, newpath string) error {
+func RenameNoReplace(oldpath, newpath string) error {
 	err := unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE)
 	switch err {
 	case nil:

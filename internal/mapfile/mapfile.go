@@ -1,0 +1,171 @@
+// Package mapfile is the file behind a pkbf filter from Open or Edit: the
+// file mapped into memory (read-only, or writable and shared for editing
+// in place) where the platform allows it and read where it does not; its
+// flock(2) locks; disk space reserved before it is written through the
+// mapping; a rename that refuses an existing name; and the guard that
+// turns a fault inside the mapping (the file cut short under it) into an
+// error the caller chose.
+package mapfile
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"unsafe"
+)
+
+// File is an open file and its bytes: mapped, or read into memory.
+type File struct {
+	file   *os.File // kept open for flock(2) and Stat
+	path   string   // as given to Open, for messages
+	b      []byte   // the whole file (rounded up to a word when writable)
+	size   int      // the file's size when it was mapped
+	mapped bool     // b is a mapping, to be unmapped by Close
+	fault  error    // what a fault inside the mapping becomes
+}
+
+// Map maps file, which must be a regular file, read-only or writable.
+// check runs first, under the file's lock (exclusive when writable,
+// shared otherwise, as the reference implementation takes them), and
+// returns the size to map: the header read there is consistent with the
+// data mapped. A writable mapping has the file's disk space reserved
+// first (see [Reserve]) and reaches to the end of the last 32-bit word,
+// which is inside the file's last page. Where the file cannot be mapped,
+// a read-only File reads it into memory instead; writable mappings need a
+// Unix system (errors.ErrUnsupported elsewhere). fault is the error a
+// fault inside the mapping becomes (see [File.CatchFault]).
+func Map(file *os.File, path string, writable bool, check func() (size int, err error), fault error) (*File, error) {
+	if err := lock(file, writable); err != nil {
+		return nil, err
+	}
+	defer unlock(file)
+	size, err := check()
+	if err != nil {
+		return nil, err
+	}
+	m := &File{file: file, path: path, size: size, fault: fault}
+	if err := m.mmap(writable); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Bytes returns the file's bytes: the mapping, or what was read.
+func (m *File) Bytes() []byte { return m.b }
+
+// Size is the file's size when it was mapped.
+func (m *File) Size() int { return m.size }
+
+// Path is the path the file was opened by.
+func (m *File) Path() string { return m.path }
+
+// Mapped reports whether the bytes are a mapping of the file, which sees
+// other processes' changes, rather than a copy read at Map.
+func (m *File) Mapped() bool { return m.mapped }
+
+// Stat returns the open file's FileInfo now.
+func (m *File) Stat() (fs.FileInfo, error) { return m.file.Stat() }
+
+// Lock takes the file's flock(2), shared or exclusive; Unlock releases it.
+// Where there is no flock they do nothing.
+func (m *File) Lock(exclusive bool) error { return lock(m.file, exclusive) }
+
+// Unlock releases the lock Lock took.
+func (m *File) Unlock() { unlock(m.file) }
+
+// Close unmaps the file and closes it.
+func (m *File) Close() error {
+	var err error
+	if m.mapped {
+		if err = munmap(m.b); err != nil {
+			err = &fs.PathError{Op: "munmap", Path: m.path, Err: err}
+		}
+	}
+	m.b, m.mapped = nil, false
+	if cerr := m.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// CatchFault, deferred with the result of debug.SetPanicOnFault(true) as
+// its argument, restores the goroutine's setting and turns a memory fault
+// inside the mapping into a panic whose value is the File's fault error.
+// Any other panic goes on as it was.
+func (m *File) CatchFault(old bool) {
+	debug.SetPanicOnFault(old)
+	if r := recover(); r != nil {
+		if m.isFault(r) {
+			panic(m.fault)
+		}
+		panic(r)
+	}
+}
+
+// RecoverFault is CatchFault for callers that report errors instead of
+// panicking: it stores the fault error in *err.
+func (m *File) RecoverFault(old bool, err *error) {
+	debug.SetPanicOnFault(old)
+	if r := recover(); r != nil {
+		if m.isFault(r) {
+			*err = m.fault
+			return
+		}
+		panic(r)
+	}
+}
+
+// isFault reports whether a panic is a memory fault inside the mapping.
+func (m *File) isFault(r any) bool {
+	re, ok := r.(runtime.Error)
+	if !ok {
+		return false
+	}
+	addr, ok := re.(interface{ Addr() uintptr })
+	return ok && m.contains(addr.Addr())
+}
+
+// contains reports whether addr lies in the pages of the mapping.
+func (m *File) contains(addr uintptr) bool {
+	if !m.mapped || len(m.b) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m.b)))
+	page := uintptr(os.Getpagesize())
+	return addr >= start && addr < start+(uintptr(len(m.b))+page-1)&^(page-1)
+}
+
+// read reads the first m.size bytes of the file, whose size check found:
+// the allocation is on the word of the file system, not of a header.
+func (m *File) read() error {
+	b := make([]byte, m.size)
+	if _, err := m.file.ReadAt(b, 0); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return &fs.PathError{Op: "read", Path: m.path, Err: err}
+	}
+	m.b = b
+	return nil
+}
+
+// linkNoReplace gives oldpath's file the name newpath, which must not exist,
+// and removes the name oldpath. Where hard links are not supported it
+// checks that newpath is free and renames: not atomic, but the best such a
+// file system allows.
+func linkNoReplace(oldpath, newpath string) error {
+	err := os.Link(oldpath, newpath)
+	if err == nil {
+		return os.Remove(oldpath)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if _, serr := os.Lstat(newpath); serr == nil {
+		return &fs.PathError{Op: "create", Path: newpath, Err: fs.ErrExist}
+	}
+	return os.Rename(oldpath, newpath)
+}

@@ -1,0 +1,36 @@
+//go:build !unix
+
+package mapfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// Open opens path for reading, or for reading and writing.
+func Open(path string, writable bool) (*os.File, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
+	return os.OpenFile(path, flag, 0)
+}
+
+// mmap reads the file: this platform has no mmap or flock here, and
+// editing in place needs both.
+func (m *File) mmap(writable bool) error {
+	if writable {
+		return fmt.Errorf("pkbf: editing %s in place needs a Unix system: %w", m.path, errors.ErrUnsupported)
+	}
+	return m.read()
+}
+
+// Sync does nothing: nothing is mapped.
+func (m *File) Sync() error { return nil }
+
+func munmap([]byte) error { return nil }
+
+func lock(*os.File, bool) error { return nil }
+
+func unlock(*os.File) {}

@@ -1,0 +1,71 @@
+//go:build unix
+
+package mapfile
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Open opens path for reading, or for reading and writing, without
+// blocking: opening a FIFO that has no writer would otherwise wait for one
+// for ever.
+func Open(path string, writable bool) (*os.File, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
+	return os.OpenFile(path, flag|unix.O_NONBLOCK, 0)
+}
+
+func (m *File) mmap(writable bool) error {
+	prot, length := unix.PROT_READ, m.size
+	if writable {
+		// Back the whole file now, so that a write to a hole of a sparse
+		// file cannot fail later for want of space (a fault, not an error).
+		if err := Reserve(m.file, int64(m.size)); err != nil {
+			return fmt.Errorf("pkbf: reserving disk space for the whole filter (%d bytes) before editing it in place: %w", m.size, err)
+		}
+		// Whole 32-bit words: the last may reach past the end of the file
+		// but not past its last page, which the kernel maps whole.
+		prot, length = unix.PROT_READ|unix.PROT_WRITE, (m.size+3)&^3
+	}
+	b, err := unix.Mmap(int(m.file.Fd()), 0, length, prot, unix.MAP_SHARED)
+	if err != nil {
+		if !writable && (err == unix.ENODEV || err == unix.EACCES || err == unix.EINVAL) {
+			return m.read()
+		}
+		return &fs.PathError{Op: "mmap", Path: m.path, Err: err}
+	}
+	m.b, m.mapped = b, true
+	return nil
+}
+
+// Sync writes the mapping's changes to the file and waits for them.
+func (m *File) Sync() error {
+	if !m.mapped {
+		return nil
+	}
+	if err := unix.Msync(m.b, unix.MS_SYNC); err != nil {
+		return &fs.PathError{Op: "msync", Path: m.path, Err: err}
+	}
+	return nil
+}
+
+func munmap(b []byte) error { return unix.Munmap(b) }
+
+func lock(file *os.File, exclusive bool) error {
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	if err := unix.Flock(int(file.Fd()), how); err != nil {
+		return &fs.PathError{Op: "flock", Path: file.Name(), Err: err}
+	}
+	return nil
+}
+
+func unlock(file *os.File) { unix.Flock(int(file.Fd()), unix.LOCK_UN) }

@@ -1,0 +1,174 @@
+//go:build unix
+
+package mapfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+var errFault = errors.New("the test's fault error")
+
+// mapTemp writes content to a new file and maps it.
+func mapTemp(t *testing.T, content []byte, writable bool) (*File, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file, err := Open(path, writable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Map(file, path, writable, func() (int, error) { return len(content), nil }, errFault)
+	if err != nil {
+		file.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, path
+}
+
+func TestMapSeesWrites(t *testing.T) {
+	content := []byte("0123456789abcdef0123456789")
+	m, path := mapTemp(t, content, false)
+	if !m.Mapped() || string(m.Bytes()) != string(content) || m.Size() != len(content) || m.Path() != path {
+		t.Fatalf("mapped %v, bytes %q, size %d, path %q", m.Mapped(), m.Bytes(), m.Size(), m.Path())
+	}
+	// Another writer's change shows through a shared mapping.
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.WriteAt([]byte("X"), 3); err != nil {
+		t.Fatal(err)
+	}
+	if m.Bytes()[3] != 'X' {
+		t.Errorf("byte 3 is %q after another writer wrote X there", m.Bytes()[3])
+	}
+}
+
+func TestWritableMapReachesWholeWords(t *testing.T) {
+	m, path := mapTemp(t, []byte("0123456789"), true)
+	if len(m.Bytes()) != 12 {
+		t.Fatalf("writable mapping of 10 bytes is %d bytes, want 12", len(m.Bytes()))
+	}
+	m.Bytes()[0] = 'W'
+	if err := m.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != "W123456789" {
+		t.Errorf("file holds %q after a write through the mapping, want W123456789", b)
+	}
+}
+
+func TestMapCheckUnderLock(t *testing.T) {
+	for _, writable := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "f")
+		if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		other, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := Open(path, writable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var exclusiveRefused, sharedRefused bool
+		checkErr := errors.New("check refused")
+		_, err = Map(file, path, writable, func() (int, error) {
+			exclusiveRefused = unix.Flock(int(other.Fd()), unix.LOCK_EX|unix.LOCK_NB) == unix.EWOULDBLOCK
+			sharedRefused = unix.Flock(int(other.Fd()), unix.LOCK_SH|unix.LOCK_NB) == unix.EWOULDBLOCK
+			unix.Flock(int(other.Fd()), unix.LOCK_UN)
+			return 0, checkErr
+		}, errFault)
+		if err != checkErr {
+			t.Errorf("writable %v: Map returned %v, want the check's error", writable, err)
+		}
+		if !exclusiveRefused || sharedRefused != writable {
+			t.Errorf("writable %v: during check another exclusive lock refused %v, a shared one %v", writable, exclusiveRefused, sharedRefused)
+		}
+		// The lock is released after Map.
+		if err := unix.Flock(int(other.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			t.Errorf("writable %v: lock still held after Map: %v", writable, err)
+		}
+		other.Close()
+		file.Close()
+	}
+}
+
+func TestFaultGuard(t *testing.T) {
+	m, path := mapTemp(t, make([]byte, 3*os.Getpagesize()), false)
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	read := func() byte { return m.Bytes()[2*os.Getpagesize()] }
+
+	var err error
+	func() {
+		defer m.RecoverFault(debug.SetPanicOnFault(true), &err)
+		read()
+	}()
+	if err != errFault {
+		t.Errorf("RecoverFault stored %v after a read past the truncated end, want the fault error", err)
+	}
+
+	func() {
+		defer func() {
+			if r := recover(); r != errFault {
+				t.Errorf("CatchFault panicked with %v, want the fault error", r)
+			}
+		}()
+		defer m.CatchFault(debug.SetPanicOnFault(true))
+		read()
+	}()
+
+	// Other panics go on as they were.
+	func() {
+		defer func() {
+			if r := recover(); r != "other" {
+				t.Errorf("CatchFault turned panic(\"other\") into %v", r)
+			}
+		}()
+		defer m.RecoverFault(debug.SetPanicOnFault(true), &err)
+		panic("other")
+	}()
+}
+
+func TestRenameNoReplace(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")
+	for _, p := range []string{a, b} {
+		if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := RenameNoReplace(a, b); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("renaming over an existing file: %v, want fs.ErrExist", err)
+	}
+	if got, _ := os.ReadFile(b); string(got) != b {
+		t.Errorf("the existing file holds %q after a refused rename", got)
+	}
+	if err := RenameNoReplace(a, c); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(c); string(got) != a {
+		t.Errorf("renamed file holds %q, want %q", got, a)
+	}
+	if _, err := os.Stat(a); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("old name after a rename: %v, want fs.ErrNotExist", err)
+	}
+}
