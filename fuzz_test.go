@@ -42,7 +42,7 @@ func FuzzParseHeader(f *testing.F) {
 			}
 			return
 		}
-		again, err := h.MarshalBinary()
+		again, err := h.AppendBinary(nil)
 		if err != nil || !bytes.Equal(again, b[:HeaderSize]) {
 			t.Fatalf("re-encoded %x, %v; want %x", again, err, b[:HeaderSize])
 		}
@@ -75,7 +75,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("ReadFilter disagrees with Parse: %v", streamErr)
 		}
 		var out bytes.Buffer
-		hdr, _ := flt.Header().MarshalBinary()
+		hdr, _ := flt.Header().AppendBinary(nil)
 		out.Write(hdr)
 		out.Write(flt.data)
 		if !bytes.Equal(out.Bytes(), b) {

@@ -114,7 +114,8 @@ func ParseHeader(b []byte) (Header, error) {
 	return h, nil
 }
 
-// AppendBinary appends the 24-byte encoding of h to b. It returns an error
+// AppendBinary appends the 24-byte encoding of h to b (it is the
+// encoding.BinaryAppender; [ParseHeader] decodes). It returns an error
 // wrapping [ErrInvalidFile] if h has a hash count of 0 or a hash length
 // outside 3 to 63.
 func (h Header) AppendBinary(b []byte) ([]byte, error) {
@@ -130,24 +131,6 @@ func (h Header) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.BigEndian.AppendUint64(b, secs)
 	b = binary.BigEndian.AppendUint32(b, h.EntryCount)
 	return append(b, h.HashCount, h.HashLength), nil
-}
-
-// MarshalBinary returns the 24-byte encoding of h; see [Header.AppendBinary].
-func (h Header) MarshalBinary() ([]byte, error) {
-	return h.AppendBinary(make([]byte, 0, headerSize))
-}
-
-// UnmarshalBinary sets h from exactly [HeaderSize] bytes; see [ParseHeader].
-func (h *Header) UnmarshalBinary(b []byte) error {
-	if len(b) > headerSize {
-		return fmt.Errorf("%w: header is %d bytes, want %d", ErrInvalidFile, len(b), headerSize)
-	}
-	parsed, err := ParseHeader(b)
-	if err != nil {
-		return err
-	}
-	*h = parsed
-	return nil
 }
 
 // magicHint names what a file that is not a filter looks like, for the

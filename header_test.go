@@ -37,9 +37,9 @@ func TestParseHeaderKnownBytes(t *testing.T) {
 	if h.Bits() != 262144 || h.DataSize() != 32768 || h.FileSize() != 32792 {
 		t.Errorf("sizes = %d bits, %d data bytes, %d file bytes; want 262144, 32768, 32792", h.Bits(), h.DataSize(), h.FileSize())
 	}
-	again, err := h.MarshalBinary()
+	again, err := h.AppendBinary(nil)
 	if err != nil || !bytes.Equal(again, b) {
-		t.Errorf("MarshalBinary = %x, %v; want %x", again, err, b)
+		t.Errorf("AppendBinary = %x, %v; want %x", again, err, b)
 	}
 }
 
@@ -68,7 +68,7 @@ func TestParseHeaderLimits(t *testing.T) {
 				if err != nil {
 					t.Fatalf("ParseHeader: %v", err)
 				}
-				out, err := h.MarshalBinary()
+				out, err := h.AppendBinary(nil)
 				if err != nil || !bytes.Equal(out, tt.b) {
 					t.Fatalf("round trip = %x, %v; want %x", out, err, tt.b)
 				}
@@ -103,15 +103,8 @@ func TestHeaderEncoding(t *testing.T) {
 	}
 	// Invalid parameters are refused on the way out too.
 	for _, bad := range []Header{{HashCount: 0, HashLength: 10}, {HashCount: 1, HashLength: 2}, {HashCount: 1, HashLength: 64}} {
-		if _, err := bad.MarshalBinary(); !errors.Is(err, ErrInvalidFile) {
-			t.Errorf("MarshalBinary(%+v) error = %v, want ErrInvalidFile", bad, err)
+		if _, err := bad.AppendBinary(nil); !errors.Is(err, ErrInvalidFile) {
+			t.Errorf("AppendBinary(%+v) error = %v, want ErrInvalidFile", bad, err)
 		}
-	}
-	var u Header
-	if err := u.UnmarshalBinary(rawHeader("pkbfv1", 7, 99, 5, 2, 8)); err != nil || u.Revision != 7 || u.Updated.Unix() != 99 || u.EntryCount != 5 {
-		t.Errorf("UnmarshalBinary = %+v, %v", u, err)
-	}
-	if err := u.UnmarshalBinary(append(rawHeader("pkbfv1", 7, 99, 5, 2, 8), 0)); !errors.Is(err, ErrInvalidFile) {
-		t.Errorf("UnmarshalBinary of 25 bytes: error = %v, want ErrInvalidFile", err)
 	}
 }

@@ -199,7 +199,7 @@ func (f *Filter) WriteTo(w io.Writer) (n int64, err error) {
 		}
 		defer f.inPlace.unlock()
 	}
-	hdr, err := f.hdr.MarshalBinary()
+	hdr, err := f.hdr.AppendBinary(nil)
 	if err != nil {
 		return 0, err
 	}
@@ -327,7 +327,7 @@ func Create(path string, hashCount, hashLength int) error {
 			return err
 		}
 		createHook("reserved")
-		hdr, _ := h.MarshalBinary()
+		hdr, _ := h.AppendBinary(nil)
 		if _, err := tmp.WriteAt(hdr, 0); err != nil {
 			return err
 		}

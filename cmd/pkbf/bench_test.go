@@ -192,7 +192,7 @@ func benchFilterFile(b *testing.B, l uint8) string {
 		b.Fatal(err)
 	}
 	h := pkbf.Header{HashCount: 12, HashLength: l}
-	data, _ := h.MarshalBinary()
+	data, _ := h.AppendBinary(nil)
 	data = append(data, make([]byte, h.DataSize())...)
 	r := mrand.New(mrand.NewPCG(5, 6))
 	for i := 24; i < len(data); i += 8 {

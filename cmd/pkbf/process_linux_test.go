@@ -39,7 +39,7 @@ func TestFullFileSystem(t *testing.T) {
 		t.Errorf("create left %v behind", entries)
 	}
 	// A sparse file as an older create made it.
-	hdr, _ := (pkbf.Header{HashCount: 4, HashLength: 30}).MarshalBinary()
+	hdr, _ := (pkbf.Header{HashCount: 4, HashLength: 30}).AppendBinary(nil)
 	if err := os.WriteFile(p, hdr, 0o644); err != nil {
 		t.Fatal(err)
 	}
