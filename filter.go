@@ -393,32 +393,22 @@ func falsePositiveRate(m, k, n uint64) float64 {
 // FillRatio returns the fraction of the filter's bits that are set, counted
 // over the whole data (it reads every byte). On a file cut short while in
 // use it panics as [Filter.Probably] does.
-func (f *Filter) FillRatio() float64 { return f.FillRatioProgress(nil) }
-
-// fillChunk is how much FillRatioProgress counts between reports.
-const fillChunk = 16 << 20
-
-// FillRatioProgress is FillRatio, calling progress (if not nil) with the
-// bytes counted so far after every 16 MiB: reading a large filter takes
-// seconds.
-func (f *Filter) FillRatioProgress(progress func(done uint64)) float64 {
+func (f *Filter) FillRatio() float64 {
 	if f.mapped != nil {
 		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
 	}
+	return float64(onesCount(f.data)) / float64(f.hdr.Bits())
+}
+
+// onesCount counts the bits set in b.
+func onesCount(b []byte) uint64 {
 	var set uint64
-	for d := f.data; len(d) > 0; {
-		chunk := d[:min(len(d), fillChunk)]
-		d = d[len(chunk):]
-		for len(chunk) >= 8 {
-			set += uint64(bits.OnesCount64(binary.LittleEndian.Uint64(chunk)))
-			chunk = chunk[8:]
-		}
-		for _, c := range chunk {
-			set += uint64(bits.OnesCount8(c))
-		}
-		if progress != nil {
-			progress(uint64(len(f.data) - len(d)))
-		}
+	for len(b) >= 8 {
+		set += uint64(bits.OnesCount64(binary.LittleEndian.Uint64(b)))
+		b = b[8:]
 	}
-	return float64(set) / float64(f.hdr.Bits())
+	for _, c := range b {
+		set += uint64(bits.OnesCount8(c))
+	}
+	return set
 }

@@ -47,10 +47,10 @@ const (
 
 // Source says where the key came from: "block 2 (line 31)" for PEM,
 // "line 7" for OpenSSH lines, "object 3 (byte 2048)" for DER.
-func (k *Key) Source() string { return string(k.AppendSource(nil)) }
+func (k *Key) Source() string { return string(k.appendSource(nil)) }
 
-// AppendSource appends [Key.Source] to b and returns the extended slice.
-func (k *Key) AppendSource(b []byte) []byte {
+// appendSource appends Source to b and returns the extended slice.
+func (k *Key) appendSource(b []byte) []byte {
 	switch k.kind {
 	case kindPEM:
 		b = strconv.AppendInt(append(b, "block "...), int64(k.Block), 10)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"math/bits"
 	"time"
 
 	"github.com/pkbf/pkbf"
@@ -78,19 +80,51 @@ false-positive rate: %.3g (estimated from the header)
 	return exitOK
 }
 
-// scanFill counts the bits set, a chunk at a time with progress, and
-// returns their share; a filter file cut short is an error.
+// scanFill counts the bits set, with progress, and returns their share. It
+// reads the filter through WriteTo, which reports a filter file cut short
+// as an error.
 func scanFill(f *pkbf.Filter, scr *screen) (fill *float64, err error) {
 	prog := startProgress(scr, nil)
 	prog.what = "MiB"
 	defer prog.stop()
-	it := []item{{}}
-	var ratio float64
-	guardFilter(func([]item) {
-		ratio = f.FillRatioProgress(func(done uint64) { prog.keys.Store(int64(done >> 20)) })
-	})(it)
-	if it[0].filterErr != nil {
-		return nil, it[0].filterErr
+	c := &bitCounter{skip: pkbf.HeaderSize, progress: func(done uint64) { prog.keys.Store(int64(done >> 20)) }}
+	if _, err := f.WriteTo(c); err != nil {
+		return nil, err
 	}
+	ratio := float64(c.set) / float64(f.Header().Bits())
 	return &ratio, nil
+}
+
+// fillChunk is how much a bitCounter counts between reports of progress:
+// reading a large filter from disk takes seconds. Tests make it smaller.
+var fillChunk = 16 << 20
+
+// bitCounter is an io.Writer that counts the bits set in what it is given
+// after the first skip bytes, calling progress with the bytes counted
+// after every chunk.
+type bitCounter struct {
+	skip     int
+	set      uint64
+	done     uint64
+	progress func(done uint64)
+}
+
+func (c *bitCounter) Write(b []byte) (int, error) {
+	n := len(b)
+	skip := min(c.skip, len(b))
+	c.skip -= skip
+	for b = b[skip:]; len(b) > 0; {
+		chunk := b[:min(len(b), fillChunk)]
+		b = b[len(chunk):]
+		c.done += uint64(len(chunk))
+		for len(chunk) >= 8 {
+			c.set += uint64(bits.OnesCount64(binary.LittleEndian.Uint64(chunk)))
+			chunk = chunk[8:]
+		}
+		for _, x := range chunk {
+			c.set += uint64(bits.OnesCount8(x))
+		}
+		c.progress(c.done)
+	}
+	return n, nil
 }

@@ -85,14 +85,13 @@ type item struct {
 // source names where the item came from, for output and errors.
 func (it *item) source() string { return string(it.appendSource(nil)) }
 
-// appendSource appends source() to b, without building strings: it runs
-// for every verdict.
+// appendSource appends source() to b: it runs for every verdict.
 func (it *item) appendSource(b []byte) []byte {
 	b = append(b, it.input...)
 	if it.key.Index == 0 {
 		return b
 	}
-	return it.key.AppendSource(append(b, ": "...))
+	return append(append(b, ": "...), it.key.Source()...)
 }
 
 // errorMessage says what went wrong and where; an error opening or reading
