@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pkbf/pkbf"
@@ -147,8 +149,9 @@ func attestation(t *testing.T, key *testKey, fp string, f forgery) []byte {
 }
 
 // server answers GET /<fingerprint> with the responses registered for it.
+// Tests reach it over in-memory connections (see client), or over the
+// network through httptest.NewServer(s).
 type server struct {
-	*httptest.Server
 	mu        sync.Mutex
 	responses map[string][]http.HandlerFunc // consumed in order; the last repeats
 	requests  atomic.Int32
@@ -156,38 +159,91 @@ type server struct {
 	maxFlight atomic.Int32
 }
 
-func newServer(t *testing.T) *server {
-	s := &server{responses: map[string][]http.HandlerFunc{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.requests.Add(1)
-		n := s.inFlight.Add(1)
-		defer s.inFlight.Add(-1)
-		for m := s.maxFlight.Load(); n > m && !s.maxFlight.CompareAndSwap(m, n); m = s.maxFlight.Load() {
+func newServer() *server { return &server{responses: map[string][]http.HandlerFunc{}} }
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for m := s.maxFlight.Load(); n > m && !s.maxFlight.CompareAndSwap(m, n); m = s.maxFlight.Load() {
+	}
+	if r.Method != http.MethodGet || r.Header.Get("Accept") != "application/json" {
+		http.Error(w, "want GET with Accept: application/json", http.StatusBadRequest)
+		return
+	}
+	fp := strings.TrimPrefix(r.URL.Path, "/")
+	s.mu.Lock()
+	hs := s.responses[fp]
+	var h http.HandlerFunc
+	if len(hs) > 0 {
+		h = hs[0]
+		if len(hs) > 1 {
+			s.responses[fp] = hs[1:]
 		}
-		if r.Method != http.MethodGet || r.Header.Get("Accept") != "application/json" {
-			http.Error(w, "want GET with Accept: application/json", http.StatusBadRequest)
-			return
-		}
-		fp := strings.TrimPrefix(r.URL.Path, "/")
-		s.mu.Lock()
-		hs := s.responses[fp]
-		var h http.HandlerFunc
-		if len(hs) > 0 {
-			h = hs[0]
-			if len(hs) > 1 {
-				s.responses[fp] = hs[1:]
-			}
-		}
-		s.mu.Unlock()
-		if h == nil {
-			http.NotFound(w, r)
-			return
-		}
-		h(w, r)
-	}))
-	t.Cleanup(s.Close)
-	return s
+	}
+	s.mu.Unlock()
+	if h == nil {
+		http.NotFound(w, r)
+		return
+	}
+	h(w, r)
 }
+
+// client returns a Client that asks s over in-memory connections
+// (net.Pipe), served by a real http.Server: inside a testing/synctest
+// bubble, the client's backoff and deadlines and the handlers' sleeps then
+// take no real time. The server stops when the test ends.
+func (s *server) client(t *testing.T) *Client {
+	l := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+	srv := &http.Server{Handler: s}
+	go srv.Serve(l)
+	tr := &http.Transport{DialContext: l.dial}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		srv.Close()
+	})
+	return &Client{BaseURL: "http://pwnedkeys.test", HTTPClient: &http.Client{Transport: tr}}
+}
+
+// pipeListener is a net.Listener whose connections are net.Pipes.
+type pipeListener struct {
+	conns     chan net.Conn
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	c, s := net.Pipe()
+	select {
+	case l.conns <- s:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pwnedkeys.test" }
 
 func (s *server) on(fp string, hs ...http.HandlerFunc) {
 	s.mu.Lock()
@@ -212,8 +268,10 @@ func fingerprint(spki []byte) string { return keys.Fingerprint(spki) }
 
 func TestVerifiedAttestations(t *testing.T) {
 	ks := testKeys(t)
-	s := newServer(t)
-	c := &Client{BaseURL: s.URL + "/"}
+	s := newServer()
+	ts := httptest.NewServer(s) // once over the network, and a BaseURL ending in a slash
+	defer ts.Close()
+	c := &Client{BaseURL: ts.URL + "/"}
 	for _, name := range []string{"rsa2048", "rsa512", "p256", "p384", "p521"} {
 		k := ks[name]
 		fp := fingerprint(k.spki)
@@ -278,37 +336,44 @@ func TestForgeriesAndFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newServer(t)
-			s.on(fingerprint(tt.key.spki), tt.responses...)
-			res, err := (&Client{BaseURL: s.URL}).Check(context.Background(), tt.key.spki)
-			kind, detail, _ := strings.Cut(tt.want, ": ")
-			switch kind {
-			case "pwned":
-				if err != nil || !res.Pwned {
-					t.Fatalf("Check = %+v, %v; want pwned", res, err)
+			synctest.Test(t, func(t *testing.T) {
+				s := newServer()
+				s.on(fingerprint(tt.key.spki), tt.responses...)
+				res, err := s.client(t).Check(context.Background(), tt.key.spki)
+				kind, detail, _ := strings.Cut(tt.want, ": ")
+				switch kind {
+				case "pwned":
+					if err != nil || !res.Pwned {
+						t.Fatalf("Check = %+v, %v; want pwned", res, err)
+					}
+				case "clean":
+					if err != nil || res.Pwned {
+						t.Fatalf("Check = %+v, %v; want not pwned, no error", res, err)
+					}
+				case "bad", "fail":
+					if err == nil || res.Pwned || errors.Is(err, ErrBadAttestation) != (kind == "bad") || !strings.Contains(err.Error(), detail) {
+						t.Fatalf("Check = %+v, %v; want a %s error containing %q", res, err, kind, detail)
+					}
 				}
-			case "clean":
-				if err != nil || res.Pwned {
-					t.Fatalf("Check = %+v, %v; want not pwned, no error", res, err)
-				}
-			case "bad", "fail":
-				if err == nil || res.Pwned || errors.Is(err, ErrBadAttestation) != (kind == "bad") || !strings.Contains(err.Error(), detail) {
-					t.Fatalf("Check = %+v, %v; want a %s error containing %q", res, err, kind, detail)
-				}
-			}
+			})
 		})
 	}
 }
 
 func TestRetriesStopAtTheDeadline(t *testing.T) {
 	k := testKeys(t)["p256"]
-	s := newServer(t)
+	synctest.Test(t, func(t *testing.T) { retriesStopAtTheDeadline(t, k) })
+}
+
+func retriesStopAtTheDeadline(t *testing.T, k *testKey) {
+	s := newServer()
+	c := s.client(t)
 	s.on(fingerprint(k.spki), status(503, "30")) // asks for a 30 s wait
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err := (&Client{BaseURL: s.URL}).Check(ctx, k.spki)
-	if err == nil || !strings.Contains(err.Error(), "no time left to retry") || time.Since(start) > 900*time.Millisecond {
+	_, err := c.Check(ctx, k.spki)
+	if err == nil || !strings.Contains(err.Error(), "no time left to retry") || time.Since(start) != 0 {
 		t.Errorf("Check = %v after %v; want a prompt failure", err, time.Since(start))
 	}
 	if n := s.requests.Load(); n != 1 {
@@ -317,15 +382,20 @@ func TestRetriesStopAtTheDeadline(t *testing.T) {
 	// Without a deadline the retries stop after a few attempts.
 	s.on(fingerprint(k.spki), status(502, ""))
 	s.requests.Store(0)
-	if _, err := (&Client{BaseURL: s.URL}).Check(context.Background(), k.spki); err == nil || s.requests.Load() != attempts {
+	if _, err := s.client(t).Check(context.Background(), k.spki); err == nil || s.requests.Load() != attempts {
 		t.Errorf("Check = %v after %d requests, want an error after %d", err, s.requests.Load(), attempts)
 	}
 }
 
 func TestServerThatNeverAnswers(t *testing.T) {
 	k := testKeys(t)["p256"]
+	synctest.Test(t, func(t *testing.T) { serverThatNeverAnswers(t, k) })
+}
+
+func serverThatNeverAnswers(t *testing.T, k *testKey) {
 	release := make(chan struct{})
-	s := newServer(t)
+	s := newServer()
+	c := s.client(t)
 	s.on(fingerprint(k.spki), func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
@@ -336,8 +406,8 @@ func TestServerThatNeverAnswers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	res, err := (&Client{BaseURL: s.URL}).Check(ctx, k.spki)
-	if !errors.Is(err, context.DeadlineExceeded) || res.Pwned || time.Since(start) > 2*time.Second {
+	res, err := c.Check(ctx, k.spki)
+	if !errors.Is(err, context.DeadlineExceeded) || res.Pwned || time.Since(start) != 200*time.Millisecond {
 		t.Errorf("Check = %+v, %v after %v; want the deadline's error, promptly", res, err, time.Since(start))
 	}
 	// A body that trickles forever is cut off by ctx too.
@@ -355,14 +425,14 @@ func TestServerThatNeverAnswers(t *testing.T) {
 	})
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel2()
-	if _, err := (&Client{BaseURL: s.URL}).Check(ctx2, k.spki); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c.Check(ctx2, k.spki); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("trickling body: %v, want the deadline's error", err)
 	}
 }
 
 func TestUnverifiableKeys(t *testing.T) {
-	s := newServer(t)
-	c := &Client{BaseURL: s.URL}
+	s := newServer()
+	c := s.client(t)
 	for name, spki := range map[string][]byte{"junk": []byte("junk"), "ed25519": mustEd25519SPKI(t)} {
 		if res, err := c.Check(context.Background(), spki); err == nil || res.Pwned || !strings.Contains(err.Error(), "cannot verify attestations") {
 			t.Errorf("%s: Check = %+v, %v", name, res, err)
@@ -383,7 +453,11 @@ func mustEd25519SPKI(t *testing.T) []byte {
 
 func TestChecker(t *testing.T) {
 	ks := testKeys(t)
-	s := newServer(t)
+	synctest.Test(t, func(t *testing.T) { checker(t, ks) })
+}
+
+func checker(t *testing.T, ks map[string]*testKey) {
+	s := newServer()
 	s.on(fingerprint(ks["p256"].spki), body(attestation(t, ks["p256"], fingerprint(ks["p256"].spki), forgery{})))
 	f, _ := pkbf.New(5, 16)
 	f.Add(ks["p256"].spki) // compromised
@@ -401,7 +475,7 @@ func TestChecker(t *testing.T) {
 	defer live.Close()
 	var c *Checker
 	for i, filter := range []Filter{f, live} {
-		c = &Checker{Filter: filter, Client: &Client{BaseURL: s.URL}, MaxInFlight: 3}
+		c = &Checker{Filter: filter, Client: s.client(t), MaxInFlight: 3}
 		for _, tt := range []struct {
 			key                string
 			probably, pwned    bool
@@ -419,12 +493,12 @@ func TestChecker(t *testing.T) {
 		}
 	}
 	// No more than MaxInFlight requests at a time.
-	slow := newServer(t)
+	slow := newServer()
 	slow.on(fingerprint(ks["p384"].spki), func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(30 * time.Millisecond)
 		http.NotFound(w, r)
 	})
-	c = &Checker{Filter: f, Client: &Client{BaseURL: slow.URL}, MaxInFlight: 3}
+	c = &Checker{Filter: f, Client: slow.client(t), MaxInFlight: 3}
 	var wg sync.WaitGroup
 	for range 12 {
 		wg.Add(1)
@@ -445,13 +519,17 @@ func TestChecker(t *testing.T) {
 // latest instead of each key waiting (and retrying) on its own.
 func TestSharedBackoff(t *testing.T) {
 	ks := testKeys(t)
-	s := newServer(t)
+	synctest.Test(t, func(t *testing.T) { sharedBackoff(t, ks) })
+}
+
+func sharedBackoff(t *testing.T, ks map[string]*testKey) {
+	s := newServer()
 	spki := ks["p256"].spki
 	s.on(fingerprint(spki), func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(20 * time.Millisecond)
 		status(503, "60")(w, r)
 	})
-	client := &Client{BaseURL: s.URL}
+	client := s.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -468,7 +546,7 @@ func TestSharedBackoff(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // keys arrive one after another
 	}
 	wg.Wait()
-	if failed.Load() != 40 || time.Since(start) > 3*time.Second {
+	if failed.Load() != 40 || time.Since(start) > 2*time.Second {
 		t.Errorf("%d of 40 checks failed after %v; want all, before the deadline", failed.Load(), time.Since(start))
 	}
 	if n := s.requests.Load(); n > 10 {
