@@ -1,6 +1,7 @@
 package pkbf
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,12 +10,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
-// writeVersion writes, by renaming a temporary file over path, a filter
-// holding the common key and the marker of version v; its entry count is
-// v+2, so a query can tell which version answered.
+// writeVersion writes, by renaming a temporary file over path as an
+// operator's cp and mv do (without WriteFile's syncs, which would make
+// the test wait on the disk), a filter holding the common key and the
+// marker of version v; its entry count is v+2, so a query can tell which
+// version answered.
 func writeVersion(t testing.TB, path string, v int) {
 	f, _ := New(4, 14)
 	f.Add([]byte("common key"))
@@ -22,7 +26,12 @@ func writeVersion(t testing.TB, path string, v int) {
 	for i := range v {
 		f.Add([]byte(fmt.Sprintf("filler %d", i)))
 	}
-	if err := f.WriteFile(path); err != nil {
+	var b bytes.Buffer
+	f.WriteTo(&b)
+	if err := os.WriteFile(path+".new", b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -112,7 +121,9 @@ func TestLiveReloadUnderLoad(t *testing.T) {
 
 // A new file that is not valid: the old one stays in use, the error is
 // reported once, and the next good file is taken.
-func TestLiveBadReplacement(t *testing.T) {
+func TestLiveBadReplacement(t *testing.T) { synctest.Test(t, liveBadReplacement) }
+
+func liveBadReplacement(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.pkbf")
 	writeVersion(t, path, 0)
@@ -193,7 +204,9 @@ func BenchmarkLive(b *testing.B) {
 // its own goroutine, under its lock, and a kernel that took 50 s to
 // release a GiB renamed over held SIGHUP and SIGTERM as long. The close
 // now runs in the background, counted in Stats.
-func TestLiveSlowCloseBlocksNothing(t *testing.T) {
+func TestLiveSlowCloseBlocksNothing(t *testing.T) { synctest.Test(t, liveSlowCloseBlocksNothing) }
+
+func liveSlowCloseBlocksNothing(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.pkbf")
 	writeVersion(t, path, 0)
