@@ -2,7 +2,8 @@ package keys
 
 import (
 	"bytes"
-	"strconv"
+
+	"github.com/pkbf/pkbf/internal/source"
 )
 
 // A Key is one object found by a [Scanner]: a PEM block, a DER object or
@@ -46,27 +47,10 @@ const (
 )
 
 // Source says where the key came from: "block 2 (line 31)" for PEM,
-// "line 7" for OpenSSH lines, "object 3 (byte 2048)" for DER.
-func (k *Key) Source() string { return string(k.appendSource(nil)) }
-
-// appendSource appends Source to b and returns the extended slice.
-func (k *Key) appendSource(b []byte) []byte {
-	switch k.kind {
-	case kindPEM:
-		b = strconv.AppendInt(append(b, "block "...), int64(k.Block), 10)
-		b = strconv.AppendInt(append(b, " (line "...), int64(k.Line), 10)
-		b = append(b, ')')
-	case kindDER:
-		b = strconv.AppendInt(append(b, "object "...), int64(k.Index), 10)
-		b = strconv.AppendInt(append(b, " (byte "...), k.Offset, 10)
-		b = append(b, ')')
-	default:
-		b = strconv.AppendInt(append(b, "line "...), int64(k.Line), 10)
-	}
-	if k.Part != "" {
-		b = append(append(b, ", "...), k.Part...)
-	}
-	return b
+// "line 7" for OpenSSH lines, "object 3 (byte 2048)" for DER; then the
+// part of a container, if any ("block 1 (line 1), certificate 2").
+func (k *Key) Source() string {
+	return string(source.Append(nil, k.Block, k.Line, k.Index, k.Offset, k.Part))
 }
 
 // SPKI returns the key's DER SubjectPublicKeyInfo, as [SPKI] does for a

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pkbf/pkbf/internal/source"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -85,13 +86,15 @@ type item struct {
 // source names where the item came from, for output and errors.
 func (it *item) source() string { return string(it.appendSource(nil)) }
 
-// appendSource appends source() to b: it runs for every verdict.
+// appendSource appends source() to b, without building strings: it runs
+// for every verdict.
 func (it *item) appendSource(b []byte) []byte {
 	b = append(b, it.input...)
 	if it.key.Index == 0 {
 		return b
 	}
-	return append(append(b, ": "...), it.key.Source()...)
+	k := &it.key
+	return source.Append(append(b, ": "...), k.Block, k.Line, k.Index, k.Offset, k.Part)
 }
 
 // errorMessage says what went wrong and where; an error opening or reading
