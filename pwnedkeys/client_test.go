@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -32,6 +31,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/pipenet"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -190,60 +190,21 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // client returns a Client that asks s over in-memory connections
-// (net.Pipe), served by a real http.Server: inside a testing/synctest
-// bubble, the client's backoff and deadlines and the handlers' sleeps then
-// take no real time. The server stops when the test ends.
+// (internal/pipenet), served by a real http.Server: inside a
+// testing/synctest bubble, the client's backoff and deadlines and the
+// handlers' sleeps then take no real time. The server stops when the test
+// ends.
 func (s *server) client(t *testing.T) *Client {
-	l := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+	l := pipenet.Listen()
 	srv := &http.Server{Handler: s}
 	go srv.Serve(l)
-	tr := &http.Transport{DialContext: l.dial}
+	tr := &http.Transport{DialContext: l.Dial}
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
 		srv.Close()
 	})
 	return &Client{BaseURL: "http://pwnedkeys.test", HTTPClient: &http.Client{Transport: tr}}
 }
-
-// pipeListener is a net.Listener whose connections are net.Pipes.
-type pipeListener struct {
-	conns     chan net.Conn
-	closed    chan struct{}
-	closeOnce sync.Once
-}
-
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	c, s := net.Pipe()
-	select {
-	case l.conns <- s:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.closeOnce.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pwnedkeys.test" }
 
 func (s *server) on(fp string, hs ...http.HandlerFunc) {
 	s.mu.Lock()

@@ -3,18 +3,20 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/pipenet"
 )
 
 func newTestService(t *testing.T, maxBody int64) (*httptest.Server, *service) {
@@ -119,36 +121,35 @@ func TestServeStatusHealthMetrics(t *testing.T) {
 
 // A client that sends its headers slowly, or never ends its body, is cut
 // off by the server's timeouts.
-func TestServeSlowClients(t *testing.T) {
-	defer func(h, r time.Duration) { readHeaderTimeout, readTimeout = h, r }(readHeaderTimeout, readTimeout)
-	readHeaderTimeout, readTimeout = 200*time.Millisecond, 300*time.Millisecond
+func TestServeSlowClients(t *testing.T) { synctest.Test(t, serveSlowClients) }
+
+func serveSlowClients(t *testing.T) {
 	live, err := pkbf.OpenLive(exampleFilter, pkbf.LiveOptions{Interval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer live.Close()
 	srv := newHTTPServer(newService(live, limits{body: 1 << 20, inFlight: 4, keys: 10000}), log.New(io.Discard, "", 0))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := pipenet.Listen()
 	go srv.Serve(ln)
 	defer srv.Close()
-	for name, request := range map[string]string{
-		"slow headers": "POST /v1/check HTTP/1.1\r\nHost: x\r\n",
-		"endless body": "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nssh-",
+	for name, tc := range map[string]struct {
+		request string
+		held    time.Duration
+	}{
+		"slow headers": {"POST /v1/check HTTP/1.1\r\nHost: x\r\n", readHeaderTimeout},
+		"endless body": {"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nssh-", readTimeout},
 	} {
-		conn, err := net.Dial("tcp", ln.Addr().String())
+		conn, err := ln.Dial(context.Background(), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		fmt.Fprint(conn, request)
-		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		fmt.Fprint(conn, tc.request)
 		reply, _ := io.ReadAll(bufio.NewReader(conn))
 		conn.Close()
-		if time.Since(start) > 3*time.Second {
-			t.Errorf("%s: the server held the connection for %v", name, time.Since(start))
+		if d := time.Since(start); d != tc.held {
+			t.Errorf("%s: the server held the connection for %v, want %v", name, d, tc.held)
 		}
 		if len(reply) > 0 && !bytes.Contains(reply, []byte(" 400 ")) && !bytes.Contains(reply, []byte(" 408 ")) {
 			t.Errorf("%s: reply %q", name, reply)
