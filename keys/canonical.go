@@ -3,6 +3,7 @@ package keys
 import (
 	"bytes"
 
+	"github.com/pkbf/pkbf/internal/der"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -83,21 +84,21 @@ func forms(spki []byte, check bool, dst []byte) (canonical, other []byte, err er
 // formsOf is forms; without wantOther it does not build the other point
 // form, and returns nil for it.
 func formsOf(spki []byte, check, wantOther bool, dst []byte) (canonical, other []byte, err error) {
-	d := derReader(spki)
-	body, ok := d.read(tagSequence)
-	if !ok || !d.empty() {
+	d := der.Reader(spki)
+	body, ok := d.Read(der.TagSequence)
+	if !ok || !d.Empty() {
 		return nil, nil, keyErrorf("SubjectPublicKeyInfo is not one complete DER SEQUENCE")
 	}
-	fields := derReader(body)
-	algContent, ok1 := fields.read(tagSequence)
-	alg := derReader(algContent)
-	oid, ok2 := alg.read(tagOID)
+	fields := der.Reader(body)
+	algContent, ok1 := fields.Read(der.TagSequence)
+	alg := der.Reader(algContent)
+	oid, ok2 := alg.Read(der.TagOID)
 	if !ok1 || !ok2 || len(oid) == 0 {
 		return nil, nil, keyErrorf("SubjectPublicKeyInfo has no algorithm identifier")
 	}
 	params := []byte(alg)
-	key, keyBits, ok := fields.readBitString()
-	if !ok || !fields.empty() {
+	key, keyBits, ok := fields.ReadBitString()
+	if !ok || !fields.Empty() {
 		return nil, nil, keyErrorf("SubjectPublicKeyInfo's public key is not a BIT STRING ending the structure")
 	}
 	if keyBits%8 != 0 {
@@ -163,12 +164,12 @@ var derNull = []byte{0x05, 0x00}
 // rsaPublicInts reads RSAPublicKey ::= SEQUENCE { n, e } leniently: the
 // INTEGERs' contents as they are, minimal or not.
 func rsaPublicInts(key []byte) (n, e []byte, err error) {
-	d := derReader(key)
-	seq, ok := d.read(tagSequence)
-	fields := derReader(seq)
-	n, ok1 := fields.read(tagInteger)
-	e, ok2 := fields.read(tagInteger)
-	if !ok || !d.empty() || !ok1 || !ok2 || !fields.empty() || len(n) == 0 || len(e) == 0 {
+	d := der.Reader(key)
+	seq, ok := d.Read(der.TagSequence)
+	fields := der.Reader(seq)
+	n, ok1 := fields.Read(der.TagInteger)
+	e, ok2 := fields.Read(der.TagInteger)
+	if !ok || !d.Empty() || !ok1 || !ok2 || !fields.Empty() || len(n) == 0 || len(e) == 0 {
 		return nil, nil, keyErrorf("RSA public key is not a SEQUENCE of modulus and exponent")
 	}
 	return n, e, nil
@@ -211,21 +212,21 @@ func minimalParams(params []byte, name string) ([]byte, error) {
 	if len(params) == 0 {
 		return nil, nil
 	}
-	d := derReader(params)
-	content, ok := d.read(tagSequence)
-	if !ok || !d.empty() {
+	d := der.Reader(params)
+	content, ok := d.Read(der.TagSequence)
+	if !ok || !d.Empty() {
 		return nil, keyErrorf("%s domain parameters are not a SEQUENCE", name)
 	}
 	var b cryptobyte.Builder
 	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
-		fields := derReader(content)
-		for !fields.empty() {
-			tag, element, value, ok := fields.next()
+		fields := der.Reader(content)
+		for !fields.Empty() {
+			tag, element, value, ok := fields.Next()
 			if !ok {
 				b.SetError(errMalformed)
 				return
 			}
-			if tag == tagInteger {
+			if tag == der.TagInteger {
 				b.AddBytes(intDER(value))
 			} else {
 				b.AddBytes(element)
@@ -244,17 +245,17 @@ var errMalformed = keyErrorf("malformed")
 // ecForms is forms for an EC key: params is the AlgorithmIdentifier's
 // parameters, a named curve's OID, explicit parameters or NULL.
 func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (canonical, other []byte, err error) {
-	d := derReader(params)
-	tag, _, content, ok := d.next()
-	if !ok || !d.empty() {
+	d := der.Reader(params)
+	tag, _, content, ok := d.Next()
+	if !ok || !d.Empty() {
 		return nil, nil, keyErrorf("EC algorithm parameters are missing or malformed")
 	}
 	var c *ecCurve
 	var curveParams []byte // the canonical parameters' encoding
 	switch tag {
-	case tagOID:
+	case der.TagOID:
 		c, curveParams = curveByNamedOID(content), params
-	case tagSequence:
+	case der.TagSequence:
 		explicit, err := parseExplicitCurve(params)
 		if err != nil {
 			return nil, nil, err
@@ -264,7 +265,7 @@ func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (can
 			c = named
 			curveParams = oidDER(named.oid)
 		}
-	case tagNull: // implicitlyCA: the curve is known only to the parties
+	case der.TagNull: // implicitlyCA: the curve is known only to the parties
 		return spki, nil, nil
 	default:
 		return nil, nil, keyErrorf("EC algorithm parameters are neither a named curve nor explicit parameters")
@@ -272,7 +273,7 @@ func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (can
 	if c == nil { // a named curve pkbf cannot compute on
 		return spki, nil, nil
 	}
-	if !check && tag == tagOID && len(point) == 1+2*c.size && point[0] == 4 {
+	if !check && tag == der.TagOID && len(point) == 1+2*c.size && point[0] == 4 {
 		// A lookup of the canonical form: the other form needs no
 		// arithmetic, and nothing is allocated if dst has room.
 		if !wantOther {

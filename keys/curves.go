@@ -8,14 +8,15 @@ import (
 	"math/big"
 	"sync"
 
+	"github.com/pkbf/pkbf/internal/curves"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
-//go:generate bash gen_curves.sh
+
 
 // An ecCurve is an elliptic curve over a prime field, y² = x³ + ax + b
-// mod p, as OpenSSL knows it (curves_table.go): enough to name a curve
+// mod p, as OpenSSL knows it (internal/curves): enough to name a curve
 // given by explicit parameters and to convert between point forms.
 type ecCurve struct {
 	name          string // OpenSSL's name, or P-256 and so on for the NIST curves
@@ -32,18 +33,18 @@ type ecCurve struct {
 // nistNames gives the NIST curves their usual names.
 var nistNames = map[string]string{"prime192v1": "P-192", "secp224r1": "P-224", "prime256v1": "P-256", "secp384r1": "P-384", "secp521r1": "P-521"}
 
-// ecCurves parses curveTable once.
+// ecCurves parses the curve table once.
 var ecCurves = sync.OnceValue(func() []*ecCurve {
 	var out []*ecCurve
-	for _, t := range curveTable {
-		oidDER, _ := hex.DecodeString(t.oid)
-		explicit, _ := hex.DecodeString(t.explicit)
+	for _, t := range curves.Table {
+		oidDER, _ := hex.DecodeString(t.OID)
+		explicit, _ := hex.DecodeString(t.Explicit)
 		c, err := parseExplicitCurve(explicit)
 		if err != nil || len(oidDER) < 2 {
-			panic("pkbf: bad curve table entry " + t.name) // generated: cannot happen
+			panic("pkbf: bad curve table entry " + t.Name) // generated: cannot happen
 		}
-		c.name, c.oid = t.name, oidDER[2:]
-		if n, ok := nistNames[t.name]; ok {
+		c.name, c.oid = t.Name, oidDER[2:]
+		if n, ok := nistNames[t.Name]; ok {
 			c.name = n
 		}
 		switch c.name {

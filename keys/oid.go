@@ -5,17 +5,10 @@ import (
 	"encoding/asn1"
 	"fmt"
 
+	"github.com/pkbf/pkbf/internal/der"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
-
-func oidBytes(arcs ...int) []byte {
-	der, err := asn1.Marshal(asn1.ObjectIdentifier(arcs))
-	if err != nil {
-		panic(err)
-	}
-	return der[2:] // every OID here is short: a 2-byte header
-}
 
 // readOID reads an OBJECT IDENTIFIER's content bytes.
 func readOID(s *cryptobyte.String, oid *cryptobyte.String) bool {
@@ -50,20 +43,20 @@ var algorithmNames = []struct {
 	{oidDSA, "DSA"},
 	{oidDHPKCS3, "DH (PKCS #3)"},
 	{oidDHX942, "DH (X9.42)"},
-	{oidBytes(1, 2, 840, 113549, 1, 1, 7), "RSA-OAEP"},
-	{oidBytes(1, 3, 132, 1, 12), "ECDH"},
-	{oidBytes(1, 3, 132, 1, 13), "ECMQV"},
-	{oidBytes(1, 2, 156, 10197, 1, 301), "SM2"},
-	{oidBytes(1, 2, 643, 2, 2, 19), "GOST R 34.10-2001"},
-	{oidBytes(1, 2, 643, 7, 1, 1, 1, 1), "GOST R 34.10-2012 (256 bits)"},
-	{oidBytes(1, 2, 643, 7, 1, 1, 1, 2), "GOST R 34.10-2012 (512 bits)"},
-	{oidBytes(2, 16, 840, 1, 101, 3, 4, 3, 17), "ML-DSA-44"},
-	{oidBytes(2, 16, 840, 1, 101, 3, 4, 3, 18), "ML-DSA-65"},
-	{oidBytes(2, 16, 840, 1, 101, 3, 4, 3, 19), "ML-DSA-87"},
-	{oidBytes(2, 16, 840, 1, 101, 3, 4, 4, 1), "ML-KEM-512"},
-	{oidBytes(2, 16, 840, 1, 101, 3, 4, 4, 2), "ML-KEM-768"},
-	{oidBytes(2, 16, 840, 1, 101, 3, 4, 4, 3), "ML-KEM-1024"},
-	{oidBytes(1, 2, 840, 113549, 1, 5, 3), "PBES1 (encrypted)"},
+	{der.OID(1, 2, 840, 113549, 1, 1, 7), "RSA-OAEP"},
+	{der.OID(1, 3, 132, 1, 12), "ECDH"},
+	{der.OID(1, 3, 132, 1, 13), "ECMQV"},
+	{der.OID(1, 2, 156, 10197, 1, 301), "SM2"},
+	{der.OID(1, 2, 643, 2, 2, 19), "GOST R 34.10-2001"},
+	{der.OID(1, 2, 643, 7, 1, 1, 1, 1), "GOST R 34.10-2012 (256 bits)"},
+	{der.OID(1, 2, 643, 7, 1, 1, 1, 2), "GOST R 34.10-2012 (512 bits)"},
+	{der.OID(2, 16, 840, 1, 101, 3, 4, 3, 17), "ML-DSA-44"},
+	{der.OID(2, 16, 840, 1, 101, 3, 4, 3, 18), "ML-DSA-65"},
+	{der.OID(2, 16, 840, 1, 101, 3, 4, 3, 19), "ML-DSA-87"},
+	{der.OID(2, 16, 840, 1, 101, 3, 4, 4, 1), "ML-KEM-512"},
+	{der.OID(2, 16, 840, 1, 101, 3, 4, 4, 2), "ML-KEM-768"},
+	{der.OID(2, 16, 840, 1, 101, 3, 4, 4, 3), "ML-KEM-1024"},
+	{der.OID(1, 2, 840, 113549, 1, 5, 3), "PBES1 (encrypted)"},
 	{oidPBES2, "PBES2 (encrypted)"},
 }
 

@@ -12,6 +12,7 @@ import (
 	"crypto/sha512"
 	"hash"
 
+	"github.com/pkbf/pkbf/internal/der"
 	"github.com/pkbf/pkbf/internal/pkcs12"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
@@ -22,27 +23,27 @@ import (
 var errBadPadding = keyErrorf("decryption gives bad padding")
 
 var (
-	oidPBKDF2      = oidBytes(1, 2, 840, 113549, 1, 5, 12)
-	oidHMACSHA1    = oidBytes(1, 2, 840, 113549, 2, 7)
-	oidHMACSHA224  = oidBytes(1, 2, 840, 113549, 2, 8)
-	oidHMACSHA256  = oidBytes(1, 2, 840, 113549, 2, 9)
-	oidHMACSHA384  = oidBytes(1, 2, 840, 113549, 2, 10)
-	oidHMACSHA512  = oidBytes(1, 2, 840, 113549, 2, 11)
-	oidAES128CBC   = oidBytes(2, 16, 840, 1, 101, 3, 4, 1, 2)
-	oidAES192CBC   = oidBytes(2, 16, 840, 1, 101, 3, 4, 1, 22)
-	oidAES256CBC   = oidBytes(2, 16, 840, 1, 101, 3, 4, 1, 42)
-	oidDESEDE3CBC  = oidBytes(1, 2, 840, 113549, 3, 7)
-	oidPBESHA1RC4  = oidBytes(1, 2, 840, 113549, 1, 12, 1, 1) // 128-bit
-	oidPBESHA1RC4s = oidBytes(1, 2, 840, 113549, 1, 12, 1, 2) // 40-bit
-	oidPBESHA13DES = oidBytes(1, 2, 840, 113549, 1, 12, 1, 3)
-	oidPBESHA12DES = oidBytes(1, 2, 840, 113549, 1, 12, 1, 4)
-	oidPBESHA1RC2  = oidBytes(1, 2, 840, 113549, 1, 12, 1, 5) // 128-bit
-	oidPBESHA1RC2s = oidBytes(1, 2, 840, 113549, 1, 12, 1, 6) // 40-bit
-	oidSHA1        = oidBytes(1, 3, 14, 3, 2, 26)
-	oidSHA224      = oidBytes(2, 16, 840, 1, 101, 3, 4, 2, 4)
-	oidSHA256      = oidBytes(2, 16, 840, 1, 101, 3, 4, 2, 1)
-	oidSHA384      = oidBytes(2, 16, 840, 1, 101, 3, 4, 2, 2)
-	oidSHA512      = oidBytes(2, 16, 840, 1, 101, 3, 4, 2, 3)
+	oidPBKDF2      = der.OID(1, 2, 840, 113549, 1, 5, 12)
+	oidHMACSHA1    = der.OID(1, 2, 840, 113549, 2, 7)
+	oidHMACSHA224  = der.OID(1, 2, 840, 113549, 2, 8)
+	oidHMACSHA256  = der.OID(1, 2, 840, 113549, 2, 9)
+	oidHMACSHA384  = der.OID(1, 2, 840, 113549, 2, 10)
+	oidHMACSHA512  = der.OID(1, 2, 840, 113549, 2, 11)
+	oidAES128CBC   = der.OID(2, 16, 840, 1, 101, 3, 4, 1, 2)
+	oidAES192CBC   = der.OID(2, 16, 840, 1, 101, 3, 4, 1, 22)
+	oidAES256CBC   = der.OID(2, 16, 840, 1, 101, 3, 4, 1, 42)
+	oidDESEDE3CBC  = der.OID(1, 2, 840, 113549, 3, 7)
+	oidPBESHA1RC4  = der.OID(1, 2, 840, 113549, 1, 12, 1, 1) // 128-bit
+	oidPBESHA1RC4s = der.OID(1, 2, 840, 113549, 1, 12, 1, 2) // 40-bit
+	oidPBESHA13DES = der.OID(1, 2, 840, 113549, 1, 12, 1, 3)
+	oidPBESHA12DES = der.OID(1, 2, 840, 113549, 1, 12, 1, 4)
+	oidPBESHA1RC2  = der.OID(1, 2, 840, 113549, 1, 12, 1, 5) // 128-bit
+	oidPBESHA1RC2s = der.OID(1, 2, 840, 113549, 1, 12, 1, 6) // 40-bit
+	oidSHA1        = der.OID(1, 3, 14, 3, 2, 26)
+	oidSHA224      = der.OID(2, 16, 840, 1, 101, 3, 4, 2, 4)
+	oidSHA256      = der.OID(2, 16, 840, 1, 101, 3, 4, 2, 1)
+	oidSHA384      = der.OID(2, 16, 840, 1, 101, 3, 4, 2, 2)
+	oidSHA512      = der.OID(2, 16, 840, 1, 101, 3, 4, 2, 3)
 )
 
 // hashByOID returns the hash of a digest or HMAC OID.

@@ -7,6 +7,7 @@ import (
 
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 
+	"github.com/pkbf/pkbf/internal/der"
 	"github.com/pkbf/pkbf/internal/pkcs12"
 	"golang.org/x/crypto/cryptobyte"
 )
@@ -15,11 +16,11 @@ import (
 // an INTEGER and a SEQUENCE are a PFX (version 3, a ContentInfo) rather
 // than a PKCS#8 key (whose third field is an OCTET STRING).
 func isPKCS12(body []byte) bool {
-	d := derReader(body)
-	version, ok1 := d.read(tagInteger)
-	authSafe, ok2 := d.read(tagSequence)
-	ci := derReader(authSafe)
-	oid, ok3 := ci.read(tagOID)
+	d := der.Reader(body)
+	version, ok1 := d.Read(der.TagInteger)
+	authSafe, ok2 := d.Read(der.TagSequence)
+	ci := der.Reader(authSafe)
+	oid, ok3 := ci.Read(der.TagOID)
 	return ok1 && ok2 && ok3 && bytes.Equal(version, []byte{3}) &&
 		(bytes.Equal(oid, oidPKCS7Data) || bytes.Equal(oid, oidPKCS7SignedData))
 }
@@ -194,11 +195,11 @@ func (r *pkcs12Reader) authenticatedSafe(der []byte) error {
 }
 
 var (
-	oidKeyBag          = oidBytes(1, 2, 840, 113549, 1, 12, 10, 1, 1)
-	oidShroudedKeyBag  = oidBytes(1, 2, 840, 113549, 1, 12, 10, 1, 2)
-	oidCertBag         = oidBytes(1, 2, 840, 113549, 1, 12, 10, 1, 3)
-	oidSafeContentsBag = oidBytes(1, 2, 840, 113549, 1, 12, 10, 1, 6)
-	oidX509Cert        = oidBytes(1, 2, 840, 113549, 1, 9, 22, 1)
+	oidKeyBag          = der.OID(1, 2, 840, 113549, 1, 12, 10, 1, 1)
+	oidShroudedKeyBag  = der.OID(1, 2, 840, 113549, 1, 12, 10, 1, 2)
+	oidCertBag         = der.OID(1, 2, 840, 113549, 1, 12, 10, 1, 3)
+	oidSafeContentsBag = der.OID(1, 2, 840, 113549, 1, 12, 10, 1, 6)
+	oidX509Cert        = der.OID(1, 2, 840, 113549, 1, 9, 22, 1)
 )
 
 // safeContents reads SEQUENCE OF SafeBag { bagId, [0] bagValue, attributes }.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 
+	"github.com/pkbf/pkbf/internal/der"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -17,9 +18,9 @@ func isPKCS7PEMType(typ string) bool {
 }
 
 var (
-	oidPKCS7Data          = oidBytes(1, 2, 840, 113549, 1, 7, 1)
-	oidPKCS7SignedData    = oidBytes(1, 2, 840, 113549, 1, 7, 2)
-	oidPKCS7EncryptedData = oidBytes(1, 2, 840, 113549, 1, 7, 6)
+	oidPKCS7Data          = der.OID(1, 2, 840, 113549, 1, 7, 1)
+	oidPKCS7SignedData    = der.OID(1, 2, 840, 113549, 1, 7, 2)
+	oidPKCS7EncryptedData = der.OID(1, 2, 840, 113549, 1, 7, 6)
 )
 
 // pkcs7Parts reads the certificates of a PKCS#7/CMS ContentInfo holding

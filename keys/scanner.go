@@ -6,6 +6,8 @@ import (
 	"encoding/pem"
 	"io"
 	"slices"
+
+	"github.com/pkbf/pkbf/internal/der"
 )
 
 // Limits that keep a Scanner's memory bounded on any input.
@@ -164,7 +166,7 @@ func (s *Scanner) emit(kind keyKind, line int, offset int64, raw []byte, err err
 // containerParts expands a PEM block or DER object that is a container.
 // An error reading the container is one part with that error.
 func containerParts(kind keyKind, raw []byte, passphrases []string) ([]part, bool) {
-	var der []byte
+	var encoded []byte
 	switch kind {
 	case kindPEM:
 		if !isPKCS7PEMType(pemType(raw)) {
@@ -178,25 +180,25 @@ func containerParts(kind keyKind, raw []byte, passphrases []string) ([]part, boo
 			}
 			b = block.Bytes
 		}
-		der = b
+		encoded = b
 	case kindDER:
-		der = raw
+		encoded = raw
 	default:
 		return nil, false
 	}
-	d := derReader(der)
-	body, ok := d.read(tagSequence)
-	fields := derReader(body)
-	firstTag, _, _, ok2 := fields.next()
+	d := der.Reader(encoded)
+	body, ok := d.Read(der.TagSequence)
+	fields := der.Reader(body)
+	firstTag, _, _, ok2 := fields.Next()
 	var parts []part
 	var err error
 	switch {
 	case !ok || !ok2:
 		return nil, false
-	case firstTag == tagOID:
-		parts, err = pkcs7Parts(der)
-	case firstTag == tagInteger && isPKCS12(body):
-		parts, err = pkcs12Parts(der, passphrases)
+	case firstTag == der.TagOID:
+		parts, err = pkcs7Parts(encoded)
+	case firstTag == der.TagInteger && isPKCS12(body):
+		parts, err = pkcs12Parts(encoded, passphrases)
 	default:
 		return nil, false
 	}

@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"github.com/pkbf/pkbf/internal/der"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -60,14 +61,14 @@ func sec1SPKI(der []byte, outer []byte) ([]byte, error) {
 // curveOfParams returns the NIST curve of EC parameters (a named curve's
 // OID, or explicit parameters of one), or nil and the curve's name.
 func curveOfParams(params []byte) (*ecCurve, string) {
-	d := derReader(params)
-	tag, _, content, ok := d.next()
+	d := der.Reader(params)
+	tag, _, content, ok := d.Next()
 	if !ok {
 		return nil, "(malformed parameters)"
 	}
 	var named *ecCurve
 	switch tag {
-	case tagOID:
+	case der.TagOID:
 		if c := nistCurveByOID(content); c != nil {
 			return c, c.name
 		}
@@ -75,7 +76,7 @@ func curveOfParams(params []byte) (*ecCurve, string) {
 		if named == nil {
 			return nil, oidString(content)
 		}
-	case tagSequence:
+	case der.TagSequence:
 		explicit, err := parseExplicitCurve(params)
 		if err != nil {
 			return nil, "(explicit parameters pkbf cannot read)"

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 
+	"github.com/pkbf/pkbf/internal/der"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -87,18 +88,18 @@ func Fingerprint(spki []byte) string {
 // Object identifiers, as the content bytes of their DER encoding, so that
 // parsing compares bytes instead of decoding (and allocating) every OID.
 var (
-	oidRSA         = oidBytes(1, 2, 840, 113549, 1, 1, 1)
-	oidECPublicKey = oidBytes(1, 2, 840, 10045, 2, 1)
-	oidEd25519     = oidBytes(1, 3, 101, 112)
-	oidPBES2       = oidBytes(1, 2, 840, 113549, 1, 5, 13)
-	oidRSAPSS      = oidBytes(1, 2, 840, 113549, 1, 1, 10)
-	oidEd448       = oidBytes(1, 3, 101, 113)
-	oidX25519      = oidBytes(1, 3, 101, 110)
-	oidX448        = oidBytes(1, 3, 101, 111)
-	oidDSA         = oidBytes(1, 2, 840, 10040, 4, 1)
-	oidDHPKCS3     = oidBytes(1, 2, 840, 113549, 1, 3, 1)
-	oidDHX942      = oidBytes(1, 2, 840, 10046, 2, 1)
-	oidPrimeField  = oidBytes(1, 2, 840, 10045, 1, 1)
+	oidRSA         = der.OID(1, 2, 840, 113549, 1, 1, 1)
+	oidECPublicKey = der.OID(1, 2, 840, 10045, 2, 1)
+	oidEd25519     = der.OID(1, 3, 101, 112)
+	oidPBES2       = der.OID(1, 2, 840, 113549, 1, 5, 13)
+	oidRSAPSS      = der.OID(1, 2, 840, 113549, 1, 1, 10)
+	oidEd448       = der.OID(1, 3, 101, 113)
+	oidX25519      = der.OID(1, 3, 101, 110)
+	oidX448        = der.OID(1, 3, 101, 111)
+	oidDSA         = der.OID(1, 2, 840, 10040, 4, 1)
+	oidDHPKCS3     = der.OID(1, 2, 840, 113549, 1, 3, 1)
+	oidDHX942      = der.OID(1, 2, 840, 10046, 2, 1)
+	oidPrimeField  = der.OID(1, 2, 840, 10045, 1, 1)
 
 	ed25519KeyBytes = ed25519.PublicKeySize
 )
@@ -111,29 +112,29 @@ func first(b []byte) byte {
 }
 
 // derSPKI tells the DER structures apart by the tags of their first fields.
-func derSPKI(der []byte) ([]byte, error) {
-	d := derReader(der)
-	body, ok := d.read(tagSequence)
+func derSPKI(encoded []byte) ([]byte, error) {
+	d := der.Reader(encoded)
+	body, ok := d.Read(der.TagSequence)
 	if !ok {
 		return nil, keyErrorf("DER input is not a complete ASN.1 SEQUENCE")
 	}
-	if !d.empty() {
+	if !d.Empty() {
 		return nil, keyErrorf("DER input has %d bytes after its ASN.1 SEQUENCE", len(d))
 	}
-	fields := derReader(body)
-	firstTag, _, firstField, ok1 := fields.next()
-	secondTag, _, _, ok2 := fields.next()
+	fields := der.Reader(body)
+	firstTag, _, firstField, ok1 := fields.Next()
+	secondTag, _, _, ok2 := fields.Next()
 	if !ok1 || !ok2 {
 		return nil, keyErrorf("DER SEQUENCE has fewer than two well-formed fields: not a key, certificate or request")
 	}
 	switch {
-	case firstTag == tagSequence && secondTag == tagBitString:
-		return checkedSPKI(der)
-	case firstTag == tagSequence && secondTag == tagSequence:
+	case firstTag == der.TagSequence && secondTag == der.TagBitString:
+		return checkedSPKI(encoded)
+	case firstTag == der.TagSequence && secondTag == der.TagSequence:
 		// A signed structure, body and signature algorithm: a certificate or
 		// a request, told apart by their bodies (a certificate has an issuer
 		// and a validity before its SPKI).
-		if !fields.skip(tagBitString) || !fields.empty() {
+		if !fields.Skip(der.TagBitString) || !fields.Empty() {
 			return nil, keyErrorf("DER signed structure does not end with its signature")
 		}
 		if spki, ok := tbsCertificateSPKI(firstField); ok {
@@ -143,31 +144,31 @@ func derSPKI(der []byte) ([]byte, error) {
 			return checkedSPKI(spki)
 		}
 		return nil, keyErrorf("DER signed structure is neither a certificate nor a certificate request")
-	case firstTag == tagSequence && secondTag == tagOctetString:
+	case firstTag == der.TagSequence && secondTag == der.TagOctetString:
 		return nil, encryptedErrorf("DER input is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
-	case firstTag == tagInteger && secondTag == tagSequence:
+	case firstTag == der.TagInteger && secondTag == der.TagSequence:
 		if isPKCS12(body) {
-			return singleSPKI(pkcs12Parts(der, nil))
+			return singleSPKI(pkcs12Parts(encoded, nil))
 		}
-		return pkcs8SPKI(der)
-	case firstTag == tagInteger && secondTag == tagOctetString:
-		return sec1SPKI(der, nil)
-	case firstTag == tagInteger && secondTag == tagInteger:
+		return pkcs8SPKI(encoded)
+	case firstTag == der.TagInteger && secondTag == der.TagOctetString:
+		return sec1SPKI(encoded, nil)
+	case firstTag == der.TagInteger && secondTag == der.TagInteger:
 		// PKCS#1 public (n, e), DSA private (0, p, q, g, y, x) or PKCS#1
 		// private (0, n, e, d, p, q, dp, dq, qinv): told apart by count.
 		ints := 2
-		for fields.skip(tagInteger) {
+		for fields.Skip(der.TagInteger) {
 			ints++
 		}
 		switch ints {
 		case 2:
-			return pkcs1PublicSPKI(der)
+			return pkcs1PublicSPKI(encoded)
 		case 6:
-			return dsaPrivateSPKI(der)
+			return dsaPrivateSPKI(encoded)
 		}
-		return pkcs1PrivateSPKI(der)
-	case firstTag == tagOID:
-		return singleSPKI(pkcs7Parts(der))
+		return pkcs1PrivateSPKI(encoded)
+	case firstTag == der.TagOID:
+		return singleSPKI(pkcs7Parts(encoded))
 	}
 	return nil, keyErrorf("DER SEQUENCE starting with tags %#02x, %#02x is not a key, certificate or certificate request", firstTag, secondTag)
 }
@@ -176,11 +177,11 @@ func derSPKI(der []byte) ([]byte, error) {
 // it unchanged. For RSA, EC on a known curve and Ed25519 it checks the shape
 // of the key too (an RSA key's two INTEGERs, a point's size and prefix);
 // other algorithms are returned after the structural check.
-func checkedSPKI(der []byte) ([]byte, error) {
-	if _, err := parseSPKI(der); err != nil {
+func checkedSPKI(encoded []byte) ([]byte, error) {
+	if _, err := parseSPKI(encoded); err != nil {
 		return nil, err
 	}
-	return der, nil
+	return encoded, nil
 }
 
 // spkiInfo is what parseSPKI learns of a SubjectPublicKeyInfo.
@@ -190,49 +191,49 @@ type spkiInfo struct {
 	key       []byte   // the BIT STRING's content: the public key
 }
 
-func parseSPKI(der []byte) (spkiInfo, error) {
+func parseSPKI(encoded []byte) (spkiInfo, error) {
 	var info spkiInfo
-	d := derReader(der)
-	spki, ok := d.read(tagSequence)
-	if !ok || !d.empty() {
+	d := der.Reader(encoded)
+	spki, ok := d.Read(der.TagSequence)
+	if !ok || !d.Empty() {
 		return info, keyErrorf("SubjectPublicKeyInfo is not one complete ASN.1 SEQUENCE")
 	}
-	fields := derReader(spki)
-	algContent, ok1 := fields.read(tagSequence)
-	alg := derReader(algContent)
-	algorithm, ok2 := alg.read(tagOID)
+	fields := der.Reader(spki)
+	algContent, ok1 := fields.Read(der.TagSequence)
+	alg := der.Reader(algContent)
+	algorithm, ok2 := alg.Read(der.TagOID)
 	if !ok1 || !ok2 || len(algorithm) == 0 {
 		return info, keyErrorf("SubjectPublicKeyInfo has no algorithm identifier")
 	}
-	key, keyBits, ok := fields.readBitString()
-	if !ok || !fields.empty() {
+	key, keyBits, ok := fields.ReadBitString()
+	if !ok || !fields.Empty() {
 		return info, keyErrorf("SubjectPublicKeyInfo's public key is not a BIT STRING ending the structure")
 	}
 	info.algorithm, info.key = algorithm, key
 	switch {
 	case bytes.Equal(algorithm, oidRSA):
-		if !alg.empty() {
-			if null, ok := alg.read(tagNull); !ok || len(null) != 0 || !alg.empty() {
+		if !alg.Empty() {
+			if null, ok := alg.Read(der.TagNull); !ok || len(null) != 0 || !alg.Empty() {
 				return info, keyErrorf("RSA algorithm parameters are not NULL")
 			}
 		}
 		// Only the structure: certificates with keys Go refuses (a modulus
 		// encoded as negative, say) must still give their SPKI.
-		k := derReader(key)
-		rsaKey, ok := k.read(tagSequence)
-		fields := derReader(rsaKey)
-		if keyBits%8 != 0 || !ok || !k.empty() || !fields.skip(tagInteger) || !fields.skip(tagInteger) || !fields.empty() {
+		k := der.Reader(key)
+		rsaKey, ok := k.Read(der.TagSequence)
+		fields := der.Reader(rsaKey)
+		if keyBits%8 != 0 || !ok || !k.Empty() || !fields.Skip(der.TagInteger) || !fields.Skip(der.TagInteger) || !fields.Empty() {
 			return info, keyErrorf("RSA public key is not a SEQUENCE of modulus and exponent")
 		}
 	case bytes.Equal(algorithm, oidECPublicKey):
-		tag, _, params, ok := alg.next()
-		if !ok || !alg.empty() || (tag != tagOID && tag != tagSequence && tag != tagNull) {
+		tag, _, params, ok := alg.Next()
+		if !ok || !alg.Empty() || (tag != der.TagOID && tag != der.TagSequence && tag != der.TagNull) {
 			return info, keyErrorf("EC algorithm parameters are neither a named curve nor explicit parameters")
 		}
 		if keyBits%8 != 0 || len(key) == 0 {
 			return info, keyErrorf("EC public key BIT STRING is empty or has unused bits")
 		}
-		if tag == tagOID {
+		if tag == der.TagOID {
 			if info.curve = nistCurveByOID(params); info.curve != nil {
 				if _, err := info.curve.pointKind(key); err != nil {
 					return info, err
@@ -240,7 +241,7 @@ func parseSPKI(der []byte) (spkiInfo, error) {
 			}
 		}
 	case bytes.Equal(algorithm, oidEd25519):
-		if !alg.empty() {
+		if !alg.Empty() {
 			return info, keyErrorf("Ed25519 algorithm identifier has parameters")
 		}
 		if keyBits != 8*ed25519KeyBytes {

@@ -1,9 +1,11 @@
 package keys
 
+import "github.com/pkbf/pkbf/internal/der"
+
 // certificateSPKI returns the SPKI of a DER X.509 certificate, byte for
 // byte, without parsing the rest of the certificate.
-func certificateSPKI(der []byte) ([]byte, error) {
-	tbs, ok := signedBody(der)
+func certificateSPKI(encoded []byte) ([]byte, error) {
+	tbs, ok := signedBody(encoded)
 	if !ok {
 		return nil, keyErrorf("certificate is not a complete signed ASN.1 structure")
 	}
@@ -15,8 +17,8 @@ func certificateSPKI(der []byte) ([]byte, error) {
 }
 
 // csrSPKI returns the SPKI of a DER PKCS#10 certificate request, byte for byte.
-func csrSPKI(der []byte) ([]byte, error) {
-	info, ok := signedBody(der)
+func csrSPKI(encoded []byte) ([]byte, error) {
+	info, ok := signedBody(encoded)
 	if !ok {
 		return nil, keyErrorf("certificate request is not a complete signed ASN.1 structure")
 	}
@@ -30,46 +32,46 @@ func csrSPKI(der []byte) ([]byte, error) {
 // signedBody returns the contents of the body of SEQUENCE { body SEQUENCE,
 // signatureAlgorithm SEQUENCE, signature BIT STRING }, the shape of
 // certificates and requests.
-func signedBody(der []byte) ([]byte, bool) {
-	d := derReader(der)
-	signed, ok := d.read(tagSequence)
-	fields := derReader(signed)
-	body, ok2 := fields.read(tagSequence)
-	return body, ok && d.empty() && ok2 && fields.skip(tagSequence) && fields.skip(tagBitString) && fields.empty()
+func signedBody(encoded []byte) ([]byte, bool) {
+	d := der.Reader(encoded)
+	signed, ok := d.Read(der.TagSequence)
+	fields := der.Reader(signed)
+	body, ok2 := fields.Read(der.TagSequence)
+	return body, ok && d.Empty() && ok2 && fields.Skip(der.TagSequence) && fields.Skip(der.TagBitString) && fields.Empty()
 }
 
 // tbsCertificateSPKI finds the SPKI in a TBSCertificate's contents:
 // [0] version OPTIONAL, serial, signature, issuer, validity, subject, SPKI.
 func tbsCertificateSPKI(tbs []byte) ([]byte, bool) {
-	d := derReader(tbs)
-	if !d.skipOptional(tagContext0) || // version
-		!d.skip(tagInteger) || // serial number
-		!d.skip(tagSequence) || // signature algorithm
-		!d.skip(tagSequence) || // issuer
-		!d.skip(tagSequence) || // validity
-		!d.skip(tagSequence) { // subject
+	d := der.Reader(tbs)
+	if !d.SkipOptional(der.TagContext0) || // version
+		!d.Skip(der.TagInteger) || // serial number
+		!d.Skip(der.TagSequence) || // signature algorithm
+		!d.Skip(der.TagSequence) || // issuer
+		!d.Skip(der.TagSequence) || // validity
+		!d.Skip(der.TagSequence) { // subject
 		return nil, false
 	}
-	return d.readElement(tagSequence)
+	return d.ReadElement(der.TagSequence)
 }
 
 // certificationRequestInfoSPKI finds the SPKI in a CertificationRequestInfo's
 // contents: version, subject, SPKI, [0] attributes.
 func certificationRequestInfoSPKI(info []byte) ([]byte, bool) {
-	d := derReader(info)
-	if !d.skip(tagInteger) || !d.skip(tagSequence) { // version, subject
+	d := der.Reader(info)
+	if !d.Skip(der.TagInteger) || !d.Skip(der.TagSequence) { // version, subject
 		return nil, false
 	}
-	spki, ok := d.readElement(tagSequence)
-	return spki, ok && d.skip(tagContext0) && d.empty() // attributes
+	spki, ok := d.ReadElement(der.TagSequence)
+	return spki, ok && d.Skip(der.TagContext0) && d.Empty() // attributes
 }
 
 // trustedCertificateSPKI reads OpenSSL's TRUSTED CERTIFICATE: a
 // certificate followed by its trust settings (X509_CERT_AUX).
-func trustedCertificateSPKI(der []byte) ([]byte, error) {
-	d := derReader(der)
-	cert, ok := d.readElement(tagSequence)
-	if !ok || !(d.empty() || d.skip(tagSequence) && d.empty()) {
+func trustedCertificateSPKI(encoded []byte) ([]byte, error) {
+	d := der.Reader(encoded)
+	cert, ok := d.ReadElement(der.TagSequence)
+	if !ok || !(d.Empty() || d.Skip(der.TagSequence) && d.Empty()) {
 		return nil, keyErrorf("TRUSTED CERTIFICATE is not a certificate followed by its trust settings")
 	}
 	return certificateSPKI(cert)

@@ -1,7 +1,8 @@
-package keys
+package der
 
 import (
 	"bytes"
+	"encoding/asn1"
 	"testing"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -34,8 +35,8 @@ func TestDERReaderLengths(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := derReader(tt.in)
-			content, ok := d.read(0x04)
+			d := Reader(tt.in)
+			content, ok := d.Read(0x04)
 			if ok != tt.ok {
 				t.Fatalf("read ok = %v, want %v", ok, tt.ok)
 			}
@@ -43,9 +44,9 @@ func TestDERReaderLengths(t *testing.T) {
 			s := cryptobyte.String(tt.in)
 			var want cryptobyte.String
 			if cbOK := s.ReadASN1(&want, cbasn1.OCTET_STRING); cbOK != ok || ok && !bytes.Equal(content, want) {
-				t.Errorf("derReader says %v, cryptobyte says %v", ok, cbOK)
+				t.Errorf("Reader says %v, cryptobyte says %v", ok, cbOK)
 			}
-			if ok && !d.empty() {
+			if ok && !d.Empty() {
 				t.Errorf("%d bytes left", len(d))
 			}
 		})
@@ -67,10 +68,44 @@ func TestDERReaderBitString(t *testing.T) {
 		{[]byte{0x03, 0x00}, 0, false},             // no unused-bits byte
 		{[]byte{0x04, 0x01, 0x00}, 0, false},       // wrong tag
 	} {
-		d := derReader(tt.in)
-		_, bits, ok := d.readBitString()
+		d := Reader(tt.in)
+		_, bits, ok := d.ReadBitString()
 		if ok != tt.ok || ok && bits != tt.bits {
 			t.Errorf("readBitString(%x) = %d bits, %v; want %d, %v", tt.in, bits, ok, tt.bits, tt.ok)
+		}
+	}
+}
+
+// OID encodes as encoding/asn1 does, for small and large arcs.
+func TestOID(t *testing.T) {
+	for _, arcs := range [][]int{
+		{1, 2, 840, 113549, 1, 1, 1},
+		{1, 3, 132, 0, 34},
+		{2, 5, 4, 3},
+		{0, 9, 2342, 19200300, 100, 1, 1},
+		{2, 999, 1 << 28, 127, 128, 16383, 16384},
+		{1, 39},
+	} {
+		want, err := asn1.Marshal(asn1.ObjectIdentifier(arcs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := OID(arcs...); !bytes.Equal(got, want[2:]) {
+			t.Errorf("OID(%v) = %x, encoding/asn1 gives %x", arcs, got, want[2:])
+		}
+	}
+}
+
+// AppendHeader writes the minimal length form, and Len counts it.
+func TestAppendHeader(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 255, 256, 65535, 65536, 1<<24 - 1, 1 << 24} {
+		h := AppendHeader(nil, TagOctetString, n)
+		if len(h)+n != Len(n) {
+			t.Errorf("Len(%d) = %d, the header is %d bytes", n, Len(n), len(h))
+		}
+		d := Reader(append(h, make([]byte, n)...))
+		if content, ok := d.Read(TagOctetString); !ok || len(content) != n || !d.Empty() {
+			t.Errorf("header for %d bytes (%x) does not read back", n, h)
 		}
 	}
 }
