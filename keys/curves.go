@@ -13,8 +13,6 @@ import (
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
-
-
 // An ecCurve is an elliptic curve over a prime field, y² = x³ + ax + b
 // mod p, as OpenSSL knows it (internal/curves): enough to name a curve
 // given by explicit parameters and to convert between point forms.
