@@ -2,7 +2,6 @@ package keys
 
 import (
 	"bytes"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -150,30 +149,6 @@ func FuzzScanner(f *testing.F) {
 		}
 		if n > len(b)/2+1 {
 			t.Fatalf("%d keys from %d bytes", n, len(b))
-		}
-	})
-}
-
-// FuzzDecodePEMBlock checks the scanner's fast PEM decoding against
-// encoding/pem: whatever it accepts, encoding/pem reads the same way once
-// each line is trimmed (the scanner, unlike encoding/pem, allows indented
-// blocks, as in YAML files, on every line including END).
-func FuzzDecodePEMBlock(f *testing.F) {
-	seedFiles(f, "../testdata/keys/*.pem")
-	f.Add([]byte("-----BEGIN X-----\nAAAA\nAA==\n-----END X-----\n"))
-	f.Add([]byte("-----BEGIN X-----\nAA==\nAAAA\n-----END X-----\n"))
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		typ, der, ok := decodePEMBlock(raw)
-		if !ok {
-			return
-		}
-		var trimmed []byte
-		for line := range bytes.Lines(raw) {
-			trimmed = append(append(trimmed, bytes.TrimSpace(line)...), '\n')
-		}
-		want, _ := pem.Decode(trimmed)
-		if want == nil || want.Type != string(typ) || !bytes.Equal(want.Bytes, der) || len(want.Headers) != 0 {
-			t.Fatalf("fast decoding gives %q %x; encoding/pem gives %+v", typ, der, want)
 		}
 	})
 }

@@ -1,8 +1,6 @@
 package keys
 
 import (
-	"bytes"
-
 	"github.com/pkbf/pkbf/internal/source"
 )
 
@@ -66,16 +64,10 @@ func (k *Key) SPKI() ([]byte, error) {
 	case kindPuTTY:
 		return puttySPKI(k.Raw)
 	case kindPEM:
-		if typ, der, ok := decodePEMBlock(k.Raw); ok {
-			return typedSPKI(string(typ), der, nil)
+		if block, ok := decodePEMBlock(k.Raw); ok {
+			return pemBlockSPKI(block, nil)
 		}
-		// Headers, or anything unusual: encoding/pem reads it, line by line
-		// trimmed as the scanner reads lines, so indented blocks work too.
-		var trimmed []byte
-		for line := range bytes.Lines(k.Raw) {
-			trimmed = append(append(trimmed, bytes.TrimSpace(line)...), '\n')
-		}
-		return pemSPKI(trimmed)
+		return pemSPKI(k.Raw) // EC PARAMETERS, then the key
 
 	case kindDER:
 		return derSPKI(k.Raw)

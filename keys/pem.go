@@ -3,16 +3,23 @@ package keys
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/pem"
 	"strings"
 )
 
-// decodePEMBlock decodes a block framed by the scanner: a BEGIN line, lines
-// of base64 and an END line of the same type. It decodes each line straight
-// into the result, so it takes the common shape only (no headers, every
-// line but the last a multiple of four characters, padding only at the
-// end) and reports false for anything else, which encoding/pem then reads.
-func decodePEMBlock(raw []byte) (typ, der []byte, ok bool) {
+// pemBlock is one decoded PEM block.
+type pemBlock struct {
+	typ      string
+	procType string // the RFC 1421 Proc-Type header ("4,ENCRYPTED"), or ""
+	der      []byte
+}
+
+// decodePEMBlock decodes one PEM block (RFC 7468, with RFC 1421's headers):
+// a BEGIN line, optional "Name: value" header lines and a blank line,
+// lines of base64 and an END line of the same type. Lines may be indented
+// and of any length, with spaces inside; padding may come only at the end. It is pkbf's one
+// PEM decoder: the scanner frames blocks and SPKI finds them with
+// nextPEMBlock, and both decode here. It reports false for anything else.
+func decodePEMBlock(raw []byte) (block pemBlock, ok bool) {
 	first, rest, _ := bytes.Cut(raw, []byte("\n"))
 	body, last, ok := cutLastLine(rest)
 	typ, ok1 := bytes.CutPrefix(bytes.TrimSpace(first), []byte("-----BEGIN "))
@@ -20,24 +27,68 @@ func decodePEMBlock(raw []byte) (typ, der []byte, ok bool) {
 	endTyp, ok3 := bytes.CutPrefix(bytes.TrimSpace(last), []byte("-----END "))
 	endTyp, ok4 := bytes.CutSuffix(endTyp, []byte("-----"))
 	if !ok || !ok1 || !ok2 || !ok3 || !ok4 || !bytes.Equal(typ, endTyp) {
-		return nil, nil, false
+		return pemBlock{}, false
 	}
-	der = make([]byte, base64.StdEncoding.DecodedLen(len(body)))
-	n := 0
+	block.typ = string(typ)
+	if bytes.IndexByte(body, ':') >= 0 {
+		body = block.readHeaders(body)
+	}
+	// Most blocks have whole 4-character groups of base64 on every line,
+	// which decode where they are; the rest are gathered first.
+	block.der = make([]byte, base64.StdEncoding.DecodedLen(len(body)))
+	n, ok := decodeLines(block.der, body)
+	if !ok {
+		gathered := make([]byte, 0, len(body))
+		for _, c := range body {
+			if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+				gathered = append(gathered, c)
+			}
+		}
+		var err error
+		if n, err = base64.StdEncoding.Decode(block.der, gathered); err != nil {
+			return pemBlock{}, false
+		}
+	}
+	block.der = block.der[:n]
+	return block, true
+}
+
+// decodeLines decodes base64 line by line into dst, when every line but
+// the last holds whole 4-character groups without padding, and reports
+// false if one does not.
+func decodeLines(dst, body []byte) (n int, ok bool) {
 	for len(body) > 0 {
 		var line []byte
 		line, body, _ = bytes.Cut(body, []byte("\n"))
 		line = bytes.TrimSpace(line)
 		if len(body) > 0 && (len(line)%4 != 0 || bytes.IndexByte(line, '=') >= 0) {
-			return nil, nil, false // joined lines, or padding before the end
+			return 0, false
 		}
-		m, err := base64.StdEncoding.Decode(der[n:], line)
+		m, err := base64.StdEncoding.Decode(dst[n:], line)
 		if err != nil {
-			return nil, nil, false
+			return 0, false
 		}
 		n += m
 	}
-	return typ, der[:n], true
+	return n, true
+}
+
+// readHeaders reads the RFC 1421 header lines at the start of body
+// ("Proc-Type: 4,ENCRYPTED", "DEK-Info: ..."): the lines that hold a colon,
+// as encoding/pem takes them, keeping Proc-Type. It returns the body after
+// them; the blank line that should follow is white space to the base64.
+func (b *pemBlock) readHeaders(body []byte) []byte {
+	for {
+		line, rest, _ := bytes.Cut(body, []byte("\n"))
+		name, value, ok := bytes.Cut(bytes.TrimSpace(line), []byte(":"))
+		if !ok {
+			return body
+		}
+		if string(bytes.TrimSpace(name)) == "Proc-Type" {
+			b.procType = string(bytes.TrimSpace(value))
+		}
+		body = rest
+	}
 }
 
 // cutLastLine splits "a\nb\nEND\n" into "a\nb\n" and "END".
@@ -50,6 +101,28 @@ func cutLastLine(b []byte) (before, last []byte, ok bool) {
 	return b[:i+1], b[i+1:], true
 }
 
+// nextPEMBlock finds the first PEM block in text, from a line that starts
+// (after white space) with "-----BEGIN " to the next line that starts with
+// "-----END ", and returns it and the text after it. found is false when
+// there is no BEGIN line; ok is false when a BEGIN line has no END line.
+func nextPEMBlock(text []byte) (raw, rest []byte, found, ok bool) {
+	start := -1
+	for i := 0; i < len(text); {
+		line, _, _ := bytes.Cut(text[i:], []byte("\n"))
+		next := i + len(line) + 1
+		trimmed := bytes.TrimSpace(line)
+		switch {
+		case start < 0 && bytes.HasPrefix(trimmed, []byte("-----BEGIN ")):
+			start = i
+		case start >= 0 && bytes.HasPrefix(trimmed, []byte("-----END ")):
+			end := min(next, len(text))
+			return text[start:end], text[end:], true, true
+		}
+		i = next
+	}
+	return nil, nil, start >= 0, false
+}
+
 // pemSPKI reads one key from PEM text: an optional "EC PARAMETERS" block, one
 // key block, and nothing but text outside blocks.
 func pemSPKI(text []byte) ([]byte, error) {
@@ -60,24 +133,25 @@ func pemSPKI(text []byte) ([]byte, error) {
 		rest    = text
 	)
 	for {
-		block, after := pem.Decode(rest)
-		if block == nil {
+		raw, after, present, complete := nextPEMBlock(rest)
+		if !present {
+			break
+		}
+		block, ok := decodePEMBlock(raw)
+		if !complete || !ok {
 			if blocks == 0 {
 				return nil, keyErrorf("PEM block %q is incomplete or malformed: no matching END line or bad base64", pemType(rest))
 			}
-			if bytes.Contains(rest, []byte("-----BEGIN ")) {
-				return nil, keyErrorf("PEM block %q after block %d is incomplete or malformed", pemType(rest), blocks)
-			}
-			break
+			return nil, keyErrorf("PEM block %q after block %d is incomplete or malformed", pemType(rest), blocks)
 		}
 		rest = after
 		blocks++
-		if block.Type == "EC PARAMETERS" {
-			ecCurve = block.Bytes
+		if block.typ == "EC PARAMETERS" {
+			ecCurve = block.der
 			continue
 		}
 		if found != nil {
-			return nil, keyErrorf("more than one key in PEM input (block %d is %q); read bundles with Scanner", blocks, block.Type)
+			return nil, keyErrorf("more than one key in PEM input (block %d is %q); read bundles with Scanner", blocks, block.typ)
 		}
 		spki, err := pemBlockSPKI(block, ecCurve)
 		if err != nil {
@@ -85,7 +159,10 @@ func pemSPKI(text []byte) ([]byte, error) {
 		}
 		found = spki
 	}
-	if found == nil {
+	switch {
+	case blocks == 0:
+		return nil, keyErrorf("PEM block %q is incomplete or malformed: no matching END line or bad base64", pemType(rest))
+	case found == nil:
 		return nil, keyErrorf("PEM input has only EC PARAMETERS, no key")
 	}
 	return found, nil
@@ -106,11 +183,11 @@ func pemType(text []byte) string {
 
 // pemBlockSPKI returns the SPKI of one decoded PEM block. ecParams is the
 // content of a preceding "EC PARAMETERS" block, or nil.
-func pemBlockSPKI(block *pem.Block, ecParams []byte) ([]byte, error) {
-	if strings.Contains(block.Headers["Proc-Type"], "ENCRYPTED") {
-		return nil, encryptedErrorf("%s is encrypted (Proc-Type %s): its public key cannot be read without the passphrase", block.Type, block.Headers["Proc-Type"])
+func pemBlockSPKI(block pemBlock, ecParams []byte) ([]byte, error) {
+	if strings.Contains(block.procType, "ENCRYPTED") {
+		return nil, encryptedErrorf("%s is encrypted (Proc-Type %s): its public key cannot be read without the passphrase", block.typ, block.procType)
 	}
-	return typedSPKI(block.Type, block.Bytes, ecParams)
+	return typedSPKI(block.typ, block.der, ecParams)
 }
 
 // typedSPKI returns the SPKI of the DER contents b of a PEM block of type typ.

@@ -3,7 +3,6 @@ package keys
 import (
 	"bufio"
 	"bytes"
-	"encoding/pem"
 	"io"
 	"slices"
 
@@ -172,15 +171,11 @@ func containerParts(kind keyKind, raw []byte, passphrases []string) ([]part, boo
 		if !isPKCS7PEMType(pemType(raw)) {
 			return nil, false
 		}
-		_, b, ok := decodePEMBlock(raw)
+		block, ok := decodePEMBlock(raw)
 		if !ok {
-			var block *pem.Block
-			if block, _ = pem.Decode(raw); block == nil {
-				return []part{{err: keyErrorf("PEM block %q is malformed", pemType(raw))}}, true
-			}
-			b = block.Bytes
+			return []part{{err: keyErrorf("PEM block %q is malformed", pemType(raw))}}, true
 		}
-		encoded = b
+		encoded = block.der
 	case kindDER:
 		encoded = raw
 	default:
