@@ -2,6 +2,8 @@ package keys
 
 import (
 	"bytes"
+
+	"github.com/pkbf/pkbf/internal/der"
 )
 
 // Containers hold several keys and certificates: PKCS#7/CMS certificate
@@ -51,3 +53,44 @@ func mustCanonical(spki []byte) []byte {
 // container, and so the memory a small hostile file can ask for (a
 // megabyte holds half a million empty certificates).
 const maxContainerParts = 10000
+
+// containerParts expands a PEM block or DER object that is a container.
+// An error reading the container is one part with that error.
+func containerParts(kind keyKind, raw []byte, passphrases []string) ([]part, bool) {
+	var encoded []byte
+	switch kind {
+	case kindPEM:
+		if !isPKCS7PEMType(pemType(raw)) {
+			return nil, false
+		}
+		block, ok := decodePEMBlock(raw)
+		if !ok {
+			return []part{{err: keyErrorf("PEM block %q is malformed", pemType(raw))}}, true
+		}
+		encoded = block.der
+	case kindDER:
+		encoded = raw
+	default:
+		return nil, false
+	}
+	d := der.Reader(encoded)
+	body, ok := d.Read(der.TagSequence)
+	fields := der.Reader(body)
+	firstTag, _, _, ok2 := fields.Next()
+	var parts []part
+	var err error
+	switch {
+	case !ok || !ok2:
+		return nil, false
+	case firstTag == der.TagOID:
+		parts, err = pkcs7Parts(encoded)
+	case firstTag == der.TagInteger && isPKCS12(body):
+		parts, err = pkcs12Parts(encoded, passphrases)
+	default:
+		return nil, false
+	}
+	if err != nil {
+		return []part{{err: err}}, true
+	}
+	return parts, true
+}

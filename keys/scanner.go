@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"io"
 	"slices"
-
-	"github.com/pkbf/pkbf/internal/der"
 )
 
 // Limits that keep a Scanner's memory bounded on any input.
@@ -160,47 +158,6 @@ func (s *Scanner) emit(kind keyKind, line int, offset int64, raw []byte, err err
 	k.Index = s.count
 	s.key = k
 	return true
-}
-
-// containerParts expands a PEM block or DER object that is a container.
-// An error reading the container is one part with that error.
-func containerParts(kind keyKind, raw []byte, passphrases []string) ([]part, bool) {
-	var encoded []byte
-	switch kind {
-	case kindPEM:
-		if !isPKCS7PEMType(pemType(raw)) {
-			return nil, false
-		}
-		block, ok := decodePEMBlock(raw)
-		if !ok {
-			return []part{{err: keyErrorf("PEM block %q is malformed", pemType(raw))}}, true
-		}
-		encoded = block.der
-	case kindDER:
-		encoded = raw
-	default:
-		return nil, false
-	}
-	d := der.Reader(encoded)
-	body, ok := d.Read(der.TagSequence)
-	fields := der.Reader(body)
-	firstTag, _, _, ok2 := fields.Next()
-	var parts []part
-	var err error
-	switch {
-	case !ok || !ok2:
-		return nil, false
-	case firstTag == der.TagOID:
-		parts, err = pkcs7Parts(encoded)
-	case firstTag == der.TagInteger && isPKCS12(body):
-		parts, err = pkcs12Parts(encoded, passphrases)
-	default:
-		return nil, false
-	}
-	if err != nil {
-		return []part{{err: err}}, true
-	}
-	return parts, true
 }
 
 const utf8BOM = "\xef\xbb\xbf"

@@ -1,6 +1,8 @@
 package keys
 
 import (
+	"crypto/ecdsa"
+
 	"github.com/pkbf/pkbf/internal/der"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
@@ -44,22 +46,36 @@ func sec1SPKI(der []byte, outer []byte) ([]byte, error) {
 	}
 	c, name := curveOfParams(curveParams)
 	if c == nil {
-		return nil, unsupportedErrorf("EC private key on curve %s carries no public key, and pkbf computes one only on P-256, P-384 and P-521", name)
+		return nil, unsupportedErrorf("EC private key on curve %s carries no public key, and pkbf computes one only on P-224, P-256, P-384 and P-521", name)
 	}
 	if len(scalar) > c.size {
 		return nil, keyErrorf("%s private key is %d bytes, want at most %d", c.name, len(scalar), c.size)
 	}
 	padded := make([]byte, c.size)
 	copy(padded[c.size-len(scalar):], scalar)
-	priv, err := c.ecdh.NewPrivateKey(padded)
+	priv, err := ecdsa.ParseRawPrivateKey(c.plain, padded)
 	if err != nil {
 		return nil, keyErrorf("%s private key is out of range", c.name)
 	}
-	return ecSPKI(c, priv.PublicKey().Bytes()), nil
+	point, err := priv.PublicKey.Bytes()
+	if err != nil {
+		return nil, keyErrorf("%s private key: %v", c.name, err)
+	}
+	return ecSPKI(c, point), nil
 }
 
-// curveOfParams returns the NIST curve of EC parameters (a named curve's
-// OID, or explicit parameters of one), or nil and the curve's name.
+// goCurveByOID returns the curve of a named curve's OID content bytes if
+// crypto/ecdsa computes on it (P-224, P-256, P-384, P-521), or nil.
+func goCurveByOID(oid []byte) *ecCurve {
+	if c := curveByNamedOID(oid); c != nil && c.plain != nil {
+		return c
+	}
+	return nil
+}
+
+// curveOfParams returns the curve of EC parameters (a named curve's OID,
+// or explicit parameters of one) if crypto/ecdsa computes on it, or nil
+// and the curve's name.
 func curveOfParams(params []byte) (*ecCurve, string) {
 	d := der.Reader(params)
 	tag, _, content, ok := d.Next()
@@ -69,7 +85,7 @@ func curveOfParams(params []byte) (*ecCurve, string) {
 	var named *ecCurve
 	switch tag {
 	case der.TagOID:
-		if c := nistCurveByOID(content); c != nil {
+		if c := goCurveByOID(content); c != nil {
 			return c, c.name
 		}
 		named = curveByNamedOID(content)
@@ -84,7 +100,7 @@ func curveOfParams(params []byte) (*ecCurve, string) {
 		if named = curveByParams(explicit); named == nil {
 			return nil, "(explicit parameters of no named curve)"
 		}
-		if c := nistCurveByOID(named.oid); c != nil {
+		if c := goCurveByOID(named.oid); c != nil {
 			return c, c.name
 		}
 	default:

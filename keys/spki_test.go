@@ -1,13 +1,11 @@
 package keys
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -244,152 +242,6 @@ func spkiWithKey(t *testing.T, file string, n int) []byte {
 		return ecSPKI(c, key)
 	}
 	return ed25519SPKI(key)
-}
-
-// keysFile reads a .KEYS file: the fingerprints of a multi-key input's keys.
-func keysFile(t *testing.T, name string) []string {
-	return strings.Fields(string(mustRead(t, filepath.Join(keysDir, name+".KEYS"))))
-}
-
-func scanAll(t *testing.T, in []byte) (fps []string, keys []Key, errs []error) {
-	t.Helper()
-	s := NewScanner(bytes.NewReader(in))
-	for s.Scan() {
-		k := s.Key()
-		keys = append(keys, k)
-		spki, err := k.SPKI()
-		errs = append(errs, err)
-		if err == nil {
-			fps = append(fps, Fingerprint(spki))
-		}
-	}
-	if err := s.Err(); err != nil {
-		t.Fatalf("Err: %v", err)
-	}
-	return fps, keys, errs
-}
-
-func TestScannerFiles(t *testing.T) {
-	for _, name := range []string{"authorized_keys", "known_hosts", "bundle.pem", "bundle.der"} {
-		t.Run(name, func(t *testing.T) {
-			fps, keys, errs := scanAll(t, mustRead(t, filepath.Join(keysDir, name)))
-			for i, err := range errs {
-				if err != nil {
-					t.Errorf("%s: %v", keys[i].Source(), err)
-				}
-			}
-			if want := keysFile(t, name); strings.Join(fps, " ") != strings.Join(want, " ") {
-				t.Errorf("fingerprints = %v\nwant %v", fps, want)
-			}
-		})
-	}
-}
-
-func TestScannerSources(t *testing.T) {
-	_, keys, _ := scanAll(t, mustRead(t, filepath.Join(keysDir, "authorized_keys")))
-	if got := keys[0].Source(); got != "line 3" {
-		t.Errorf("first authorized_keys key Source = %q, want line 3", got)
-	}
-	_, keys, _ = scanAll(t, mustRead(t, filepath.Join(keysDir, "bundle.pem")))
-	if got := keys[1].Source(); !strings.HasPrefix(got, "block 2 (line ") {
-		t.Errorf("second bundle key Source = %q", got)
-	}
-	// The line of each PEM block is its BEGIN line.
-	lines := strings.Split(string(mustRead(t, filepath.Join(keysDir, "bundle.pem"))), "\n")
-	for _, k := range keys {
-		if !strings.HasPrefix(lines[k.Line-1], "-----BEGIN ") {
-			t.Errorf("%s: line %d is %q, not a BEGIN line", k.Source(), k.Line, lines[k.Line-1])
-		}
-	}
-	_, keys, _ = scanAll(t, mustRead(t, filepath.Join(keysDir, "bundle.der")))
-	if got := keys[2].Source(); !strings.HasPrefix(got, "object 3 (byte ") || keys[2].Offset == 0 {
-		t.Errorf("third DER object Source = %q", got)
-	}
-}
-
-func TestScannerBadInputs(t *testing.T) {
-	good := string(mustRead(t, filepath.Join(keysDir, "p256.spki.pem")))
-	cert := string(mustRead(t, filepath.Join(keysDir, "rsa2048.cert.pem")))
-	pub := string(mustRead(t, filepath.Join(keysDir, "ed25519.pub")))
-	tests := []struct {
-		name string
-		in   string
-		want []string // per key: "" for a good one, else part of its error
-	}{
-		{"empty", "", nil},
-		{"comments only", "# nothing\n\n", nil},
-		{"junk", "hello\nworld\n", []string{"no key, certificate or certificate request found (first text on line 1)"}},
-		{"junk around keys is ignored", "hello\n" + good + "bye\n", []string{""}},
-		{"bad key among good", good + "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n" + pub, []string{"", "SubjectPublicKeyInfo is not one complete", ""}},
-		{"truncated last block", good + cert[:400], []string{"", "no END line: input is truncated"}},
-		{"unterminated block then good", cert[:strings.LastIndex(cert[:400], "\n")+1] + good, []string{"no END line before line 7", ""}},
-		{"encrypted among good", pub + string(mustRead(t, filepath.Join(keysDir, "p256.pkcs8-encrypted.pem"))) + pub, []string{"", "encrypted", ""}},
-		{"mistyped ssh line", "shh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQ c\n" + pub, []string{"no OpenSSH key type", ""}},
-		{"overlong line", strings.Repeat("x", maxLineSize+10) + "\n" + pub, []string{"longer than", ""}},
-		{"overlong block", "-----BEGIN CERTIFICATE-----\n" + strings.Repeat(strings.Repeat("A", 64)+"\n", maxObjectSize/64+1) + "-----END CERTIFICATE-----\n" + pub, []string{"larger than", ""}},
-		{"no final newline", strings.TrimSpace(pub), []string{""}},
-		{"CRLF", strings.ReplaceAll(good, "\n", "\r\n") + strings.ReplaceAll(pub, "\n", "\r\n"), []string{"", ""}},
-		{"EC PARAMETERS before another block is dropped", "-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----\n" + good, []string{""}},
-		{"DER junk after object", string(mustRead(t, filepath.Join(keysDir, "p256.spki.der"))) + "junk", []string{"", "does not start a DER SEQUENCE"}},
-		{"DER truncated", string(mustRead(t, filepath.Join(keysDir, "rsa2048.cert.der"))[:200]), []string{"truncated"}},
-		{"DER indefinite length", "\x30\x80\x30\x00", []string{"indefinite length"}},
-		{"DER too large", "\x30\x84\x7f\xff\xff\xff\x30", []string{"larger than the"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, keys, errs := scanAll(t, []byte(tt.in))
-			if len(errs) != len(tt.want) {
-				t.Fatalf("got %d keys (errors %v), want %d", len(errs), errs, len(tt.want))
-			}
-			for i, want := range tt.want {
-				err := errs[i]
-				if want == "" && err != nil {
-					t.Errorf("%s: unexpected error %v", keys[i].Source(), err)
-				}
-				if want != "" && (!errors.Is(err, ErrInvalidKey) || !strings.Contains(err.Error(), want)) {
-					t.Errorf("%s: error = %v, want one containing %q", keys[i].Source(), err, want)
-				}
-			}
-		})
-	}
-}
-
-// A huge input streams through in bounded memory.
-func TestScannerStreams(t *testing.T) {
-	pub := mustRead(t, filepath.Join(keysDir, "ed25519.pub"))
-	const n = 20000
-	r := bufio.NewReaderSize(&repeatReader{b: pub, n: n}, 4096)
-	s := NewScanner(r)
-	count := 0
-	for s.Scan() {
-		k := s.Key()
-		if _, err := k.SPKI(); err != nil || k.Line != count+1 {
-			t.Fatalf("key %d: line %d, %v", count+1, k.Line, err)
-		}
-		count++
-	}
-	if count != n || s.Err() != nil {
-		t.Errorf("scanned %d keys, err %v; want %d", count, s.Err(), n)
-	}
-}
-
-type repeatReader struct {
-	b    []byte
-	n    int
-	rest []byte
-}
-
-func (r *repeatReader) Read(p []byte) (int, error) {
-	if len(r.rest) == 0 {
-		if r.n == 0 {
-			return 0, io.EOF
-		}
-		r.n--
-		r.rest = r.b
-	}
-	n := copy(p, r.rest)
-	r.rest = r.rest[n:]
-	return n, nil
 }
 
 func mustRead(t testing.TB, path string) []byte {

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -347,27 +344,6 @@ func (s *summary) print(w io.Writer, prefix string) {
 	fmt.Fprintln(w, msg)
 }
 
-// verdict is the word for an item in check's output.
-func (it *item) verdict(confirm bool) string {
-	switch {
-	case !it.probably:
-		return verdictNo
-	case !confirm:
-		return verdictProbably
-	case it.confirmErr != nil:
-		return verdictUnconfirmed
-	case it.pwned:
-		return verdictCompromised
-	}
-	return verdictFalsePositive
-}
-
-// displayErr drops the package prefix from library errors, which the
-// command's own "pkbf: error:" already gives.
-func displayErr(err error) string {
-	return strings.TrimPrefix(err.Error(), "pkbf: ")
-}
-
 // decode reads the item's key and its canonical encoding, and reports
 // whether that worked.
 func (it *item) decode() bool {
@@ -381,122 +357,4 @@ func (it *item) decode() bool {
 	}
 	it.sshFP, it.comment = it.key.SSHFingerprint()
 	return true
-}
-
-func fingerprint(spki []byte) [2 * sha256.Size]byte {
-	var out [2 * sha256.Size]byte
-	sum := sha256.Sum256(spki)
-	hex.Encode(out[:], sum[:])
-	return out
-}
-
-// appendTextVerdict appends "VERDICT<TAB>FINGERPRINT<TAB>SOURCE", then for
-// SSH keys a tab, the ssh-keygen fingerprint and the comment, and where
-// the input's encoding is not the canonical one, a tab and "as given:" its
-// fingerprint. Fields are separated by tabs (awk -F'\t'); the verdict is
-// padded to the widest one in use so that columns line up.
-func appendTextVerdict(b []byte, it *item, confirm bool) []byte {
-	v, width := it.verdict(confirm), len(verdictProbably)
-	if confirm {
-		width = len(verdictFalsePositive)
-	}
-	fp := fingerprint(it.canonical)
-	b = append(b, v...)
-	for range width - len(v) {
-		b = append(b, ' ')
-	}
-	b = append(b, '\t')
-	b = append(b, fp[:]...)
-	b = append(b, '\t')
-	b = it.appendSource(b)
-	if it.sshFP != "" {
-		b = append(append(b, '\t'), it.sshFP...)
-		if it.comment != "" {
-			b = append(append(b, ' '), strings.Map(noTabs, it.comment)...)
-		}
-	}
-	if given, ok := it.givenFingerprint(); ok {
-		b = append(b, "\tas given: "...)
-		b = append(b, given[:]...)
-	}
-	return append(b, '\n')
-}
-
-// noTabs keeps a comment on one field of one line.
-func noTabs(r rune) rune {
-	if r == '\t' || r == '\n' || r == '\r' {
-		return ' '
-	}
-	return r
-}
-
-func appendJSONSource(b []byte, it *item) []byte {
-	b = append(b, `{"source":`...)
-	b = appendJSONString(b, it.source())
-	b = append(b, `,"file":`...)
-	b = appendJSONString(b, it.input)
-	if it.key.Line > 0 {
-		b = append(b, `,"line":`...)
-		b = strconv.AppendInt(b, int64(it.key.Line), 10)
-	}
-	if it.key.Index > 0 {
-		b = append(b, `,"index":`...)
-		b = strconv.AppendInt(b, int64(it.key.Index), 10)
-		b = append(b, `,"offset":`...)
-		b = strconv.AppendInt(b, it.key.Offset, 10)
-	}
-	if it.key.Block > 0 {
-		b = append(b, `,"block":`...)
-		b = strconv.AppendInt(b, int64(it.key.Block), 10)
-	}
-	if it.key.Part != "" {
-		b = append(b, `,"part":`...)
-		b = appendJSONString(b, it.key.Part)
-	}
-	if it.sshFP != "" {
-		b = append(b, `,"ssh_fingerprint":`...)
-		b = appendJSONString(b, it.sshFP)
-		b = append(b, `,"comment":`...)
-		b = appendJSONString(b, it.comment)
-	}
-	return b
-}
-
-func appendJSONVerdict(b []byte, it *item, confirm bool) []byte {
-	fp := fingerprint(it.canonical)
-	b = appendJSONSource(b, it)
-	b = append(b, `,"fingerprint":"`...)
-	b = append(b, fp[:]...)
-	if given, ok := it.givenFingerprint(); ok {
-		b = append(b, `","fingerprint_as_given":"`...)
-		b = append(b, given[:]...)
-	}
-	b = append(b, `","probably":`...)
-	b = strconv.AppendBool(b, it.probably)
-	if confirm {
-		b = append(b, `,"verdict":"`...)
-		b = append(b, it.verdict(true)...)
-		b = append(b, '"')
-		if it.confirmErr != nil {
-			b = append(b, `,"error":`...)
-			b = appendJSONString(b, displayErr(it.confirmErr))
-		}
-	}
-	return append(b, "}\n"...)
-}
-
-func appendJSONError(b []byte, it *item) []byte {
-	b = appendJSONSource(b, it)
-	b = append(b, `,"error":`...)
-	b = appendJSONString(b, displayErr(it.err))
-	return append(b, "}\n"...)
-}
-
-// givenFingerprint is the fingerprint of the key as the input has it, when
-// that is not the canonical encoding.
-func (it *item) givenFingerprint() ([2 * sha256.Size]byte, bool) {
-	if len(it.spki) == len(it.canonical) && &it.spki[0] == &it.canonical[0] {
-		return [2 * sha256.Size]byte{}, false
-	}
-	return fingerprint(it.spki), true
 }

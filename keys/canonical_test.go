@@ -3,7 +3,6 @@ package keys
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -91,41 +90,6 @@ func TestCanonicalFingerprints(t *testing.T) {
 		if len(errs) != 0 || len(fps) != 1 || fps[0] != want {
 			t.Errorf("%s: Scanner found %v, errors %v; want one key %s", name, fps, errs, want)
 		}
-	}
-}
-
-// Containers and bundles: every object, with the passphrase where needed;
-// without it, an error that asks for it.
-func TestContainers(t *testing.T) {
-	pass := testPassphrase(t)
-	names, _ := filepath.Glob(filepath.Join(moreDir, "*.KEYS"))
-	if len(names) < 8 {
-		t.Fatalf("%d .KEYS files", len(names))
-	}
-	for _, keysFile := range names {
-		path := strings.TrimSuffix(keysFile, ".KEYS")
-		want := strings.Fields(string(mustRead(t, keysFile)))
-		got, errs := scanFile(t, path, pass)
-		slices.Sort(want)
-		slices.Sort(got)
-		if len(errs) != 0 || !slices.Equal(got, want) {
-			t.Errorf("%s: found %v, errors %v; want %v", filepath.Base(path), got, errs, want)
-		}
-	}
-	for _, name := range []string{"chain-password.p12", "chain-legacy.p12", "keytool.p12"} {
-		_, errs := scanFile(t, filepath.Join(moreDir, name))
-		if len(errs) != 1 || !errors.Is(errs[0], ErrInvalidKey) || !strings.Contains(errs[0].Error(), "password") {
-			t.Errorf("%s without its passphrase: errors %v, want one asking for the password", name, errs)
-		}
-		_, errs = scanFile(t, filepath.Join(moreDir, name), "wrong")
-		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "wrong passphrase") {
-			t.Errorf("%s with a wrong passphrase: errors %v", name, errs)
-		}
-	}
-	// A container of one key gives it to SPKI too.
-	spki, err := SPKI(mustRead(t, filepath.Join(moreDir, "chain-empty.p12")))
-	if err == nil || !strings.Contains(err.Error(), "Scanner") {
-		t.Errorf("SPKI of a PKCS#12 file of two keys = %x, %v; want an error pointing to Scanner", spki, err)
 	}
 }
 
