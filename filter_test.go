@@ -428,13 +428,34 @@ func TestFalsePositiveRateAndFill(t *testing.T) {
 }
 
 func TestProbablyConcurrent(t *testing.T) {
-	var keys [][]byte
+	var present, all [][]byte
 	for i := range 500 {
-		keys = append(keys, fmt.Appendf(nil, "concurrent %d", i))
+		present = append(present, fmt.Appendf(nil, "concurrent %d", i))
 	}
-	f, err := Parse(buildFilter(t, 5, 16, keys...))
+	all = append(all, present...)
+	for i := range 5000 {
+		all = append(all, fmt.Appendf(nil, "absent %d", i))
+	}
+	// Single and batch queries (whose learned strategy all goroutines
+	// share), checked against a model of the format: the bits Positions
+	// names, most significant first. TestLargeFilterPath covers the path
+	// of filters larger than the caches.
+	raw := buildFilter(t, 5, 20, present...)
+	f, err := Parse(raw)
 	if err != nil {
 		t.Fatal(err)
+	}
+	want := make([]bool, len(all))
+	var pos []uint64
+	for i, key := range all {
+		pos = f.Header().Positions(pos[:0], key)
+		want[i] = true
+		for _, p := range pos {
+			want[i] = want[i] && raw[HeaderSize+p/8]&(0x80>>(p%8)) != 0
+		}
+		if i < len(present) && !want[i] {
+			t.Fatalf("the model says %q, which was added, is not in the filter", key)
+		}
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
@@ -442,18 +463,22 @@ func TestProbablyConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range keys {
-				if key := keys[(i+g*61)%len(keys)]; !f.Probably(key) {
-					errs <- string(key)
-					return
+			out := make([]bool, 64)
+			for start := (g * 613) % len(all); start+64 <= len(all); start += 64 * 8 {
+				f.ProbablyBatch(all[start:start+64], out)
+				for j, got := range out {
+					if single := f.Probably(all[start+j]); got != want[start+j] || single != want[start+j] {
+						errs <- fmt.Sprintf("%q: batch %v, single %v, want %v", all[start+j], got, single, want[start+j])
+						return
+					}
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	close(errs)
-	for key := range errs {
-		t.Errorf("concurrent Probably(%q) = false", key)
+	for e := range errs {
+		t.Errorf("concurrent queries: %s", e)
 	}
 }
 

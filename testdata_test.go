@@ -3,7 +3,6 @@ package pkbf
 import (
 	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -63,7 +62,13 @@ func TestExampleFilterFile(t *testing.T) {
 			t.Errorf("%s is probably in the example filter, which leaves it out", name)
 		}
 	}
-	if _, err := os.Stat(path); err != nil {
+	// And the key the README's first command checks is in it, under the
+	// encoding of its certificate.
+	cert, err := SPKI(mustRead(t, filepath.Join(keysDir, "p256.cert.pem")))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !g.Probably(cert) {
+		t.Error("the README's example key (p256.cert.pem) is not in testdata/example.pkbf")
 	}
 }

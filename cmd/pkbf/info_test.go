@@ -2,8 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/bits"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/pkbf/pkbf"
 )
@@ -34,6 +39,51 @@ func TestBitCounter(t *testing.T) {
 		}
 		if last := reports[len(reports)-1]; last != uint64(len(data)) || len(reports) < 3 {
 			t.Errorf("split at %d: progress reports %v, want at least 3 ending at %d", split, reports, len(data))
+		}
+	}
+}
+
+func TestInfo(t *testing.T) {
+	r := runWith(t, nil, "info", "-json", exampleFilter, "--scan")
+	if r.code != 0 || strings.Count(r.stdout, "\n") != 1 {
+		t.Fatalf("info -json: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	f, err := pkbf.Open(exampleFilter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := f.Header()
+	want := map[string]any{
+		"revision": float64(h.Revision), "updated": h.Updated.Format(time.RFC3339), "entries": float64(h.EntryCount),
+		"hash_count": float64(h.HashCount), "hash_length": float64(h.HashLength), "bits": float64(h.Bits()),
+		"false_positive_rate": f.FalsePositiveRate(), "fill_ratio": f.FillRatio(), "size": float64(h.FileSize()),
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("info -json %s = %v, want %v", k, got[k], v)
+		}
+	}
+	if !strings.HasSuffix(got["updated"].(string), "Z") {
+		t.Errorf("updated %v is not UTC", got["updated"])
+	}
+	r = runWith(t, nil, "info", "--scan", exampleFilter)
+	for _, s := range []string{"entries:             5", "hash count (k):      12", "bits (m = 2^L):      32768", "false-positive rate:", "fill ratio:"} {
+		if r.code != 0 || !strings.Contains(r.stdout, s) {
+			t.Errorf("info: missing %q in\n%s", s, r.stdout)
+		}
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.pkbf")
+	os.WriteFile(bad, []byte("pkbfv1 but far too short"), 0o644)
+	for path, want := range map[string]string{filepath.Join(dir, "missing.pkbf"): "no such file", bad: "invalid filter file"} {
+		r := runWith(t, nil, "info", path)
+		if r.code != 2 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, path) || r.stdout != "" {
+			t.Errorf("info %s: exit %d, stderr %q; want 2 and %q naming the file", path, r.code, r.stderr, want)
 		}
 	}
 }
