@@ -8,7 +8,8 @@ import (
 	"github.com/pkbf/pkbf"
 )
 
-// Check one key against a filter file.
+// Check keys against a filter file. Contains looks under every encoding a
+// filter may hold the key in; Probably would test only the exact bytes.
 func ExampleOpen() {
 	filter, err := pkbf.Open("testdata/example.pkbf")
 	if err != nil {
@@ -25,7 +26,7 @@ func ExampleOpen() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if filter.Probably(spki) {
+		if filter.Contains(spki) {
 			fmt.Println(name, "is probably compromised: confirm online")
 		} else {
 			fmt.Println(name, "is not in the filter")

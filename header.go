@@ -46,7 +46,11 @@ const (
 )
 
 // HeaderSize is the size in bytes of a pkbfv1 header.
-const HeaderSize = headerSize
+const HeaderSize = 24
+
+// The layout above adds up to HeaderSize: a compile-time check.
+var _ [HeaderSize - headerSize]struct{}
+var _ [headerSize - HeaderSize]struct{}
 
 // Header is the 24-byte metadata block at the start of every pkbfv1 file.
 //
