@@ -27,6 +27,17 @@ type File struct {
 	fault  error    // what a fault inside the mapping becomes
 }
 
+// Open opens path for reading, or for reading and writing, without
+// blocking where the platform allows: opening a FIFO that has no writer
+// would otherwise wait for one for ever.
+func Open(path string, writable bool) (*os.File, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
+	return os.OpenFile(path, flag|openFlags, 0)
+}
+
 // Map maps file, which must be a regular file, read-only or writable.
 // check runs first, under the file's lock (exclusive when writable,
 // shared otherwise, as the reference implementation takes them), and

@@ -8,14 +8,7 @@ import (
 	"os"
 )
 
-// Open opens path for reading, or for reading and writing.
-func Open(path string, writable bool) (*os.File, error) {
-	flag := os.O_RDONLY
-	if writable {
-		flag = os.O_RDWR
-	}
-	return os.OpenFile(path, flag, 0)
-}
+const openFlags = 0
 
 // mmap reads the file: this platform has no mmap or flock here, and
 // editing in place needs both.

@@ -10,16 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Open opens path for reading, or for reading and writing, without
-// blocking: opening a FIFO that has no writer would otherwise wait for one
-// for ever.
-func Open(path string, writable bool) (*os.File, error) {
-	flag := os.O_RDONLY
-	if writable {
-		flag = os.O_RDWR
-	}
-	return os.OpenFile(path, flag|unix.O_NONBLOCK, 0)
-}
+// openFlags opens without blocking: opening a FIFO that has no writer
+// would otherwise wait for one for ever.
+const openFlags = unix.O_NONBLOCK
 
 func (m *File) mmap(writable bool) error {
 	prot, length := unix.PROT_READ, m.size
