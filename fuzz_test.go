@@ -2,41 +2,20 @@ package pkbf
 
 import (
 	"bytes"
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
-// seedFiles adds every file of testdata/keys (and the filters in
-// testdata/) to a fuzz corpus.
-func seedFiles(f *testing.F, patterns ...string) {
-	for _, p := range patterns {
-		names, _ := filepath.Glob(p)
-		for _, name := range names {
-			if b, err := os.ReadFile(name); err == nil {
-				f.Add(b)
-			}
-		}
-	}
-}
-
-func checkErr(t *testing.T, err, sentinel error) {
-	t.Helper()
-	if !errors.Is(err, sentinel) || !strings.HasPrefix(err.Error(), "pkbf: ") {
-		t.Fatalf("error %q: want %v and the pkbf: prefix", err, sentinel)
-	}
-}
-
 func FuzzParseHeader(f *testing.F) {
-	seedFiles(f, "testdata/*.pkbf")
+	testkit.SeedFiles(f, "testdata/*.pkbf")
 	f.Add(rawHeader("pkbfv1", 1, 1555799917, 3, 12, 18))
 	f.Add(rawHeader("pkbfv1", 1<<32-1, 1<<64-1, 1<<32-1, 255, 63))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := ParseHeader(b)
 		if err != nil {
-			checkErr(t, err, ErrInvalidFile)
+			testkit.CheckErr(t, err, ErrInvalidFile)
 			if h != (Header{}) {
 				t.Fatalf("failed parse returned %+v", h)
 			}
@@ -50,7 +29,7 @@ func FuzzParseHeader(f *testing.F) {
 }
 
 func FuzzParse(f *testing.F) {
-	seedFiles(f, "testdata/*.pkbf")
+	testkit.SeedFiles(f, "testdata/*.pkbf")
 	f.Add(buildFilter(f, 3, 6, []byte("a"), []byte("b")))
 	f.Add(buildFilter(f, 1, 3))
 	half := buildFilter(f, 3, 9) // about half its bits set, for the batch check
@@ -62,7 +41,7 @@ func FuzzParse(f *testing.F) {
 		flt, err := Parse(b)
 		streamed, streamErr := ReadFilter(bytes.NewReader(b))
 		if err != nil {
-			checkErr(t, err, ErrInvalidFile)
+			testkit.CheckErr(t, err, ErrInvalidFile)
 			if flt != nil {
 				t.Fatal("failed Parse returned a filter")
 			}

@@ -2,7 +2,6 @@ package keys
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,26 +9,9 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
-
-// seedFiles adds the files matching patterns to a fuzz corpus.
-func seedFiles(f *testing.F, patterns ...string) {
-	for _, p := range patterns {
-		names, _ := filepath.Glob(p)
-		for _, name := range names {
-			if b, err := os.ReadFile(name); err == nil {
-				f.Add(b)
-			}
-		}
-	}
-}
-
-func checkErr(t *testing.T, err, sentinel error) {
-	t.Helper()
-	if !errors.Is(err, sentinel) || !strings.HasPrefix(err.Error(), "pkbf: ") {
-		t.Fatalf("error %q: want %v and the pkbf: prefix", err, sentinel)
-	}
-}
 
 func quickInputs(f *testing.F) {
 	iters, bits := maxPKCS12Iterations, maxFieldBits
@@ -39,11 +21,11 @@ func quickInputs(f *testing.F) {
 
 func FuzzSPKI(f *testing.F) {
 	quickInputs(f)
-	seedFiles(f, "../testdata/keys/*", "../testdata/keys/more/*")
+	testkit.SeedFiles(f, "../testdata/keys/*", "../testdata/keys/more/*")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		spki, err := SPKI(b)
 		if err != nil {
-			checkErr(t, err, ErrInvalidKey)
+			testkit.CheckErr(t, err, ErrInvalidKey)
 			if spki != nil {
 				t.Fatal("failed SPKI returned bytes")
 			}
@@ -57,7 +39,7 @@ func FuzzSPKI(f *testing.F) {
 		}
 		encs, err := Encodings(spki)
 		if err != nil {
-			checkErr(t, err, ErrInvalidKey)
+			testkit.CheckErr(t, err, ErrInvalidKey)
 			return
 		}
 		for _, e := range encs {
@@ -126,7 +108,7 @@ func TestScannerFramings(t *testing.T) {
 
 func FuzzScanner(f *testing.F) {
 	quickInputs(f)
-	seedFiles(f, "../testdata/keys/*", "../testdata/keys/more/*")
+	testkit.SeedFiles(f, "../testdata/keys/*", "../testdata/keys/more/*")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkFramings(t, "input", b)
 		s := NewScanner(bytes.NewReader(b))
@@ -138,7 +120,7 @@ func FuzzScanner(f *testing.F) {
 				t.Fatalf("key %d: index %d, offset %d, %d raw bytes of %d", n, k.Index, k.Offset, len(k.Raw), len(b))
 			}
 			if _, err := k.SPKI(); err != nil {
-				checkErr(t, err, ErrInvalidKey)
+				testkit.CheckErr(t, err, ErrInvalidKey)
 			}
 			if k.Source() == "" {
 				t.Fatal("empty Source")

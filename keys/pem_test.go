@@ -5,6 +5,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"testing"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 func TestDecodePEMBlock(t *testing.T) {
@@ -57,7 +59,7 @@ func TestPEMEncryptedHeader(t *testing.T) {
 // Proc-Type header) once each line is trimmed (pkbf, unlike encoding/pem,
 // allows indented blocks, as in YAML files, on every line including END).
 func FuzzDecodePEMBlock(f *testing.F) {
-	seedFiles(f, "../testdata/keys/*.pem")
+	testkit.SeedFiles(f, "../testdata/keys/*.pem")
 	f.Add([]byte("-----BEGIN X-----\nAAAA\nAA==\n-----END X-----\n"))
 	f.Add([]byte("-----BEGIN X-----\nAA==\nAAAA\n-----END X-----\n"))
 	f.Add([]byte("-----BEGIN X-----\nAAAAAA\nAAAAAA==\n-----END X-----\n"))
