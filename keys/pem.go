@@ -31,7 +31,11 @@ func decodePEMBlock(raw []byte) (block pemBlock, ok bool) {
 	}
 	block.typ = string(typ)
 	if bytes.IndexByte(body, ':') >= 0 {
-		body = block.readHeaders(body)
+		headed := block.readHeaders(body)
+		if len(headed) == 0 && len(headed) < len(body) {
+			return pemBlock{}, false // headers, then the END line: no blank line, no data
+		}
+		body = headed
 	}
 	// Most blocks have whole 4-character groups of base64 on every line,
 	// which decode where they are; the rest are gathered first.
