@@ -268,3 +268,53 @@ func (c *ecCurve) pointKind(point []byte) (compressed bool, err error) {
 	}
 	return false, keyErrorf("%s point is %d bytes with prefix %#02x, want %d uncompressed (or hybrid) or %d compressed", c.name, len(point), first(point), 1+2*c.size, 1+c.size)
 }
+
+// scalarBaseMult returns d·G in affine coordinates, or ok false when d·G
+// is the point at infinity (d a multiple of the order). It is plain
+// double-and-add in math/big, variable-time: it serves only to compute the
+// public key of a private key file that lacks one on a curve the standard
+// library does not know, where speed does not matter.
+func (c *ecCurve) scalarBaseMult(d *big.Int) (x, y *big.Int, ok bool) {
+	var rx, ry *big.Int // nil: the point at infinity
+	for i := d.BitLen() - 1; i >= 0; i-- {
+		rx, ry = c.add(rx, ry, rx, ry)
+		if d.Bit(i) == 1 {
+			rx, ry = c.add(rx, ry, c.gx, c.gy)
+		}
+	}
+	return rx, ry, rx != nil
+}
+
+// add returns the sum of two affine points, either of which may be the
+// point at infinity (nil coordinates).
+func (c *ecCurve) add(x1, y1, x2, y2 *big.Int) (x, y *big.Int) {
+	switch {
+	case x1 == nil:
+		return x2, y2
+	case x2 == nil:
+		return x1, y1
+	}
+	p := c.p
+	var lambda *big.Int
+	if x1.Cmp(x2) == 0 {
+		if new(big.Int).Add(y1, y2).Mod(new(big.Int).Add(y1, y2), p).Sign() == 0 {
+			return nil, nil // P + (-P), or doubling a point of order 2
+		}
+		// λ = (3x² + a) / 2y
+		num := new(big.Int).Mul(x1, x1)
+		num.Mul(num, big.NewInt(3)).Add(num, c.a)
+		den := new(big.Int).Lsh(y1, 1)
+		lambda = num.Mul(num, den.ModInverse(den.Mod(den, p), p))
+	} else {
+		// λ = (y2 - y1) / (x2 - x1)
+		num := new(big.Int).Sub(y2, y1)
+		den := new(big.Int).Sub(x2, x1)
+		lambda = num.Mul(num, den.ModInverse(den.Mod(den, p), p))
+	}
+	lambda.Mod(lambda, p)
+	x = new(big.Int).Mul(lambda, lambda)
+	x.Sub(x, x1).Sub(x, x2).Mod(x, p)
+	y = new(big.Int).Sub(x1, x)
+	y.Mul(y, lambda).Sub(y, y1).Mod(y, p)
+	return x, y
+}

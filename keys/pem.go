@@ -207,7 +207,7 @@ func typedSPKI(typ string, b []byte, ecParams []byte) ([]byte, error) {
 		return pkcs8SPKI(b)
 	case "ENCRYPTED PRIVATE KEY":
 		return nil, encryptedErrorf("ENCRYPTED PRIVATE KEY is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
-	case "EC PRIVATE KEY":
+	case "EC PRIVATE KEY", "SM2 PRIVATE KEY": // OpenSSL labels SM2 keys so
 		return sec1SPKI(b, ecParams)
 	case "OPENSSH PRIVATE KEY":
 		return opensshPrivateSPKI(b)

@@ -1,7 +1,9 @@
 package keys
 
 import (
+	"bytes"
 	"crypto/ecdsa"
+	"math/big"
 
 	"github.com/pkbf/pkbf/internal/der"
 	"golang.org/x/crypto/cryptobyte"
@@ -14,7 +16,7 @@ import (
 // parameters) from around the key: a PKCS#8 AlgorithmIdentifier or an
 // "EC PARAMETERS" PEM block; the key's own, when it has them, win. The
 // public key the key carries is used as it is (any curve); without one it
-// is computed, for the NIST curves.
+// is computed, as OpenSSL computes it, on any prime curve.
 func sec1SPKI(der []byte, outer []byte) ([]byte, error) {
 	s := cryptobyte.String(der)
 	var seq, scalar, params, pub cryptobyte.String
@@ -44,67 +46,72 @@ func sec1SPKI(der []byte, outer []byte) ([]byte, error) {
 		}
 		return Canonical(buildSPKIRaw(oidECPublicKey, curveParams, point))
 	}
-	c, name := curveOfParams(curveParams)
-	if c == nil {
-		return nil, unsupportedErrorf("EC private key on curve %s carries no public key, and pkbf computes one only on P-224, P-256, P-384 and P-521", name)
-	}
-	if len(scalar) > c.size {
-		return nil, keyErrorf("%s private key is %d bytes, want at most %d", c.name, len(scalar), c.size)
-	}
-	padded := make([]byte, c.size)
-	copy(padded[c.size-len(scalar):], scalar)
-	priv, err := ecdsa.ParseRawPrivateKey(c.plain, padded)
+	c, err := curveOfParams(curveParams)
 	if err != nil {
-		return nil, keyErrorf("%s private key is out of range", c.name)
+		return nil, err
 	}
-	point, err := priv.PublicKey.Bytes()
+	// The scalar is as long as the curve's order, which may be a byte
+	// longer than its field elements (secp160k1, secp224k1).
+	scalar = bytes.TrimLeft(scalar, "\x00")
+	if max := (c.n.BitLen() + 7) / 8; len(scalar) > max {
+		return nil, keyErrorf("%s private key is %d bytes, want at most %d", c.name, len(scalar), max)
+	}
+	point, err := c.publicKey(scalar)
 	if err != nil {
-		return nil, keyErrorf("%s private key: %v", c.name, err)
+		return nil, err
 	}
-	return ecSPKI(c, point), nil
+	return Canonical(buildSPKIRaw(oidECPublicKey, curveParams, point))
 }
 
-// goCurveByOID returns the curve of a named curve's OID content bytes if
-// crypto/ecdsa computes on it (P-224, P-256, P-384, P-521), or nil.
-func goCurveByOID(oid []byte) *ecCurve {
-	if c := curveByNamedOID(oid); c != nil && c.plain != nil {
-		return c
+// publicKey computes the uncompressed public point of a private scalar, as
+// OpenSSL does for a key file that lacks it: with crypto/ecdsa on the NIST
+// curves (in constant time), else in math/big.
+func (c *ecCurve) publicKey(scalar []byte) ([]byte, error) {
+	if c.plain != nil && len(scalar) <= c.size {
+		padded := make([]byte, c.size)
+		copy(padded[c.size-len(scalar):], scalar)
+		priv, err := ecdsa.ParseRawPrivateKey(c.plain, padded)
+		if err != nil {
+			return nil, keyErrorf("%s private key is out of range", c.name)
+		}
+		point, err := priv.PublicKey.Bytes()
+		if err != nil {
+			return nil, keyErrorf("%s private key: %v", c.name, err)
+		}
+		return point, nil
 	}
-	return nil
+	d := new(big.Int).SetBytes(scalar)
+	x, y, ok := c.scalarBaseMult(d.Mod(d, c.n))
+	if !ok {
+		return nil, keyErrorf("%s private key is a multiple of the curve's order: it has no public key", c.name)
+	}
+	return c.uncompressed(x, y), nil
 }
 
-// curveOfParams returns the curve of EC parameters (a named curve's OID,
-// or explicit parameters of one) if crypto/ecdsa computes on it, or nil
-// and the curve's name.
-func curveOfParams(params []byte) (*ecCurve, string) {
+// curveOfParams returns the curve of EC parameters: a named curve's OID,
+// or explicit parameters (of a named curve or of none).
+func curveOfParams(params []byte) (*ecCurve, error) {
 	d := der.Reader(params)
 	tag, _, content, ok := d.Next()
 	if !ok {
-		return nil, "(malformed parameters)"
+		return nil, keyErrorf("EC private key's curve parameters are malformed")
 	}
-	var named *ecCurve
 	switch tag {
 	case der.TagOID:
-		if c := goCurveByOID(content); c != nil {
-			return c, c.name
+		if c := curveByNamedOID(content); c != nil {
+			return c, nil
 		}
-		named = curveByNamedOID(content)
-		if named == nil {
-			return nil, oidString(content)
-		}
+		return nil, unsupportedErrorf("EC private key on curve %s carries no public key, and pkbf knows no parameters of that curve to compute one", oidString(content))
 	case der.TagSequence:
 		explicit, err := parseExplicitCurve(params)
 		if err != nil {
-			return nil, "(explicit parameters pkbf cannot read)"
+			return nil, err
 		}
-		if named = curveByParams(explicit); named == nil {
-			return nil, "(explicit parameters of no named curve)"
+		if named := curveByParams(explicit); named != nil {
+			return named, nil
 		}
-		if c := goCurveByOID(named.oid); c != nil {
-			return c, c.name
-		}
-	default:
-		return nil, "(implicit)"
+		explicit.name = "an unnamed curve"
+		return explicit, nil
 	}
-	return nil, named.name
+	return nil, unsupportedErrorf("EC private key has implicit curve parameters and no public key")
 }
