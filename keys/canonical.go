@@ -17,7 +17,10 @@ import (
 
 // Canonical returns the OpenSSL-canonical DER encoding of the key in spki,
 // the one OpenSSL writes and pwnedkeys fingerprints (its [Fingerprint] is
-// the key's pwnedkeys fingerprint): integers in minimal form, an RSA
+// the key's pwnedkeys fingerprint): integers in minimal form (an RSA
+// modulus or exponent read, as OpenSSL reads them, as an unsigned
+// magnitude: one written as a negative INTEGER, without the leading zero
+// its high bit needs, is the same key, written with the zero), an RSA
 // AlgorithmIdentifier with NULL parameters, an EC key on its named curve
 // (explicit parameters mapped to the curve OpenSSL maps them to) with an
 // uncompressed point. It returns spki itself, not a copy, when spki is
@@ -113,7 +116,7 @@ func formsOf(spki []byte, check, wantOther bool, dst []byte) (canonical, other [
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(params) != 0 && isMinimalInt(n) && isMinimalInt(e) {
+		if len(params) != 0 && isMinimalUnsigned(n) && isMinimalUnsigned(e) {
 			return spki, nil, nil
 		}
 		return buildSPKIRaw(oid, derNull, rsaKeyDER(n, e)), nil, nil
@@ -175,11 +178,6 @@ func rsaPublicInts(key []byte) (n, e []byte, err error) {
 	return n, e, nil
 }
 
-// isMinimalInt reports whether INTEGER content bytes are in minimal form.
-func isMinimalInt(v []byte) bool {
-	return len(v) < 2 || !(v[0] == 0 && v[1] < 0x80 || v[0] == 0xff && v[1] >= 0x80)
-}
-
 // minimalInt returns INTEGER content bytes in minimal two's-complement
 // form, the same value: what OpenSSL writes after reading any form.
 func minimalInt(v []byte) []byte {
@@ -196,13 +194,33 @@ func intDER(v []byte) []byte {
 	return b.BytesOrPanic()
 }
 
+// rsaKeyDER encodes RSAPublicKey from the contents of its INTEGERs, read
+// as OpenSSL reads an RSA key's: as unsigned magnitudes (a modulus written
+// as a negative INTEGER, its leading zero dropped, is the same modulus),
+// written in minimal form with the zero back.
 func rsaKeyDER(n, e []byte) []byte {
 	var b cryptobyte.Builder
 	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
-		b.AddBytes(intDER(n))
-		b.AddBytes(intDER(e))
+		b.AddASN1(cbasn1.INTEGER, func(b *cryptobyte.Builder) { b.AddBytes(unsignedInt(n)) })
+		b.AddASN1(cbasn1.INTEGER, func(b *cryptobyte.Builder) { b.AddBytes(unsignedInt(e)) })
 	})
 	return b.BytesOrPanic()
+}
+
+// unsignedInt returns the minimal INTEGER content of the unsigned
+// magnitude in v: no leading zeros but the one a high bit needs.
+func unsignedInt(v []byte) []byte {
+	v = bytes.TrimLeft(v, "\x00")
+	if len(v) == 0 || v[0] >= 0x80 {
+		return append([]byte{0}, v...)
+	}
+	return v
+}
+
+// isMinimalUnsigned reports whether INTEGER content bytes are already
+// what unsignedInt makes of them.
+func isMinimalUnsigned(v []byte) bool {
+	return v[0] < 0x80 && (len(v) == 1 || v[0] != 0 || v[1] >= 0x80)
 }
 
 // minimalParams re-encodes DSA or DH domain parameters, a SEQUENCE whose

@@ -255,7 +255,7 @@ func (p *checkPrinter) emit(it *item) bool {
 		p.sum.keys++
 		if it.confirmErr != nil {
 			p.sum.unconfirmed++
-			fp := fingerprint(it.canonical)
+			fp, _, _ := it.fingerprints()
 			p.scr.errorf("%s: confirming %s: %s", it.source(), fp[:], displayErr(it.confirmErr))
 		}
 		if it.probably {

@@ -44,7 +44,16 @@ func TestCheckEveryEncoding(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &v); err != nil {
 			t.Fatal(err)
 		}
-		if v["probably"] != true || v["fingerprint"] != keys.Fingerprint(canonical) {
+		want := keys.Fingerprint(canonical)
+		if strings.HasSuffix(files[i], "spki-explicit.pem") {
+			// openssl keeps explicit parameters, and so does the reported
+			// fingerprint; the named curve's comes beside it.
+			want = asGiven(t)["p256.spki-explicit.pem"]
+			if v["fingerprint_named_curve"] != keys.Fingerprint(canonical) {
+				t.Errorf("%s: no named curve's fingerprint: %s", files[i], line)
+			}
+		}
+		if v["probably"] != true || v["fingerprint"] != want {
 			t.Errorf("%s: %s", files[i], line)
 		}
 	}
@@ -52,6 +61,46 @@ func TestCheckEveryEncoding(t *testing.T) {
 	r = runWith(t, nil, "check", p, key("p256.spki-compressed.pem"))
 	if !strings.Contains(r.stdout, "probably\t"+keys.Fingerprint(canonical)) || !strings.Contains(r.stdout, "\tas given: "+keys.Fingerprint(stored)+"\n") {
 		t.Errorf("text output %q", r.stdout)
+	}
+}
+
+// asGiven reads testdata/keys/more/AS_GIVEN: the fingerprints openssl
+// computes for keys with explicit EC parameters, as given.
+func asGiven(t *testing.T) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(keysDir, "more", "AS_GIVEN")))), "\n") {
+		name, fp, _ := strings.Cut(line, " ")
+		m[name] = fp
+	}
+	return m
+}
+
+// Item 3 of the issue "every key, the last few": a certificate whose SPKI
+// has explicit EC parameters is reported under the fingerprint openssl
+// (x509 -pubkey) and pwnedkeys compute for its bytes, with the named
+// curve's beside it; it is found under either.
+func TestCheckExplicitParameterCertificate(t *testing.T) {
+	cert := filepath.Join(keysDir, "more", "p256.cert-explicit.pem")
+	given, err := keys.SPKI(mustRead(t, cert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	canonical, _ := keys.Canonical(given)
+	want := asGiven(t)["p256.cert-explicit.pem"]
+	if keys.Fingerprint(given) != want {
+		t.Fatalf("the certificate's SPKI is not what openssl x509 -pubkey gives")
+	}
+	for name, stored := range map[string][]byte{"explicit": given, "named": canonical} {
+		p := filepath.Join(t.TempDir(), "f.pkbf")
+		f, _ := pkbf.New(4, 16)
+		f.Add(stored)
+		if err := f.WriteFile(p); err != nil {
+			t.Fatal(err)
+		}
+		r := runWith(t, nil, "check", p, cert)
+		if line := "probably\t" + want + "\t" + cert + ": block 1 (line 1)\tnamed curve: " + keys.Fingerprint(canonical) + "\n"; r.stdout != line {
+			t.Errorf("filter holding the %s form: %q, want %q", name, r.stdout, line)
+		}
 	}
 }
 

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
 	"strings"
+
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
 // check's output: the verdict of each key, as text or JSON.
@@ -39,15 +43,15 @@ func fingerprint(spki []byte) [2 * sha256.Size]byte {
 
 // appendTextVerdict appends "VERDICT<TAB>FINGERPRINT<TAB>SOURCE", then for
 // SSH keys a tab, the ssh-keygen fingerprint and the comment, and where
-// the input's encoding is not the canonical one, a tab and "as given:" its
-// fingerprint. Fields are separated by tabs (awk -F'\t'); the verdict is
+// the input's encoding is not the canonical one, a tab and the other
+// fingerprint (see fingerprints). Fields are separated by tabs (awk -F'\t'); the verdict is
 // padded to the widest one in use so that columns line up.
 func appendTextVerdict(b []byte, it *item, confirm bool) []byte {
 	v, width := it.verdict(confirm), len(verdictProbably)
 	if confirm {
 		width = len(verdictFalsePositive)
 	}
-	fp := fingerprint(it.canonical)
+	fp, other, label := it.fingerprints()
 	b = append(b, v...)
 	for range width - len(v) {
 		b = append(b, ' ')
@@ -62,9 +66,9 @@ func appendTextVerdict(b []byte, it *item, confirm bool) []byte {
 			b = append(append(b, ' '), strings.Map(noTabs, it.comment)...)
 		}
 	}
-	if given, ok := it.givenFingerprint(); ok {
-		b = append(b, "\tas given: "...)
-		b = append(b, given[:]...)
+	if label != "" {
+		b = append(append(append(b, '\t'), label...), ": "...)
+		b = append(b, other[:]...)
 	}
 	return append(b, '\n')
 }
@@ -110,13 +114,15 @@ func appendJSONSource(b []byte, it *item) []byte {
 }
 
 func appendJSONVerdict(b []byte, it *item, confirm bool) []byte {
-	fp := fingerprint(it.canonical)
+	fp, other, label := it.fingerprints()
 	b = appendJSONSource(b, it)
 	b = append(b, `,"fingerprint":"`...)
 	b = append(b, fp[:]...)
-	if given, ok := it.givenFingerprint(); ok {
-		b = append(b, `","fingerprint_as_given":"`...)
-		b = append(b, given[:]...)
+	if label != "" {
+		b = append(b, `","fingerprint_`...)
+		b = append(b, strings.ReplaceAll(label, " ", "_")...)
+		b = append(b, `":"`...)
+		b = append(b, other[:]...)
 	}
 	b = append(b, `","probably":`...)
 	b = strconv.AppendBool(b, it.probably)
@@ -139,11 +145,33 @@ func appendJSONError(b []byte, it *item) []byte {
 	return append(b, "}\n"...)
 }
 
-// givenFingerprint is the fingerprint of the key as the input has it, when
-// that is not the canonical encoding.
-func (it *item) givenFingerprint() ([2 * sha256.Size]byte, bool) {
+// fingerprints returns the fingerprint check reports for the item's key,
+// and where the input's encoding differs from the canonical one, the other
+// fingerprint and its label. The reported one is the canonical form's
+// (what the reference implementation stores for a key, and pwnedkeys
+// fingerprints), and the other "as given"; except for a key with explicit
+// EC parameters (a certificate's SPKI, which the reference hashes as it
+// stands), where openssl (x509 -pubkey, pkey -pubin) keeps the parameters
+// and computes the fingerprint of the bytes given: that is reported, and
+// the canonical one is "named curve".
+func (it *item) fingerprints() (fp, other [2 * sha256.Size]byte, label string) {
 	if len(it.spki) == len(it.canonical) && &it.spki[0] == &it.canonical[0] {
-		return [2 * sha256.Size]byte{}, false
+		return fingerprint(it.canonical), other, ""
 	}
-	return fingerprint(it.spki), true
+	if hasExplicitECParams(it.spki) {
+		return fingerprint(it.spki), fingerprint(it.canonical), "named curve"
+	}
+	return fingerprint(it.canonical), fingerprint(it.spki), "as given"
 }
+
+// hasExplicitECParams reports whether an SPKI is an EC key whose curve is
+// given by explicit parameters rather than named.
+func hasExplicitECParams(spki []byte) bool {
+	s := cryptobyte.String(spki)
+	var body, alg, oid cryptobyte.String
+	return s.ReadASN1(&body, cbasn1.SEQUENCE) && body.ReadASN1(&alg, cbasn1.SEQUENCE) &&
+		alg.ReadASN1(&oid, cbasn1.OBJECT_IDENTIFIER) && bytes.Equal(oid, oidECPublicKey) && alg.PeekASN1Tag(cbasn1.SEQUENCE)
+}
+
+// oidECPublicKey is the content of id-ecPublicKey, 1.2.840.10045.2.1.
+var oidECPublicKey = []byte{0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01}

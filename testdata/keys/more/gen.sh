@@ -19,7 +19,7 @@
 # keys each time.
 set -euo pipefail
 cd "$(dirname "$0")"
-rm -f -- *.pem *.der *.pub *.p12 *.p7b *.ppk *.openssh *.txt *.KEYS CANONICAL EXPECT passphrase
+rm -f -- *.pem *.der *.pub *.p12 *.p7b *.ppk *.openssh *.txt *.KEYS CANONICAL AS_GIVEN EXPECT passphrase
 PASS=pkbf-test-passphrase
 echo "$PASS" > passphrase
 canon() { printf '%s %s\n' "$1" "$2" >> CANONICAL; }
@@ -107,6 +107,16 @@ openssl pkcs8 -topk8 -nocrypt -in p256.sec1-explicit.pem -out p256.pkcs8-explici
 openssl ec -in ../p256.pkcs8.pem -no_public -out p256.sec1-nopub.pem 2>/dev/null
 openssl ec -in ../p256.pkcs8.pem -conv_form compressed -out p256.sec1-compressed.pem 2>/dev/null
 for form in sec1-explicit.pem sec1-explicit.der spki-explicit.pem spki-explicit.der pkcs8-explicit.pem sec1-nopub.pem sec1-compressed.pem; do canon "p256.$form" "$f"; done
+# A certificate of that key with explicit parameters: its SPKI keeps them.
+# CANONICAL has the named curve's fingerprint; AS_GIVEN what openssl
+# computes for the bytes given (x509 -pubkey keeps the parameters), which
+# is what pkbf check reports for such a key.
+openssl req -new -x509 -key p256.sec1-explicit.pem -subj /CN=explicit-parameters -days 3650 -out p256.cert-explicit.pem 2>/dev/null
+canon p256.cert-explicit.pem "$f"
+for g in p256.cert-explicit.pem; do
+  printf '%s %s\n' "$g" "$(openssl x509 -in "$g" -pubkey -noout | openssl pkey -pubin -outform DER | sha256sum | cut -c1-64)" >> AS_GIVEN
+done
+printf '%s %s\n' p256.spki-explicit.pem "$(openssl pkey -pubin -in p256.spki-explicit.pem -outform DER | sha256sum | cut -c1-64)" >> AS_GIVEN
 
 # DH: PKCS #3 (an ffdhe group) and X9.42 (RFC 5114 parameters).
 openssl genpkey -algorithm DH -pkeyopt group:ffdhe2048 -out dh.pkcs8.pem
@@ -119,7 +129,10 @@ forms dhx
 # Encodings that are not canonical, made from the RSA-2048 key of the
 # folder above by rewriting its DER (openssl reads them and writes the
 # canonical one): no NULL parameters, a modulus with a leading zero byte,
-# and a certificate whose SPKI has that modulus.
+# and a certificate whose SPKI has that modulus; a modulus encoded as a
+# negative INTEGER (its leading zero dropped, high bit set), which openssl
+# reads as the unsigned magnitude and writes back with the zero, in an SPKI
+# and in a certificate.
 python3 - ../rsa2048.spki.der ../rsa2048.cert.der <<'PY'
 import sys
 def tlv(b, i):
@@ -137,7 +150,7 @@ def children(b):
     while i < len(b):
         tag, c, j = tlv(b, i); out.append((tag, c)); i = j
     return out
-def spki_variant(spki, nonull=False, pad=False):
+def spki_variant(spki, nonull=False, pad=False, negative=False):
     _, body, _ = tlv(spki, 0)
     (at, alg), (bt, bits) = children(body)
     if nonull:
@@ -146,23 +159,34 @@ def spki_variant(spki, nonull=False, pad=False):
         _, key, _ = tlv(bits[1:], 0)
         (nt, n), (et, e) = children(key)
         bits = b"\x00" + enc(0x30, enc(2, b"\x00" + n) + enc(2, e))
+    if negative:
+        _, key, _ = tlv(bits[1:], 0)
+        (nt, n), (et, e) = children(key)
+        assert n[0] == 0 and n[1] >= 0x80
+        bits = b"\x00" + enc(0x30, enc(2, n[1:]) + enc(2, e))
     return enc(0x30, enc(at, alg) + enc(bt, bits))
 spki = open(sys.argv[1], "rb").read()
 open("rsa2048.spki-nonull.der", "wb").write(spki_variant(spki, nonull=True))
 open("rsa2048.spki-nonminimal.der", "wb").write(spki_variant(spki, pad=True))
+open("rsa2048.spki-negative.der", "wb").write(spki_variant(spki, negative=True))
 cert = open(sys.argv[2], "rb").read()
 _, cbody, _ = tlv(cert, 0)
 (tt, tbs), rest = children(cbody)[0], children(cbody)[1:]
 fields = children(tbs)
-out = []
-for t, c in fields:
-    if t == 0x30 and c.startswith(b"\x30\x0d\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x01\x01"):
-        c = tlv(spki_variant(enc(t, c), pad=True), 0)[1]
-    out.append(enc(t, c))
-open("rsa2048.cert-nonminimal.der", "wb").write(enc(0x30, enc(tt, b"".join(out)) + b"".join(enc(t, c) for t, c in rest)))
+def cert_variant(name, **variant):
+    out = []
+    for t, c in fields:
+        if t == 0x30 and c.startswith(b"\x30\x0d\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x01\x01"):
+            c = tlv(spki_variant(enc(t, c), **variant), 0)[1]
+        out.append(enc(t, c))
+    open(name, "wb").write(enc(0x30, enc(tt, b"".join(out)) + b"".join(enc(t, c) for t, c in rest)))
+cert_variant("rsa2048.cert-nonminimal.der", pad=True)
+cert_variant("rsa2048.cert-negative.der", negative=True)
 PY
-for form in spki-nonull.der spki-nonminimal.der; do canon "rsa2048.$form" "$(openssl pkey -pubin -inform DER -in "rsa2048.$form" -outform DER | sha256sum | cut -c1-64)"; done
-canon rsa2048.cert-nonminimal.der "$(openssl x509 -inform DER -in rsa2048.cert-nonminimal.der -pubkey -noout | openssl pkey -pubin -outform DER | sha256sum | cut -c1-64)"
+for form in spki-nonull.der spki-nonminimal.der spki-negative.der; do canon "rsa2048.$form" "$(openssl pkey -pubin -inform DER -in "rsa2048.$form" -outform DER | sha256sum | cut -c1-64)"; done
+for form in cert-nonminimal.der cert-negative.der; do
+  canon "rsa2048.$form" "$(openssl x509 -inform DER -in "rsa2048.$form" -pubkey -noout | openssl pkey -pubin -outform DER | sha256sum | cut -c1-64)"
+done
 
 # Containers. PKCS#12 from openssl: a key with its certificate and one
 # more, with the empty password (AES-256, SHA-256 MAC: OpenSSL 3's
