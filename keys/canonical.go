@@ -269,7 +269,7 @@ func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (can
 		return nil, nil, keyErrorf("EC algorithm parameters are missing or malformed")
 	}
 	var c *ecCurve
-	var curveParams []byte // the canonical parameters' encoding
+	var curveParams, otherParams []byte // the parameters' encodings in the canonical and other forms
 	switch tag {
 	case der.TagOID:
 		c, curveParams = curveByNamedOID(content), params
@@ -278,11 +278,16 @@ func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (can
 		if err != nil {
 			return nil, nil, err
 		}
-		c, curveParams = explicit, params
 		if named := curveByParams(explicit); named != nil {
 			c = named
 			curveParams = oidDER(named.oid)
+			break
 		}
+		// A curve with no name keeps its parameters, with the base point
+		// in the form of the key's, as OpenSSL writes them.
+		c = explicit
+		curveParams = withBasePoint(params, c.uncompressed(c.gx, c.gy))
+		otherParams = withBasePoint(params, c.compressed(c.gx, c.gy))
 	case der.TagNull: // implicitlyCA: the curve is known only to the parties
 		return spki, nil, nil
 	default:
@@ -291,7 +296,7 @@ func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (can
 	if c == nil { // a named curve pkbf cannot compute on
 		return spki, nil, nil
 	}
-	if !check && tag == der.TagOID && len(point) == 1+2*c.size && point[0] == 4 {
+	if !check && tag == der.TagOID && len(point) == 1+2*c.size && point[0] == 4 && c.binary == nil {
 		// A lookup of the canonical form: the other form needs no
 		// arithmetic, and nothing is allocated if dst has room.
 		if !wantOther {
@@ -310,5 +315,32 @@ func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (can
 	if !wantOther {
 		return canonical, nil, nil
 	}
-	return canonical, appendSPKIRaw(canonical[len(canonical):len(canonical):len(canonical)], oidECPublicKey, curveParams, c.compressed(x, y)), nil
+	if otherParams == nil {
+		otherParams = curveParams
+	}
+	return canonical, appendSPKIRaw(canonical[len(canonical):len(canonical):len(canonical)], oidECPublicKey, otherParams, c.compressed(x, y)), nil
+}
+
+// withBasePoint re-encodes explicit EC parameters, already parsed, with
+// the base point given: SEQUENCE { version, fieldID, curve, base, order,
+// cofactor OPTIONAL }.
+func withBasePoint(params, base []byte) []byte {
+	s := cryptobyte.String(params)
+	var seq, version, field, curve, order cryptobyte.String
+	if !s.ReadASN1(&seq, cbasn1.SEQUENCE) || !seq.ReadASN1Element(&version, cbasn1.INTEGER) ||
+		!seq.ReadASN1Element(&field, cbasn1.SEQUENCE) || !seq.ReadASN1Element(&curve, cbasn1.SEQUENCE) ||
+		!seq.SkipASN1(cbasn1.OCTET_STRING) || !seq.ReadASN1Element(&order, cbasn1.INTEGER) {
+		return params // parseExplicitCurve read it: cannot happen
+	}
+	cofactor := seq // the optional cofactor, whole, or nothing
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		b.AddBytes(version)
+		b.AddBytes(field)
+		b.AddBytes(curve)
+		b.AddASN1OctetString(base)
+		b.AddBytes(order)
+		b.AddBytes(cofactor)
+	})
+	return b.BytesOrPanic()
 }

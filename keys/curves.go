@@ -13,9 +13,10 @@ import (
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
-// An ecCurve is an elliptic curve over a prime field, y² = x³ + ax + b
-// mod p, as OpenSSL knows it (internal/curves): enough to name a curve
-// given by explicit parameters and to convert between point forms.
+// An ecCurve is an elliptic curve as OpenSSL knows it (internal/curves):
+// over a prime field, y² = x³ + ax + b mod p, or over GF(2^m),
+// y² + xy = x³ + ax² + b; enough to name a curve given by explicit
+// parameters and to convert between point forms.
 type ecCurve struct {
 	name          string // OpenSSL's name, or P-256 and so on for the NIST curves
 	oid           []byte // content bytes of the named-curve OID
@@ -26,6 +27,7 @@ type ecCurve struct {
 	ecdh          ecdh.Curve     // for P-256, P-384 and P-521: computes public keys
 	ssh           string         // OpenSSH's name for those ("nistp256"), or ""
 	firstOfParams bool           // the first curve in the table with these parameters
+	binary        *gf2m          // over GF(2^m): the field (p then holds its polynomial); nil over a prime field
 }
 
 // nistNames gives the NIST curves their usual names.
@@ -82,17 +84,33 @@ func parseExplicitCurve(der []byte) (*ecCurve, error) {
 	s := cryptobyte.String(der)
 	var params, field, curveSeq, fieldType, a, b, base cryptobyte.String
 	var version int
-	p, n := new(big.Int), new(big.Int)
+	n := new(big.Int)
 	if !s.ReadASN1(&params, cbasn1.SEQUENCE) || !s.Empty() ||
 		!params.ReadASN1Integer(&version) ||
 		!params.ReadASN1(&field, cbasn1.SEQUENCE) || !field.ReadASN1(&fieldType, cbasn1.OBJECT_IDENTIFIER) {
 		return nil, keyErrorf("EC explicit curve parameters are malformed")
 	}
-	if !bytes.Equal(fieldType, oidPrimeField) {
-		return nil, unsupportedErrorf("EC explicit curve parameters are over field type %s, not a prime field", oidString(fieldType))
+	c := &ecCurve{n: n}
+	switch {
+	case bytes.Equal(fieldType, oidPrimeField):
+		c.p = new(big.Int)
+		if !field.ReadASN1Integer(c.p) || !field.Empty() {
+			return nil, keyErrorf("EC explicit curve parameters are malformed")
+		}
+		if err := checkCurvePrime(c.p); err != nil {
+			return nil, err
+		}
+		c.size = (c.p.BitLen() + 7) / 8
+	case bytes.Equal(fieldType, oidCharTwoField):
+		F, err := parseCharTwoField(field)
+		if err != nil {
+			return nil, err
+		}
+		c.binary, c.p, c.size = F, F.f, (F.m+7)/8
+	default:
+		return nil, unsupportedErrorf("EC explicit curve parameters are over field type %s, not a prime or binary field", oidString(fieldType))
 	}
-	if !field.ReadASN1Integer(p) || !field.Empty() ||
-		!params.ReadASN1(&curveSeq, cbasn1.SEQUENCE) ||
+	if !params.ReadASN1(&curveSeq, cbasn1.SEQUENCE) ||
 		!curveSeq.ReadASN1(&a, cbasn1.OCTET_STRING) || !curveSeq.ReadASN1(&b, cbasn1.OCTET_STRING) ||
 		!curveSeq.SkipOptionalASN1(cbasn1.BIT_STRING) || !curveSeq.Empty() ||
 		!params.ReadASN1(&base, cbasn1.OCTET_STRING) ||
@@ -100,27 +118,75 @@ func parseExplicitCurve(der []byte) (*ecCurve, error) {
 		!params.SkipOptionalASN1(cbasn1.INTEGER) || !params.Empty() {
 		return nil, keyErrorf("EC explicit curve parameters are malformed")
 	}
-	if err := checkCurvePrime(p); err != nil {
-		return nil, err
+	if len(a) > c.size || len(b) > c.size {
+		return nil, keyErrorf("EC explicit curve coefficients are %d and %d bytes, longer than the %d-byte field", len(a), len(b), c.size)
 	}
-	size := (p.BitLen() + 7) / 8
-	if len(a) > size || len(b) > size {
-		return nil, keyErrorf("EC explicit curve coefficients are %d and %d bytes, longer than the %d-byte field", len(a), len(b), size)
+	fieldBits := c.p.BitLen()
+	if c.binary != nil {
+		fieldBits = c.binary.m
 	}
-	if n.Sign() <= 0 || n.BitLen() > p.BitLen()+1 {
-		return nil, keyErrorf("EC explicit curve order (%d bits) is out of range for a %d-bit field", n.BitLen(), p.BitLen())
+	if n.Sign() <= 0 || n.BitLen() > fieldBits+1 {
+		return nil, keyErrorf("EC explicit curve order (%d bits) is out of range for a %d-bit field", n.BitLen(), fieldBits)
 	}
-	c := &ecCurve{p: p, n: n, size: size}
 	c.a = new(big.Int).SetBytes(a)
-	c.a.Mod(c.a, p)
 	c.b = new(big.Int).SetBytes(b)
-	c.b.Mod(c.b, p)
+	if c.binary != nil {
+		if c.a.BitLen() > c.binary.m || c.b.BitLen() > c.binary.m {
+			return nil, keyErrorf("EC explicit curve coefficients are not elements of GF(2^%d)", c.binary.m)
+		}
+	} else {
+		c.a.Mod(c.a, c.p)
+		c.b.Mod(c.b, c.p)
+	}
 	x, y, ok := c.decodePoint(base)
 	if !ok {
 		return nil, keyErrorf("EC explicit curve's base point (%d bytes, prefix %#02x) is malformed or not on the curve", len(base), first(base))
 	}
 	c.gx, c.gy = x, y
 	return c, nil
+}
+
+// parseCharTwoField reads the parameters of a characteristic-two field
+// (X9.62): SEQUENCE { m, basis OID, trinomial exponent k or pentanomial
+// exponents k1 < k2 < k3 }, for the reduction polynomial x^m + x^k + 1 or
+// x^m + x^k3 + x^k2 + x^k1 + 1. Normal bases are not supported (OpenSSL
+// does not support them either).
+func parseCharTwoField(field cryptobyte.String) (*gf2m, error) {
+	var ch2, basis cryptobyte.String
+	var m int
+	if !field.ReadASN1(&ch2, cbasn1.SEQUENCE) || !field.Empty() || !ch2.ReadASN1Integer(&m) || !ch2.ReadASN1(&basis, cbasn1.OBJECT_IDENTIFIER) {
+		return nil, keyErrorf("EC explicit characteristic-two field parameters are malformed")
+	}
+	if m < 2 || m > maxCurveBits {
+		return nil, keyErrorf("EC explicit characteristic-two field has degree %d, want 2 to %d", m, maxCurveBits)
+	}
+	var exps []int
+	switch {
+	case bytes.Equal(basis, oidTPBasis):
+		var k int
+		if !ch2.ReadASN1Integer(&k) || !ch2.Empty() {
+			return nil, keyErrorf("EC explicit trinomial basis is malformed")
+		}
+		exps = []int{k}
+	case bytes.Equal(basis, oidPPBasis):
+		var pp cryptobyte.String
+		var k1, k2, k3 int
+		if !ch2.ReadASN1(&pp, cbasn1.SEQUENCE) || !ch2.Empty() || !pp.ReadASN1Integer(&k1) || !pp.ReadASN1Integer(&k2) || !pp.ReadASN1Integer(&k3) || !pp.Empty() || !(k1 < k2 && k2 < k3) {
+			return nil, keyErrorf("EC explicit pentanomial basis is malformed")
+		}
+		exps = []int{k1, k2, k3}
+	default:
+		return nil, unsupportedErrorf("EC explicit characteristic-two field has basis %s: only trinomial and pentanomial bases are supported", oidString(basis))
+	}
+	f := new(big.Int).SetBit(new(big.Int), m, 1)
+	f.SetBit(f, 0, 1)
+	for _, k := range exps {
+		if k <= 0 || k >= m {
+			return nil, keyErrorf("EC explicit characteristic-two field's polynomial has exponent %d outside 1 to %d", k, m-1)
+		}
+		f.SetBit(f, k, 1)
+	}
+	return &gf2m{m: m, f: f}, nil
 }
 
 // checkCurvePrime checks that p is an odd prime of at most maxCurveBits
@@ -142,7 +208,7 @@ func checkCurvePrime(p *big.Int) error {
 }
 
 func (c *ecCurve) sameParams(o *ecCurve) bool {
-	return c.p.Cmp(o.p) == 0 && c.a.Cmp(o.a) == 0 && c.b.Cmp(o.b) == 0 && c.n.Cmp(o.n) == 0 && c.gx.Cmp(o.gx) == 0 && c.gy.Cmp(o.gy) == 0
+	return (c.binary == nil) == (o.binary == nil) && c.p.Cmp(o.p) == 0 && c.a.Cmp(o.a) == 0 && c.b.Cmp(o.b) == 0 && c.n.Cmp(o.n) == 0 && c.gx.Cmp(o.gx) == 0 && c.gy.Cmp(o.gy) == 0
 }
 
 // curveByParams returns the named curve with the parameters of c, as
@@ -175,6 +241,9 @@ func curveByNamedOID(oid []byte) *ecCurve { return curvesByOID()[string(oid)] }
 func (c *ecCurve) decodePoint(pt []byte) (x, y *big.Int, ok bool) {
 	if len(pt) == 0 {
 		return nil, nil, false
+	}
+	if c.binary != nil {
+		return c.decodeBinaryPoint(pt)
 	}
 	switch {
 	case len(pt) == 1+c.size && (pt[0] == 2 || pt[0] == 3):
@@ -215,6 +284,9 @@ func (c *ecCurve) rhs(x *big.Int) *big.Int {
 }
 
 func (c *ecCurve) onCurve(x, y *big.Int) bool {
+	if c.binary != nil {
+		return c.onBinaryCurve(x, y)
+	}
 	if x.Cmp(c.p) >= 0 || y.Cmp(c.p) >= 0 {
 		return false
 	}
@@ -233,7 +305,7 @@ func (c *ecCurve) uncompressed(x, y *big.Int) []byte {
 
 func (c *ecCurve) compressed(x, y *big.Int) []byte {
 	b := make([]byte, 1+c.size)
-	b[0] = 2 | byte(y.Bit(0))
+	b[0] = 2 | c.yBit(x, y)
 	x.FillBytes(b[1:])
 	return b
 }

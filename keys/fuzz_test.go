@@ -21,7 +21,7 @@ func quickInputs(f *testing.F) {
 
 func FuzzSPKI(f *testing.F) {
 	quickInputs(f)
-	testkit.SeedFiles(f, "../testdata/keys/*", "../testdata/keys/more/*")
+	testkit.SeedFiles(f, "../testdata/keys/*", "../testdata/keys/more/*", "../testdata/keys/binary/*-explicit-compressed.pem", "../testdata/keys/curves/unnamed.nopub.pem")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		spki, err := SPKI(b)
 		if err != nil {
@@ -108,7 +108,7 @@ func TestScannerFramings(t *testing.T) {
 
 func FuzzScanner(f *testing.F) {
 	quickInputs(f)
-	testkit.SeedFiles(f, "../testdata/keys/*", "../testdata/keys/more/*")
+	testkit.SeedFiles(f, "../testdata/keys/*", "../testdata/keys/more/*", "../testdata/keys/binary/*-explicit-compressed.pem", "../testdata/keys/curves/unnamed.nopub.pem")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkFramings(t, "input", b)
 		s := NewScanner(bytes.NewReader(b))

@@ -80,6 +80,9 @@ func (c *ecCurve) publicKey(scalar []byte) ([]byte, error) {
 		}
 		return point, nil
 	}
+	if c.binary != nil {
+		return nil, unsupportedErrorf("EC private key on %s, a curve over GF(2^%d), carries no public key, and pkbf computes one only on prime curves", c.name, c.binary.m)
+	}
 	d := new(big.Int).SetBytes(scalar)
 	x, y, ok := c.scalarBaseMult(d.Mod(d, c.n))
 	if !ok {

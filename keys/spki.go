@@ -88,18 +88,21 @@ func Fingerprint(spki []byte) string {
 // Object identifiers, as the content bytes of their DER encoding, so that
 // parsing compares bytes instead of decoding (and allocating) every OID.
 var (
-	oidRSA         = der.OID(1, 2, 840, 113549, 1, 1, 1)
-	oidECPublicKey = der.OID(1, 2, 840, 10045, 2, 1)
-	oidEd25519     = der.OID(1, 3, 101, 112)
-	oidPBES2       = der.OID(1, 2, 840, 113549, 1, 5, 13)
-	oidRSAPSS      = der.OID(1, 2, 840, 113549, 1, 1, 10)
-	oidEd448       = der.OID(1, 3, 101, 113)
-	oidX25519      = der.OID(1, 3, 101, 110)
-	oidX448        = der.OID(1, 3, 101, 111)
-	oidDSA         = der.OID(1, 2, 840, 10040, 4, 1)
-	oidDHPKCS3     = der.OID(1, 2, 840, 113549, 1, 3, 1)
-	oidDHX942      = der.OID(1, 2, 840, 10046, 2, 1)
-	oidPrimeField  = der.OID(1, 2, 840, 10045, 1, 1)
+	oidRSA          = der.OID(1, 2, 840, 113549, 1, 1, 1)
+	oidECPublicKey  = der.OID(1, 2, 840, 10045, 2, 1)
+	oidEd25519      = der.OID(1, 3, 101, 112)
+	oidPBES2        = der.OID(1, 2, 840, 113549, 1, 5, 13)
+	oidRSAPSS       = der.OID(1, 2, 840, 113549, 1, 1, 10)
+	oidEd448        = der.OID(1, 3, 101, 113)
+	oidX25519       = der.OID(1, 3, 101, 110)
+	oidX448         = der.OID(1, 3, 101, 111)
+	oidDSA          = der.OID(1, 2, 840, 10040, 4, 1)
+	oidDHPKCS3      = der.OID(1, 2, 840, 113549, 1, 3, 1)
+	oidDHX942       = der.OID(1, 2, 840, 10046, 2, 1)
+	oidPrimeField   = der.OID(1, 2, 840, 10045, 1, 1)
+	oidCharTwoField = der.OID(1, 2, 840, 10045, 1, 2)
+	oidTPBasis      = der.OID(1, 2, 840, 10045, 1, 2, 3, 2)
+	oidPPBasis      = der.OID(1, 2, 840, 10045, 1, 2, 3, 3)
 
 	ed25519KeyBytes = ed25519.PublicKeySize
 )

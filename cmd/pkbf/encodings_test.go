@@ -126,3 +126,27 @@ func TestCheckPKCS12Passphrase(t *testing.T) {
 	}
 	os.Unsetenv(passphraseEnv)
 }
+
+// The binary-curve reproducer of the issue "no false no on binary
+// curves": a filter holding a sect233k1 key as the reference stores it
+// finds its compressed and explicit forms, and a filter to which pkbf
+// added the compressed form finds the key as the reference stores it.
+func TestCheckBinaryCurveForms(t *testing.T) {
+	dir := filepath.Join(keysDir, "binary")
+	forms := []string{"sec1.pem", "sec1-explicit.pem", "spki-uncompressed.pem", "spki-compressed.pem", "spki-hybrid.pem", "spki-explicit-compressed.pem"}
+	for _, added := range []string{"sec1.pem", "spki-compressed.pem", "spki-explicit-compressed.pem"} {
+		p := filepath.Join(t.TempDir(), "f.pkbf")
+		if r := runWith(t, nil, "create", "-n", "100", "-p", "1e-9", p); r.code != exitOK {
+			t.Fatalf("create: %+v", r)
+		}
+		if r := runWith(t, nil, "add", p, filepath.Join(dir, "sect233k1."+added)); r.code != exitOK {
+			t.Fatalf("add %s: %+v", added, r)
+		}
+		for _, form := range forms {
+			r := runWith(t, nil, "check", p, filepath.Join(dir, "sect233k1."+form))
+			if r.code != exitFound || !strings.HasPrefix(r.stdout, "probably\t") {
+				t.Errorf("filter from %s, check %s: %+v", added, form, r)
+			}
+		}
+	}
+}

@@ -1,5 +1,5 @@
-// Package curves is the table of the elliptic curves over prime fields
-// that OpenSSL knows, generated from openssl by gen.sh: each curve's name,
+// Package curves is the table of the elliptic curves over prime and
+// binary (characteristic-two) fields that OpenSSL knows, generated from openssl by gen.sh: each curve's name,
 // its OID and its explicit parameters, as OpenSSL encodes them. pkbf names
 // a curve given by explicit parameters from it, as OpenSSL and the
 // reference implementation do, and decompresses points on it.

@@ -13,7 +13,7 @@ import (
 )
 
 // Every entry is a named-curve OID and an explicit ECParameters SEQUENCE
-// over a prime field, and names and OIDs are unique.
+// over a prime or binary field, and names and OIDs are unique.
 func TestTableEntries(t *testing.T) {
 	names, oids := map[string]bool{}, map[string]bool{}
 	for _, c := range Table {
@@ -29,16 +29,16 @@ func TestTableEntries(t *testing.T) {
 		}
 		s = cryptobyte.String(explicit)
 		var params cryptobyte.String
-		if !s.ReadASN1(&params, cbasn1.SEQUENCE) || !s.Empty() || !strings.Contains(c.Explicit, "06072a8648ce3d0101") {
-			t.Errorf("%s: explicit parameters are not one SEQUENCE over a prime field", c.Name)
+		if !s.ReadASN1(&params, cbasn1.SEQUENCE) || !s.Empty() || !strings.Contains(c.Explicit, "06072a8648ce3d0101") && !strings.Contains(c.Explicit, "06072a8648ce3d0102") {
+			t.Errorf("%s: explicit parameters are not one SEQUENCE over a prime or binary field", c.Name)
 		}
 		if names[c.Name] || oids[c.OID] {
 			t.Errorf("%s: name or OID %s twice", c.Name, c.OID)
 		}
 		names[c.Name], oids[c.OID] = true, true
 	}
-	if len(Table) < 20 || !names["prime256v1"] || !names["secp384r1"] || !names["secp521r1"] {
-		t.Errorf("%d curves; the NIST curves missing?", len(Table))
+	if len(Table) < 60 || !names["prime256v1"] || !names["secp384r1"] || !names["secp521r1"] || !names["sect233k1"] || !names["c2pnb368w1"] {
+		t.Errorf("%d curves; the NIST or binary curves missing?", len(Table))
 	}
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes table.go: every elliptic curve over a prime field that this
+# Writes table.go: every elliptic curve over a prime or binary field that this
 # openssl knows, with its OID and its explicit parameters, both as openssl
 # encodes them (`openssl ecparam -name NAME [-param_enc explicit] -outform
 # DER`). pkbf uses the table to name a curve given by explicit parameters
@@ -14,13 +14,14 @@ out=$(realpath -m "${1:-$(dirname "$0")/table.go}")
   echo
   echo "package curves"
   echo
-  echo "// Table lists the prime-field curves of OpenSSL, in its order."
+  echo "// Table lists the curves over prime and binary fields of OpenSSL, in its order."
   echo "var Table = []Curve{"
   for c in $(openssl ecparam -list_curves | awk -F: '/^ *[A-Za-z]/ {gsub(/ /, "", $1); print $1}'); do
     explicit=$(openssl ecparam -name "$c" -param_enc explicit -outform DER 2>/dev/null | xxd -p | tr -d '\n') || continue
     named=$(openssl ecparam -name "$c" -outform DER 2>/dev/null | xxd -p | tr -d '\n') || continue
     case $explicit in
-      *06072a8648ce3d0101*) ;; # prime-field: 1.2.840.10045.1.1
+      *06072a8648ce3d0101*) ;; # prime field: 1.2.840.10045.1.1
+      *06072a8648ce3d0102*) ;; # characteristic two: 1.2.840.10045.1.2
       *) continue ;;
     esac
     case $named in 06*) ;; *) continue ;; esac # has an OID
