@@ -179,6 +179,8 @@ func pemType(text []byte) string {
 		return ""
 	}
 	name, _, _ := bytes.Cut(after, []byte("-----"))
+	name, _, _ = bytes.Cut(name, []byte("\n")) // a BEGIN line without its closing dashes
+	name = bytes.TrimSpace(name)
 	if len(name) > 40 {
 		name = append(name[:40:40], "..."...)
 	}
