@@ -16,9 +16,10 @@ type pemBlock struct {
 // decodePEMBlock decodes one PEM block (RFC 7468, with RFC 1421's headers):
 // a BEGIN line, optional "Name: value" header lines and a blank line,
 // lines of base64 and an END line of the same type. Lines may be indented
-// and of any length, with spaces inside; padding may come only at the end. It is pkbf's one
-// PEM decoder: the scanner frames blocks and SPKI finds them with
-// nextPEMBlock, and both decode here. It reports false for anything else.
+// and of any length, with spaces inside; padding may come only at the
+// end. It is pkbf's one PEM decoder: the scanner frames blocks and SPKI
+// finds them with nextPEMBlock, and both decode here. It reports false
+// for anything else.
 func decodePEMBlock(raw []byte) (block pemBlock, ok bool) {
 	first, rest, _ := bytes.Cut(raw, []byte("\n"))
 	body, last, ok := cutLastLine(rest)
@@ -31,11 +32,9 @@ func decodePEMBlock(raw []byte) (block pemBlock, ok bool) {
 	}
 	block.typ = string(typ)
 	if bytes.IndexByte(body, ':') >= 0 {
-		headed := block.readHeaders(body)
-		if len(headed) == 0 && len(headed) < len(body) {
+		if body = block.readHeaders(body); len(body) == 0 {
 			return pemBlock{}, false // headers, then the END line: no blank line, no data
 		}
-		body = headed
 	}
 	// Most blocks have whole 4-character groups of base64 on every line,
 	// which decode where they are; the rest are gathered first.
