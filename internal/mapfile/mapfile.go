@@ -87,6 +87,13 @@ func (m *File) Lock(exclusive bool) error { return lock(m.file, exclusive) }
 // Unlock releases the lock Lock took.
 func (m *File) Unlock() { unlock(m.file) }
 
+// LockFile takes file's flock(2), shared or exclusive, as [File.Lock]
+// does, for a file that is read rather than mapped; UnlockFile releases it.
+func LockFile(file *os.File, exclusive bool) error { return lock(file, exclusive) }
+
+// UnlockFile releases the lock LockFile took.
+func UnlockFile(file *os.File) { unlock(file) }
+
 // Close unmaps the file and closes it.
 func (m *File) Close() error {
 	var err error

@@ -1,0 +1,363 @@
+package pkbf
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/pkbf/pkbf/internal/mapfile"
+)
+
+// mergeChunk is how much of each input Merge reads at a time: its memory
+// is two chunks and a write buffer, whatever the number and size of the
+// inputs.
+const mergeChunk = 1 << 20
+
+// Merge writes to out the union of the filter files inputs, which must all
+// have the same hash count and hash length: a key probably present in any
+// input is probably present in out, and out answers exactly as one filter
+// to which all the inputs' keys were added. Shards of a key set built apart
+// (on several machines, say) combine this way.
+//
+// The header of out has the inputs' highest revision plus one, the update
+// time now, and the sum of their entry counts (up to 2^32-1): a key added
+// to several inputs is counted once for each, so the count can exceed the
+// distinct keys; [Header.EstimateEntries] estimates those from the bits.
+//
+// Merge streams: it reads the inputs a chunk at a time, ORs them a word at
+// a time and writes the result, so its memory does not grow with the
+// inputs. Each input is held under a shared flock(2), the reference
+// implementation's read lock, from start to end, so a writer adding keys
+// in place waits and every input is read as one consistent filter. An
+// input that is not a regular file (a pipe, say) is read as a stream.
+// out is written atomically, as [Filter.WriteFile] writes it: a complete
+// new file renamed over any old one, which readers never see half made;
+// out may be one of the inputs. Cancelling ctx stops the merge, leaves any
+// old out as it was and returns ctx's error.
+//
+// Errors name the file they are about.
+func Merge(ctx context.Context, out string, inputs ...string) (Header, error) {
+	if len(inputs) == 0 {
+		return Header{}, errors.New("pkbf: merge: no input filters")
+	}
+	ins := make([]*mergeInput, 0, len(inputs))
+	defer func() {
+		for _, in := range ins {
+			in.close()
+		}
+	}()
+	for _, path := range inputs {
+		in, err := openMergeInput(path)
+		if err != nil {
+			return Header{}, err
+		}
+		ins = append(ins, in)
+		if first := ins[0]; in.hdr.HashCount != first.hdr.HashCount || in.hdr.HashLength != first.hdr.HashLength {
+			return Header{}, fmt.Errorf("pkbf: merge: %s has hash count %d and hash length %d, %s has %d and %d: only filters with the same parameters can be merged",
+				in.path, in.hdr.HashCount, in.hdr.HashLength, first.path, first.hdr.HashCount, first.hdr.HashLength)
+		}
+	}
+	h := mergedHeader(ins)
+	err := writeFileAtomic(out, func(w io.Writer) error {
+		hdr, err := h.AppendBinary(nil)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(hdr); err != nil {
+			return err
+		}
+		return mergeData(ctx, w, ins, h.DataSize())
+	})
+	if err != nil {
+		return Header{}, err
+	}
+	return h, nil
+}
+
+// mergedHeader is the header of the union of ins.
+func mergedHeader(ins []*mergeInput) Header {
+	h := Header{HashCount: ins[0].hdr.HashCount, HashLength: ins[0].hdr.HashLength, Updated: time.Unix(time.Now().Unix(), 0).UTC()}
+	var rev, count uint64
+	for _, in := range ins {
+		rev = max(rev, uint64(in.hdr.Revision))
+		count += uint64(in.hdr.EntryCount)
+	}
+	h.Revision = uint32(min(rev+1, math.MaxUint32))
+	h.EntryCount = uint32(min(count, maxEntryCount))
+	return h
+}
+
+// mergeData writes the OR of the inputs' data, size bytes each.
+func mergeData(ctx context.Context, w io.Writer, ins []*mergeInput, size uint64) error {
+	acc := make([]byte, min(size, mergeChunk))
+	buf := make([]byte, len(acc))
+	for left := size; left > 0; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(left, uint64(len(acc)))
+		for i, in := range ins {
+			dst := acc[:n]
+			if i > 0 {
+				dst = buf[:n]
+			}
+			if err := in.read(dst); err != nil {
+				return err
+			}
+			if i > 0 {
+				orBytes(acc[:n], dst)
+			}
+		}
+		if _, err := w.Write(acc[:n]); err != nil {
+			return err
+		}
+		left -= n
+	}
+	for _, in := range ins {
+		if err := in.finish(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// orBytes sets dst to dst OR src, a word at a time; they have one length.
+func orBytes(dst, src []byte) {
+	e := binary.NativeEndian
+	for len(dst) >= 32 && len(src) >= 32 {
+		e.PutUint64(dst, e.Uint64(dst)|e.Uint64(src))
+		e.PutUint64(dst[8:], e.Uint64(dst[8:])|e.Uint64(src[8:]))
+		e.PutUint64(dst[16:], e.Uint64(dst[16:])|e.Uint64(src[16:]))
+		e.PutUint64(dst[24:], e.Uint64(dst[24:])|e.Uint64(src[24:]))
+		dst, src = dst[32:], src[32:]
+	}
+	for i := range min(len(dst), len(src)) {
+		dst[i] |= src[i]
+	}
+}
+
+// mergeInput is one of Merge's input files, open and (a regular file)
+// locked.
+type mergeInput struct {
+	path   string
+	file   *os.File
+	hdr    Header
+	hb     [headerSize]byte // the header as first read
+	data   io.Reader        // the data: a section of a regular file, or the stream itself
+	stream bool             // not a regular file
+	locked bool
+}
+
+func openMergeInput(path string) (*mergeInput, error) {
+	file, err := mapfile.Open(path, false)
+	if err != nil {
+		return nil, err
+	}
+	in := &mergeInput{path: path, file: file}
+	if err := in.start(); err != nil {
+		in.close()
+		return nil, err
+	}
+	return in, nil
+}
+
+// start reads and checks the header: under the shared lock, with the file's
+// size, for a regular file.
+func (in *mergeInput) start() error {
+	fi, err := in.file.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fileError(in.path, fmt.Errorf("%w: is a directory, not a filter file", ErrInvalidFile))
+	}
+	if !fi.Mode().IsRegular() {
+		in.stream, in.data = true, in.file
+		if n, err := io.ReadFull(in.file, in.hb[:]); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return fileError(in.path, fmt.Errorf("%w: input is %d bytes, shorter than the %d-byte header: %w", ErrInvalidFile, n, headerSize, io.ErrUnexpectedEOF))
+			}
+			return err
+		}
+		in.hdr, err = ParseHeader(in.hb[:])
+		if err != nil {
+			return fileError(in.path, err)
+		}
+		return nil
+	}
+	if err := mapfile.LockFile(in.file, false); err != nil {
+		return err
+	}
+	in.locked = true
+	if in.hdr, _, err = checkFile(in.file, in.path); err != nil {
+		return err
+	}
+	if _, err := in.file.ReadAt(in.hb[:], 0); err != nil {
+		return err
+	}
+	in.data = io.NewSectionReader(in.file, offData, int64(in.hdr.DataSize()))
+	return nil
+}
+
+// read fills b with the input's next data bytes.
+func (in *mergeInput) read(b []byte) error {
+	_, err := io.ReadFull(in.data, b)
+	switch {
+	case err == nil:
+		return nil
+	case err != io.EOF && err != io.ErrUnexpectedEOF:
+		return err
+	case in.stream:
+		return fileError(in.path, fmt.Errorf("%w: the data ends early, header says %d bytes: truncated: %w", ErrInvalidFile, in.hdr.DataSize(), io.ErrUnexpectedEOF))
+	}
+	return &fileChangedError{path: in.path, detail: "it was cut short while being merged"}
+}
+
+// finish checks, after the data, that a stream holds nothing more and that
+// a regular file is as it was at the start (only a writer that ignores the
+// lock, such as cp, could have changed it).
+func (in *mergeInput) finish() error {
+	if in.stream {
+		var extra [1]byte
+		if n, _ := io.ReadFull(in.file, extra[:]); n > 0 {
+			return fileError(in.path, fmt.Errorf("%w: input holds more than the filter its header declares", ErrInvalidFile))
+		}
+		return nil
+	}
+	var hb [headerSize]byte
+	fi, err := in.file.Stat()
+	if err != nil {
+		return err
+	}
+	if _, err := in.file.ReadAt(hb[:], 0); err != nil || hb != in.hb || uint64(fi.Size()) != in.hdr.FileSize() {
+		return &fileChangedError{path: in.path, detail: "it was overwritten while being merged"}
+	}
+	return nil
+}
+
+func (in *mergeInput) close() {
+	if in.locked {
+		mapfile.UnlockFile(in.file)
+	}
+	in.file.Close()
+}
+
+// Union adds the keys of g to f, a filter from [New] or [Edit]: it sets
+// every bit set in g, as merging does (see [Merge]). The filters must have
+// the same hash count and hash length. f's entry count grows by g's (up
+// to 2^32-1; keys in both are counted twice) and, if anything changed,
+// f's update time becomes now and, on its first change in this editing
+// session, its revision is raised by one, as [Filter.Add] does. Union
+// panics, as Add does, on a filter that is not writable.
+//
+// On a filter edited in place, Union takes the file's exclusive flock(2)
+// as Add does; an error from the file (see [Filter.Err]) is returned.
+func (f *Filter) Union(g *Filter) (err error) {
+	if f.words == nil {
+		panic("pkbf: Union on a read-only or closed Filter")
+	}
+	gh := g.Header()
+	if f.hdr.HashCount != gh.HashCount || f.hdr.HashLength != gh.HashLength {
+		return fmt.Errorf("pkbf: union of filters with hash count %d and length %d, and %d and %d: only filters with the same parameters combine",
+			f.hdr.HashCount, f.hdr.HashLength, gh.HashCount, gh.HashLength)
+	}
+	if g == f {
+		return nil
+	}
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.words == nil {
+		panic("pkbf: Union on a closed Filter")
+	}
+	if g.mapped != nil {
+		defer g.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
+	}
+	if f.mapped != nil {
+		var fault error
+		defer func() {
+			if fault != nil {
+				err = fault
+				if f.inPlace != nil {
+					f.inPlace.fail(fault)
+				}
+			}
+		}()
+		defer f.mapped.RecoverFault(debug.SetPanicOnFault(true), &fault)
+	}
+	if f.inPlace != nil {
+		if !f.inPlace.lock(f, true) {
+			return f.inPlace.err
+		}
+		defer f.inPlace.unlock()
+	}
+	changed := unionWords(f.words, g.data)
+	if !changed && gh.EntryCount == 0 {
+		return nil
+	}
+	h := &f.hdr
+	h.EntryCount = uint32(min(uint64(h.EntryCount)+uint64(gh.EntryCount), maxEntryCount))
+	h.Updated = time.Unix(now.Unix(), 0).UTC()
+	if !f.edited {
+		h.Revision = uint32(min(uint64(h.Revision)+1, math.MaxUint32))
+		f.edited = true
+	}
+	if f.inPlace != nil {
+		f.inPlace.writeHeader(f.hdr)
+		return f.inPlace.err
+	}
+	return nil
+}
+
+// unionWords ORs src, a filter's data, into words, the same filter's
+// data as 32-bit words (which Add sets atomically), and reports whether
+// any bit was newly set.
+func unionWords(words []uint32, src []byte) (changed bool) {
+	or := func(i int, x uint32) {
+		if x&^atomic.LoadUint32(&words[i]) != 0 {
+			atomic.OrUint32(&words[i], x)
+			changed = true
+		}
+	}
+	full := len(src) / 4
+	for i := range full {
+		or(i, binary.NativeEndian.Uint32(src[4*i:]))
+	}
+	if tail := src[4*full:]; len(tail) > 0 {
+		var w [4]byte
+		copy(w[:], tail)
+		or(full, binary.NativeEndian.Uint32(w[:]))
+	}
+	return changed
+}
+
+// EstimateEntries estimates how many distinct keys were added to a filter
+// with this header's parameters from the number of its bits that are set:
+// -m/k · ln(1 - set/m), the standard estimate for m bits and k hashes,
+// within a few percent while the filter is less than about 90% full. It is
+// +Inf when every bit is set. Unlike the header's entry count, it counts a
+// key added to several merged filters once (see [Merge]).
+func (h Header) EstimateEntries(set uint64) float64 {
+	if set >= h.Bits() {
+		return math.Inf(1)
+	}
+	m := float64(h.Bits())
+	return -m / float64(h.HashCount) * math.Log1p(-float64(set)/m)
+}
+
+// EstimateEntries counts the bits set in the filter (reading the whole
+// data, as [Filter.FillRatio] does) and estimates from them how many
+// distinct keys it holds; see [Header.EstimateEntries].
+func (f *Filter) EstimateEntries() float64 {
+	if f.mapped != nil {
+		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
+	}
+	return f.Header().EstimateEntries(onesCount(f.data))
+}
