@@ -74,6 +74,22 @@ if the filter was replaced or cut short while keys were being added.`,
 			flags: func(o, e io.Writer) *command { c, _ := addCommand(o, e); return c }, run: runAdd,
 		},
 		{
+			name: "merge", synopsis: "merge [--force] OUT FILTER...",
+			summary: "Merge filters with the same parameters into one (their union).",
+			help: `Write to OUT the union of the FILTERs, which must have the same hash count
+and hash length: OUT answers as one filter holding every FILTER's keys.
+The FILTERs are read a chunk at a time (a few MiB of memory whatever their
+size), each under the shared lock writers wait for; OUT is written under a
+temporary name and renamed into place, so readers never see half of it.
+OUT gets the highest revision plus one, the time now, and the sum of the
+entry counts (a key in several FILTERs is counted once for each; 'pkbf
+info --scan' estimates the distinct keys from the bits). An existing OUT
+is refused unless it is one of the FILTERs or --force is given. Ctrl-C
+stops and leaves OUT as it was.`,
+			flags: mergeCommand,
+			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runMerge(args, stdout, stderr) },
+		},
+		{
 			name: "serve", synopsis: "serve [--listen ADDR] [flags] FILTER",
 			summary: "Answer checks over HTTP, following the filter file as it is replaced.",
 			help: `Answer checks over HTTP (default on 127.0.0.1:8080), following FILTER as

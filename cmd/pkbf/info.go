@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"time"
 
@@ -34,9 +35,9 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer f.Close()
 	h := f.Header() // Open checked that the file is exactly h.FileSize() bytes
-	var fill *float64
+	var fill, distinct *float64
 	if scan {
-		fill, err = scanFill(f, newScreen(stdout, stderr))
+		fill, distinct, err = scanFill(f, newScreen(stdout, stderr))
 	}
 	if err == nil {
 		err = f.FileChanged()
@@ -56,8 +57,9 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Size              int64    `json:"size"`
 		FalsePositiveRate float64  `json:"false_positive_rate"`
 		FillRatio         *float64 `json:"fill_ratio,omitempty"`
+		EstimatedEntries  *float64 `json:"estimated_entries,omitempty"`
 	}{path, h.Revision, h.Updated.UTC().Format(time.RFC3339), h.EntryCount, h.HashCount, h.HashLength,
-		h.Bits(), int64(h.FileSize()), f.FalsePositiveRate(), fill}
+		h.Bits(), int64(h.FileSize()), f.FalsePositiveRate(), fill, distinct}
 	if asJSON {
 		b, _ := json.Marshal(info)
 		fmt.Fprintf(stdout, "%s\n", b)
@@ -76,23 +78,37 @@ false-positive rate: %.3g (estimated from the header)
 		info.Bits, sizeText(h.FileSize()), info.FalsePositiveRate)
 	if fill != nil {
 		fmt.Fprintf(stdout, "fill ratio:          %.4f (bits set)\n", *fill)
+		fmt.Fprintf(stdout, "distinct keys:       %s (estimated from the bits set)\n", estimateText(*distinct))
 	}
 	return exitOK
 }
 
-// scanFill counts the bits set, with progress, and returns their share. It
-// reads the filter through WriteTo, which reports a filter file cut short
-// as an error.
-func scanFill(f *pkbf.Filter, scr *screen) (fill *float64, err error) {
+// scanFill counts the bits set, with progress, and returns their share
+// and the distinct keys they suggest. It reads the filter through WriteTo,
+// which reports a filter file cut short as an error.
+func scanFill(f *pkbf.Filter, scr *screen) (fill, distinct *float64, err error) {
 	prog := startProgress(scr, nil)
 	prog.what = "MiB"
 	defer prog.stop()
 	c := &bitCounter{skip: pkbf.HeaderSize, progress: func(done uint64) { prog.keys.Store(int64(done >> 20)) }}
 	if _, err := f.WriteTo(c); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ratio := float64(c.set) / float64(f.Header().Bits())
-	return &ratio, nil
+	h := f.Header()
+	ratio, estimate := float64(c.set)/float64(h.Bits()), h.EstimateEntries(c.set)
+	if math.IsInf(estimate, 1) { // every bit set: JSON has no infinity
+		estimate = math.MaxFloat64
+	}
+	return &ratio, &estimate, nil
+}
+
+// estimateText words an estimate of distinct keys: about 1.23e+06, or
+// "too many to tell" when every bit is set.
+func estimateText(v float64) string {
+	if v == math.MaxFloat64 {
+		return "too many to tell (every bit is set)"
+	}
+	return fmt.Sprintf("about %.0f", v)
 }
 
 // fillChunk is how much a bitCounter counts between reports of progress:

@@ -24,13 +24,13 @@ func TestScanFillTruncated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if fill, err := scanFill(f, newScreen(io.Discard, io.Discard)); err != nil || *fill != 0 {
+	if fill, _, err := scanFill(f, newScreen(io.Discard, io.Discard)); err != nil || *fill != 0 {
 		t.Fatalf("scanFill of an empty filter = %v, %v", fill, err)
 	}
 	if err := os.Truncate(path, 4096); err != nil {
 		t.Fatal(err)
 	}
-	_, err = scanFill(f, newScreen(io.Discard, io.Discard))
+	_, _, err = scanFill(f, newScreen(io.Discard, io.Discard))
 	if !errors.Is(err, pkbf.ErrFileChanged) {
 		t.Errorf("scanFill of a filter cut short: %v, want ErrFileChanged", err)
 	}

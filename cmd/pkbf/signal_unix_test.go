@@ -58,3 +58,53 @@ func TestAddInterrupted(t *testing.T) {
 		t.Errorf("file has %d entries; add said %q (the stream repeats one Ed25519 and one P-256 key: 3 entries)", h.EntryCount, r.stdout)
 	}
 }
+
+// An interrupted merge stops between chunks, even while an input is slow
+// to come, leaving the output as it was and no temporary file.
+func TestMergeInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.pkbf")
+	if r := runWith(t, nil, "create", "-k", "2", "-l", "30", big); r.code != 0 { // 128 MiB of data
+		t.Fatal(r)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	out := filepath.Join(dir, "out.pkbf")
+	os.WriteFile(out, []byte("old"), 0o644)
+	go func() { // the FIFO gives a filter slowly, until the reader leaves
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer w.Close()
+		hdr := mustRead(t, big)[:pkbf.HeaderSize]
+		if _, err := w.Write(hdr); err != nil {
+			return
+		}
+		chunk := make([]byte, 64<<10)
+		for i := 0; ; i++ {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			if i == 32 { // 2 MiB in: the merge is under way
+				syscall.Kill(os.Getpid(), syscall.SIGINT)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	r := runWith(t, nil, "merge", "--force", out, big, fifo)
+	if r.code != exitSignaled || !strings.Contains(r.stderr, "interrupted: "+out+" was not written") {
+		t.Fatalf("interrupted merge: %+v", r)
+	}
+	if b := mustRead(t, out); string(b) != "old" {
+		t.Error("an interrupted merge changed the output")
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/pkbf/pkbf"
+)
+
+func mergeCommand(stdout, stderr io.Writer) *command {
+	c := newCommand("merge", "merge [--force] OUT FILTER...", stdout, stderr)
+	c.Bool("force", false, "replace OUT if it exists (it may always be one of the FILTERs)")
+	c.alias("f", "force")
+	return c
+}
+
+func runMerge(args []string, stdout, stderr io.Writer) int {
+	c := mergeCommand(stdout, stderr)
+	if ok, code := c.parse(args, 2, -1); !ok {
+		return code
+	}
+	force := c.Lookup("force").Value.(flag.Getter).Get().(bool)
+	out, inputs := c.Arg(0), c.Args()[1:]
+	if !force {
+		if err := refuseExisting(out, inputs); err != nil {
+			errorf(stderr, "%s", err)
+			return exitTrouble
+		}
+	}
+	// A first Ctrl-C stops between chunks (Merge removes its temporary
+	// file); a second quits at once, even while an input blocks.
+	interrupt := stopOnInterrupt()
+	defer interrupt.release()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-interrupt.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	start := time.Now()
+	h, err := pkbf.Merge(ctx, out, inputs...)
+	switch {
+	case errors.Is(err, context.Canceled):
+		errorf(stderr, "interrupted: %s was not written", out)
+		return exitSignaled
+	case err != nil:
+		errorf(stderr, "%s", displayErr(err))
+		return exitTrouble
+	}
+	fmt.Fprintf(stdout, "merged %s into %s: revision %d, %d entries (a key in several filters counted once for each), hash count %d, hash length %d, %s, %s\n",
+		plural(len(inputs), "filter", "filters"), out, h.Revision, h.EntryCount, h.HashCount, h.HashLength,
+		sizeText(h.FileSize()), time.Since(start).Round(time.Millisecond))
+	return exitOK
+}
+
+// refuseExisting refuses an existing out that is not one of the inputs,
+// which would be a slip of the order of the arguments: "pkbf merge a b c"
+// would replace the shard a by the union of b and c.
+func refuseExisting(out string, inputs []string) error {
+	fo, err := os.Stat(out)
+	if err != nil {
+		return nil
+	}
+	for _, in := range inputs {
+		if fi, err := os.Stat(in); err == nil && os.SameFile(fo, fi) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s exists and is not one of the filters merged: give --force to replace it (the first argument is the output)", out)
+}
