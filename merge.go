@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/pkbf/pkbf/internal/mapfile"
 )
@@ -130,13 +131,14 @@ func mergeData(ctx context.Context, w io.Writer, ins []*mergeInput, size uint64)
 
 // orBytes sets dst to dst OR src, a word at a time; they have one length.
 func orBytes(dst, src []byte) {
-	e := binary.NativeEndian
-	for len(dst) >= 32 && len(src) >= 32 {
-		e.PutUint64(dst, e.Uint64(dst)|e.Uint64(src))
-		e.PutUint64(dst[8:], e.Uint64(dst[8:])|e.Uint64(src[8:]))
-		e.PutUint64(dst[16:], e.Uint64(dst[16:])|e.Uint64(src[16:]))
-		e.PutUint64(dst[24:], e.Uint64(dst[24:])|e.Uint64(src[24:]))
-		dst, src = dst[32:], src[32:]
+	n := min(len(dst), len(src)) &^ 7
+	if n > 0 && uintptr(unsafe.Pointer(&dst[0]))%8 == 0 && uintptr(unsafe.Pointer(&src[0]))%8 == 0 {
+		d := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[0])), n/8)
+		s := unsafe.Slice((*uint64)(unsafe.Pointer(&src[0])), n/8)
+		for i := range d {
+			d[i] |= s[i]
+		}
+		dst, src = dst[n:], src[n:]
 	}
 	for i := range min(len(dst), len(src)) {
 		dst[i] |= src[i]
