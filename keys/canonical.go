@@ -15,6 +15,18 @@ import (
 // request's SPKI as it stands, and the publisher adds EC keys under both
 // point forms. A definite "no" must hold for every one of them.
 
+// ExplicitCurve reports whether spki is an EC key whose curve is given by
+// explicit parameters rather than named. openssl keeps such parameters when
+// it writes the key (x509 -pubkey, pkey -pubin), so the fingerprint it and
+// pwnedkeys compute is that of these bytes, not of [Canonical]'s named
+// curve; pkbf check reports it.
+func ExplicitCurve(spki []byte) bool {
+	s := cryptobyte.String(spki)
+	var body, alg, oid cryptobyte.String
+	return s.ReadASN1(&body, cbasn1.SEQUENCE) && body.ReadASN1(&alg, cbasn1.SEQUENCE) &&
+		alg.ReadASN1(&oid, cbasn1.OBJECT_IDENTIFIER) && bytes.Equal(oid, oidECPublicKey) && alg.PeekASN1Tag(cbasn1.SEQUENCE)
+}
+
 // Canonical returns the OpenSSL-canonical DER encoding of the key in spki,
 // the one OpenSSL writes and pwnedkeys fingerprints (its [Fingerprint] is
 // the key's pwnedkeys fingerprint): integers in minimal form (an RSA

@@ -326,3 +326,32 @@ func TestCostLimits(t *testing.T) {
 		t.Errorf("DH modulus of %d bits: %v", maxFieldBits+1, err)
 	}
 }
+
+// ExplicitCurve tells an EC key with explicit curve parameters from one on
+// a named curve and from other keys, in every form SPKI reads.
+func TestExplicitCurve(t *testing.T) {
+	for name, want := range map[string]bool{
+		"p256.spki-explicit.der":                       true,
+		"p256.cert-explicit.pem":                       true,
+		"brainpoolp256r1.spki-explicit-compressed.pem": true,
+		"brainpoolp256r1.spki.pem":                     false,
+		"brainpoolp256r1.spki-compressed.pem":          false,
+	} {
+		spki, err := SPKI(mustRead(t, filepath.Join(moreDir, name)))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := ExplicitCurve(spki); got != want {
+			t.Errorf("ExplicitCurve(%s) = %v, want %v", name, got, want)
+		}
+		canonical, err := Canonical(spki)
+		if err != nil || ExplicitCurve(canonical) {
+			t.Errorf("%s: canonical form (%v) still has explicit parameters", name, err)
+		}
+	}
+	for _, b := range [][]byte{nil, {0x30}, {0x30, 0x03, 0x30, 0x01, 0x06}, mustRead(t, "../testdata/keys/rsa2048.spki.der")} {
+		if ExplicitCurve(b) {
+			t.Errorf("ExplicitCurve(% x) = true", b[:min(len(b), 8)])
+		}
+	}
+}

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
 	"strings"
 
-	"golang.org/x/crypto/cryptobyte"
-	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // check's output: the verdict of each key, as text or JSON.
@@ -158,20 +156,8 @@ func (it *item) fingerprints() (fp, other [2 * sha256.Size]byte, label string) {
 	if len(it.spki) == len(it.canonical) && &it.spki[0] == &it.canonical[0] {
 		return fingerprint(it.canonical), other, ""
 	}
-	if hasExplicitECParams(it.spki) {
+	if keys.ExplicitCurve(it.spki) {
 		return fingerprint(it.spki), fingerprint(it.canonical), "named curve"
 	}
 	return fingerprint(it.canonical), fingerprint(it.spki), "as given"
 }
-
-// hasExplicitECParams reports whether an SPKI is an EC key whose curve is
-// given by explicit parameters rather than named.
-func hasExplicitECParams(spki []byte) bool {
-	s := cryptobyte.String(spki)
-	var body, alg, oid cryptobyte.String
-	return s.ReadASN1(&body, cbasn1.SEQUENCE) && body.ReadASN1(&alg, cbasn1.SEQUENCE) &&
-		alg.ReadASN1(&oid, cbasn1.OBJECT_IDENTIFIER) && bytes.Equal(oid, oidECPublicKey) && alg.PeekASN1Tag(cbasn1.SEQUENCE)
-}
-
-// oidECPublicKey is the content of id-ecPublicKey, 1.2.840.10045.2.1.
-var oidECPublicKey = []byte{0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01}
