@@ -13,7 +13,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -280,21 +279,7 @@ func makeFileAtomic(path string, noReplace bool, fill func(tmp *os.File) error) 
 		}
 		return err
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir makes a rename in dir durable. File systems that cannot sync a
-// directory say EINVAL; the rename then stands as the system left it.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return err
-	}
-	return nil
+	return mapfile.SyncDir(filepath.Dir(path))
 }
 
 // Create makes a new, empty filter file at path, as the reference does:

@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"syscall"
 	"unsafe"
 )
 
@@ -93,6 +94,24 @@ func LockFile(file *os.File, exclusive bool) error { return lock(file, exclusive
 
 // UnlockFile releases the lock LockFile took.
 func UnlockFile(file *os.File) { unlock(file) }
+
+// TryLockFile takes file's exclusive flock(2) if no one holds a lock on
+// it, and reports whether it did. Where there is no flock it succeeds.
+func TryLockFile(file *os.File) (bool, error) { return tryLock(file) }
+
+// SyncDir makes a rename in dir durable. File systems that cannot sync a
+// directory say EINVAL; the rename then stands as the system left it.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}
 
 // Close unmaps the file and closes it.
 func (m *File) Close() error {

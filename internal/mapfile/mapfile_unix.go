@@ -3,6 +3,7 @@
 package mapfile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -62,3 +63,14 @@ func lock(file *os.File, exclusive bool) error {
 }
 
 func unlock(file *os.File) { unix.Flock(int(file.Fd()), unix.LOCK_UN) }
+
+func tryLock(file *os.File) (bool, error) {
+	err := unix.Flock(int(file.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return false, nil
+	}
+	return false, &fs.PathError{Op: "flock", Path: file.Name(), Err: err}
+}
