@@ -90,6 +90,24 @@ stops and leaves OUT as it was.`,
 			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runMerge(args, stdout, stderr) },
 		},
 		{
+			name: "update", synopsis: "update [--force] [--header-file FILE] [flags] URL FILTER",
+			summary: "Download a new filter from URL if there is one, safely.",
+			help: `Make FILTER current with the filter at URL. The request is conditional
+(the ETag and time of the installed file): "up to date" costs no transfer.
+A new filter is streamed to .FILTER.download beside FILTER, checked (its
+header, its size against the server's and the limit) and compared with the
+installed one, then renamed over it, so programs reading FILTER see the old
+file or the new one, never a part. An older filter is refused unless
+--force. A download cut short is resumed (HTTP Range) by the retries and by
+the next run. Request headers (credentials) come from --header-file or
+$PKBF_UPDATE_HEADER, never the command line, and are never printed;
+proxies from $HTTPS_PROXY and $NO_PROXY. Two updates of one FILTER wait
+for each other. Exit 0 when FILTER is current (updated or already), 2 when
+the update failed (FILTER untouched), 130 when interrupted.`,
+			flags: updateCommand,
+			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runUpdate(args, stdout, stderr) },
+		},
+		{
 			name: "serve", synopsis: "serve [--listen ADDR] [flags] FILTER",
 			summary: "Answer checks over HTTP, following the filter file as it is replaced.",
 			help: `Answer checks over HTTP (default on 127.0.0.1:8080), following FILTER as

@@ -18,8 +18,9 @@ type progress struct {
 	bytes atomic.Int64
 	total int64 // bytes in the inputs, if all are regular files; else 0
 
-	scr     *screen // nil: no display
-	what    string  // "keys", or what is being counted
+	scr     *screen                            // nil: no display
+	what    string                             // "keys", or what is being counted
+	line    func(elapsed time.Duration) string // if set, the whole progress line
 	started time.Time
 	done    chan struct{}
 	wg      sync.WaitGroup
@@ -70,6 +71,9 @@ func startProgress(scr *screen, inputs []input) *progress {
 
 // text is the progress line: "123.4k keys, 45.6k keys/s, 37% of 1.2 GiB".
 func (p *progress) text() string {
+	if p.line != nil {
+		return p.line(time.Since(p.started))
+	}
 	keys := p.keys.Load()
 	rate := float64(keys) / time.Since(p.started).Seconds()
 	line := fmt.Sprintf("%s %s, %s %s/s", count(float64(keys)), p.what, count(rate), p.what)

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/pkbf/pkbf/update"
+)
+
+// updateHeaderEnv names the environment variable that may hold request
+// headers for update ("Name: value" lines): credentials, kept off the
+// command line, where other users see them.
+const updateHeaderEnv = "PKBF_UPDATE_HEADER"
+
+func updateCommand(stdout, stderr io.Writer) *command {
+	c := newCommand("update", "update [--force] [--header-file FILE] [flags] URL FILTER", stdout, stderr)
+	c.Bool("force", false, "install the server's filter even if it is older than the installed one")
+	c.String("header-file", "", "read request headers (\"Name: value\" lines, credentials) from `FILE`; else from $"+updateHeaderEnv)
+	c.Int64("max-size", update.DefaultMaxSize, "refuse a filter larger than `BYTES`")
+	c.Int("retries", update.DefaultRetries, "retry a failed download `N` times (network errors, 429, 5xx), resuming it")
+	c.Duration("stall", update.DefaultStall, "retry when no data arrives for `D`")
+	c.Bool("quiet", false, "print nothing when the filter is already current")
+	c.alias("f", "force")
+	c.alias("q", "quiet")
+	return c
+}
+
+func runUpdate(args []string, stdout, stderr io.Writer) int {
+	c := updateCommand(stdout, stderr)
+	if ok, code := c.parse(args, 2, 2); !ok {
+		return code
+	}
+	get := func(name string) any { return c.Lookup(name).Value.(flag.Getter).Get() }
+	rawURL, path := c.Arg(0), c.Arg(1)
+	header, err := requestHeader(get("header-file").(string))
+	if err != nil {
+		errorf(stderr, "%s", displayErr(err))
+		return exitTrouble
+	}
+	retries := get("retries").(int)
+	if retries == 0 {
+		retries = -1 // none; the library's 0 is its default
+	}
+	scr := newScreen(stdout, stderr)
+	var done, total atomic.Int64
+	prog := startProgress(scr, nil)
+	prog.line = func(elapsed time.Duration) string { return downloadProgress(done.Load(), total.Load(), elapsed) }
+	opts := update.Options{
+		Header: header, Force: get("force").(bool), MaxSize: get("max-size").(int64), Retries: retries,
+		Stall:    get("stall").(time.Duration),
+		Progress: func(d, t int64) { done.Store(d); total.Store(t) },
+		Logf:     func(format string, args ...any) { scr.warnf(format, args...) },
+	}
+	// A first Ctrl-C stops the download (kept, to be resumed); a second
+	// quits at once. Either way the installed filter is untouched.
+	interrupt := stopOnInterrupt()
+	defer interrupt.release()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-interrupt.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	start := time.Now()
+	res, err := update.Update(ctx, rawURL, path, opts)
+	prog.stop()
+	switch {
+	case errors.Is(err, context.Canceled):
+		scr.errorf("interrupted: %s was not changed; the download so far is kept, and the next update resumes it", path)
+		return exitSignaled
+	case err != nil:
+		scr.errorf("%s", displayErr(err))
+		return exitTrouble
+	case !res.Updated:
+		if !get("quiet").(bool) {
+			fmt.Fprintf(stdout, "up to date: %s, revision %d, updated %s\n", path, res.New.Revision, res.New.Updated.Format(time.RFC3339))
+		}
+		return exitOK
+	}
+	from := "none"
+	if res.Old != nil {
+		from = fmt.Sprint(res.Old.Revision)
+	}
+	resumed := ""
+	if res.Resumed {
+		resumed = fmt.Sprintf(", %d received (resumed)", res.Received)
+	}
+	fmt.Fprintf(stdout, "updated: %s, revision %s -> %d, %s bytes%s, %s\n", path, from, res.New.Revision,
+		groupDigits(res.Size), resumed, time.Since(start).Round(100*time.Millisecond))
+	return exitOK
+}
+
+// downloadProgress is update's progress line: "12.3 MiB of 256 MiB (5%),
+// 45.6 MiB/s, 5 s left".
+func downloadProgress(done, total int64, elapsed time.Duration) string {
+	rate := float64(done) / max(elapsed.Seconds(), 1e-3)
+	line := binarySize(uint64(done))
+	if total > 0 {
+		line += fmt.Sprintf(" of %s (%.0f%%)", binarySize(uint64(total)), 100*float64(done)/float64(total))
+	}
+	line += fmt.Sprintf(", %s/s", binarySize(uint64(rate)))
+	if total > 0 && rate > 0 {
+		line += fmt.Sprintf(", %s left", (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second))
+	}
+	return line
+}
+
+// groupDigits writes n with spaces between groups of three digits:
+// "268 435 480".
+func groupDigits(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// requestHeader reads "Name: value" lines from the file, or else from the
+// environment variable; blank lines and lines starting with # are
+// skipped. Messages never quote a value.
+func requestHeader(file string) (http.Header, error) {
+	text, from := os.Getenv(updateHeaderEnv), "$"+updateHeaderEnv
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		text, from = string(b), file
+	}
+	h := http.Header{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, fmt.Errorf("%s: line %d is not a \"Name: value\" header", from, n)
+		}
+		h.Add(textproto.CanonicalMIMEHeaderKey(name), strings.TrimSpace(value))
+	}
+	return h, nil
+}
