@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pkbf/pkbf"
+)
+
+// publishedFilter is a filter holding the p256 test key and n filler keys,
+// with the given revision, as a file's bytes.
+func publishedFilter(t *testing.T, rev uint32, l, n int) []byte {
+	t.Helper()
+	f, _ := pkbf.New(4, l)
+	if _, err := f.AddKey(mustRead(t, key("p256.pub"))); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		f.Add([]byte{byte(i), byte(i >> 8), byte(rev)})
+	}
+	var b bytes.Buffer
+	f.WriteTo(&b)
+	h := f.Header()
+	h.Revision = rev
+	h.AppendBinary(b.Bytes()[:0])
+	return b.Bytes()
+}
+
+// publisher serves the current filter with ETags and ranges; the header
+// X-Api-Key must be "k3y".
+type publisher struct {
+	body  atomic.Pointer[[]byte]
+	etag  atomic.Int64
+	delay time.Duration // between 64 KiB writes of a body
+}
+
+func (p *publisher) set(b []byte) {
+	p.body.Store(&b)
+	p.etag.Add(1)
+}
+
+func (p *publisher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-Api-Key") != "k3y" {
+		http.Error(w, "no", http.StatusUnauthorized)
+		return
+	}
+	w.Header().Set("ETag", `"`+string(rune('a'+p.etag.Load()%26))+`"`)
+	var out http.ResponseWriter = w
+	if p.delay > 0 {
+		out = &throttledWriter{w, p.delay}
+	}
+	http.ServeContent(out, r, "f.pkbf", time.Unix(1e9+p.etag.Load(), 0), bytes.NewReader(*p.body.Load()))
+}
+
+type throttledWriter struct {
+	http.ResponseWriter
+	delay time.Duration
+}
+
+func (w *throttledWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		m, err := w.ResponseWriter.Write(p[:min(len(p), 64<<10)])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[m:]
+		time.Sleep(w.delay)
+	}
+	return n, nil
+}
+
+func TestUpdateCommand(t *testing.T) {
+	pub := &publisher{}
+	pub.set(publishedFilter(t, 1, 14, 10))
+	ts := httptest.NewServer(pub)
+	defer ts.Close()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.pkbf")
+	hf := filepath.Join(dir, "headers")
+	os.WriteFile(hf, []byte("# the feed's key\nX-Api-Key: k3y\n"), 0o600)
+
+	r := runWith(t, nil, "update", "--header-file", hf, ts.URL, p)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "updated: "+p+", revision none -> 1, 2 072 bytes, ") {
+		t.Fatalf("first update: %+v", r)
+	}
+	if r := runWith(t, nil, "check", p, key("p256.pub")); r.code != 1 {
+		t.Errorf("check after update: %+v", r)
+	}
+	r = runWith(t, nil, "update", "--header-file", hf, ts.URL, p)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "up to date: "+p+", revision 1") {
+		t.Errorf("second update: %+v", r)
+	}
+	if r := runWith(t, nil, "update", "-q", "--header-file", hf, ts.URL, p); r.code != 0 || r.stdout != "" {
+		t.Errorf("update --quiet when current: %+v", r)
+	}
+	// Credentials from the environment.
+	pub.set(publishedFilter(t, 2, 14, 20))
+	t.Setenv(updateHeaderEnv, "X-Api-Key: k3y")
+	if r := runWith(t, nil, "update", ts.URL, p); r.code != 0 || !strings.Contains(r.stdout, "revision 1 -> 2") {
+		t.Errorf("update with $%s: %+v", updateHeaderEnv, r)
+	}
+	// An older revision is refused, and installed with --force.
+	pub.set(publishedFilter(t, 1, 14, 30))
+	before := mustRead(t, p)
+	r = runWith(t, nil, "update", ts.URL, p)
+	if r.code != 2 || !strings.Contains(r.stderr, "older than the installed one: revision 1") || !bytes.Equal(mustRead(t, p), before) {
+		t.Errorf("update to an older revision: %+v", r)
+	}
+	if r := runWith(t, nil, "update", "--force", ts.URL, p); r.code != 0 || !strings.Contains(r.stdout, "revision 2 -> 1") {
+		t.Errorf("update --force: %+v", r)
+	}
+	// Wrong credentials: exit 2, the value never shown.
+	os.WriteFile(hf, []byte("X-Api-Key: wr0ng\n"), 0o600)
+	r = runWith(t, nil, "update", "--header-file", hf, ts.URL, p)
+	if r.code != 2 || !strings.Contains(r.stderr, "401 Unauthorized") || strings.Contains(r.stderr+r.stdout, "wr0ng") {
+		t.Errorf("update with a wrong key: %+v", r)
+	}
+	os.WriteFile(hf, []byte("X-Api-Key k3y-without-colon\n"), 0o600)
+	r = runWith(t, nil, "update", "--header-file", hf, ts.URL, p)
+	if r.code != 2 || !strings.Contains(r.stderr, hf+": line 1 is not a \"Name: value\" header") || strings.Contains(r.stderr, "k3y") {
+		t.Errorf("a bad header file: %+v", r)
+	}
+	for _, args := range [][]string{{"update", ts.URL}, {"update", "ftp://x/y", p}} {
+		if r := runWith(t, nil, args...); r.code != 2 {
+			t.Errorf("%q: %+v", args, r)
+		}
+	}
+}
+
+func TestDownloadProgressText(t *testing.T) {
+	for _, c := range []struct {
+		done, total int64
+		elapsed     time.Duration
+		want        string
+	}{
+		{64 << 20, 256 << 20, 2 * time.Second, "64 MiB of 256 MiB (25%), 32 MiB/s, 6s left"},
+		{512, 0, time.Second, "512 bytes, 512 bytes/s"},
+	} {
+		if got := downloadProgress(c.done, c.total, c.elapsed); got != c.want {
+			t.Errorf("downloadProgress(%d, %d, %v) = %q, want %q", c.done, c.total, c.elapsed, got, c.want)
+		}
+	}
+	if got := groupDigits(268435480); got != "268 435 480" {
+		t.Errorf("groupDigits = %q", got)
+	}
+}
