@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -174,5 +176,40 @@ func TestProgressAndVerdictsShareATerminal(t *testing.T) {
 	}
 	if code != exitFound || seen != n {
 		t.Errorf("exit %d, %d whole verdict lines of %d", code, seen, n)
+	}
+}
+
+// update shows its progress on a terminal (bytes, rate, time left), and
+// erases it before its summary and before a retry's warning.
+func TestUpdateProgressOnTerminal(t *testing.T) {
+	master, slave := openPTY(t)
+	defer master.Close()
+	defer setProgressTiming(20*time.Millisecond, 10*time.Millisecond)()
+	var screen bytes.Buffer
+	done := make(chan struct{})
+	go func() { io.Copy(&screen, master); close(done) }()
+	pub := &publisher{delay: 2 * time.Millisecond}
+	pub.set(publishedFilter(t, 1, 24, 10)) // 2 MiB in 32 KiB writes: about 130 ms
+	ts := httptest.NewServer(pub)
+	defer ts.Close()
+	t.Setenv(updateHeaderEnv, "X-Api-Key: k3y")
+	var stdout bytes.Buffer
+	p := filepath.Join(t.TempDir(), "f.pkbf")
+	code := run([]string{"update", ts.URL, p}, nil, &stdout, slave)
+	slave.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading the terminal did not finish")
+	}
+	got := renderTerminal(screen.Bytes(), 80)
+	if code != 0 || !strings.Contains(screen.String(), " of 2 MiB (") || !strings.Contains(screen.String(), "/s, ") || !strings.Contains(screen.String(), " left") {
+		t.Errorf("exit %d; terminal showed %q; want progress with size, rate and time left", code, screen.String())
+	}
+	if len(got) != 1 || got[0] != "" {
+		t.Errorf("the progress line was not erased at the end: %q", got)
+	}
+	if !strings.HasPrefix(stdout.String(), "updated: "+p+", revision none -> 1, 2 097 176 bytes") || strings.Contains(stdout.String(), "MiB/s") {
+		t.Errorf("stdout %q", stdout.String())
 	}
 }
