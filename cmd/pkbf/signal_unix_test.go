@@ -73,11 +73,14 @@ func TestMergeInterrupted(t *testing.T) {
 	}
 	out := filepath.Join(dir, "out.pkbf")
 	os.WriteFile(out, []byte("old"), 0o644)
+	// The writer's end is open before merge opens the FIFO (O_RDWR does
+	// not wait for a reader on Linux), as a FIFO with no writer is an
+	// error at once.
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() { // the FIFO gives a filter slowly, until the reader leaves
-		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-		if err != nil {
-			return
-		}
 		defer w.Close()
 		hdr := mustRead(t, big)[:pkbf.HeaderSize]
 		if _, err := w.Write(hdr); err != nil {
@@ -95,6 +98,7 @@ func TestMergeInterrupted(t *testing.T) {
 		}
 	}()
 	r := runWith(t, nil, "merge", "--force", out, big, fifo)
+	w.Close() // the writer stops
 	if r.code != exitSignaled || !strings.Contains(r.stderr, "interrupted: "+out+" was not written") {
 		t.Fatalf("interrupted merge: %+v", r)
 	}
