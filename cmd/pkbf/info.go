@@ -87,8 +87,7 @@ false-positive rate: %.3g (estimated from the header)
 // and the distinct keys they suggest. It reads the filter through WriteTo,
 // which reports a filter file cut short as an error.
 func scanFill(f *pkbf.Filter, scr *screen) (fill, distinct *float64, err error) {
-	prog := startProgress(scr, nil)
-	prog.what = "MiB"
+	prog := startProgress(scr, nil, func(p *progress) { p.what = "MiB" })
 	defer prog.stop()
 	c := &bitCounter{skip: pkbf.HeaderSize, progress: func(done uint64) { prog.keys.Store(int64(done >> 20)) }}
 	if _, err := f.WriteTo(c); err != nil {

@@ -33,8 +33,13 @@ var (
 	progressEvery = 250 * time.Millisecond
 )
 
-func startProgress(scr *screen, inputs []input) *progress {
+// startProgress starts the display; set, if given, sets what the
+// display shows (what, line) before it starts, as it is read meanwhile.
+func startProgress(scr *screen, inputs []input, set ...func(*progress)) *progress {
 	p := &progress{started: time.Now(), done: make(chan struct{}), what: "keys"}
+	for _, f := range set {
+		f(p)
+	}
 	if !scr.progress {
 		return p
 	}

@@ -53,8 +53,9 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	}
 	scr := newScreen(stdout, stderr)
 	var done, total atomic.Int64
-	prog := startProgress(scr, nil)
-	prog.line = func(elapsed time.Duration) string { return downloadProgress(done.Load(), total.Load(), elapsed) }
+	prog := startProgress(scr, nil, func(p *progress) {
+		p.line = func(elapsed time.Duration) string { return downloadProgress(done.Load(), total.Load(), elapsed) }
+	})
 	opts := update.Options{
 		Header: header, Force: get("force").(bool), MaxSize: get("max-size").(int64), Retries: retries,
 		Stall:    get("stall").(time.Duration),
