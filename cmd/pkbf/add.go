@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -94,6 +95,22 @@ func stopOnInterrupt() *interruption {
 func (in *interruption) release() {
 	signal.Stop(in.signals)
 	close(in.finished)
+}
+
+// interruptContext is stopOnInterrupt as a context, for work that takes
+// one: a first interrupt cancels it, a second quits at once. Call release
+// when done.
+func interruptContext() (ctx context.Context, release func()) {
+	interrupt := stopOnInterrupt()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-interrupt.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(); interrupt.release() }
 }
 
 // addResult is what addInputs did.

@@ -34,17 +34,8 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 	}
 	// A first Ctrl-C stops between chunks (Merge removes its temporary
 	// file); a second quits at once, even while an input blocks.
-	interrupt := stopOnInterrupt()
-	defer interrupt.release()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-interrupt.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx, release := interruptContext()
+	defer release()
 	start := time.Now()
 	h, err := pkbf.Merge(ctx, out, inputs...)
 	switch {

@@ -64,17 +64,8 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	}
 	// A first Ctrl-C stops the download (kept, to be resumed); a second
 	// quits at once. Either way the installed filter is untouched.
-	interrupt := stopOnInterrupt()
-	defer interrupt.release()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-interrupt.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx, release := interruptContext()
+	defer release()
 	start := time.Now()
 	res, err := update.Update(ctx, rawURL, path, opts)
 	prog.stop()
