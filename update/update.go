@@ -375,7 +375,7 @@ func (up *updater) attempt(ctx context.Context) error {
 	switch {
 	case have > 0:
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
-		req.Header.Set("If-Range", cmp(up.state.PartialETag, up.state.PartialLastModified))
+		req.Header.Set("If-Range", firstSet(up.state.PartialETag, up.state.PartialLastModified))
 	case up.old != nil && up.state.Header == headerHex(*up.old):
 		// The installed file is the one the server described: its time is
 		// the server's Last-Modified (a file put there by other means has
@@ -435,8 +435,8 @@ func (up *updater) attempt(ctx context.Context) error {
 	return up.install(resp)
 }
 
-// cmp returns a if it is set, else b.
-func cmp(a, b string) string {
+// firstSet returns a if it is set, else b.
+func firstSet(a, b string) string {
 	if a != "" {
 		return a
 	}
