@@ -273,14 +273,7 @@ func checkFile(file *os.File, path string) (Header, int, error) {
 // stream fails at its end with an error wrapping both [ErrInvalidFile] and
 // [io.ErrUnexpectedEOF]. Read errors from r are returned as they are.
 func ReadFilter(r io.Reader) (*Filter, error) {
-	var hb [headerSize]byte
-	if n, err := io.ReadFull(r, hb[:]); err != nil {
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return nil, fmt.Errorf("%w: input is %d bytes, shorter than the %d-byte header: %w", ErrInvalidFile, n, headerSize, io.ErrUnexpectedEOF)
-		}
-		return nil, err
-	}
-	h, err := ParseHeader(hb[:])
+	h, err := readHeader(r)
 	if err != nil {
 		return nil, err
 	}
@@ -297,6 +290,19 @@ func ReadFilter(r io.Reader) (*Filter, error) {
 	}
 	hugemem.Settle(data)
 	return newFilter(h, data), nil
+}
+
+// readHeader reads and parses the header at the start of a stream. Errors
+// wrap ErrInvalidFile, or are r's read errors as they are.
+func readHeader(r io.Reader) (Header, error) {
+	var hb [headerSize]byte
+	if n, err := io.ReadFull(r, hb[:]); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return Header{}, fmt.Errorf("%w: input is %d bytes, shorter than the %d-byte header: %w", ErrInvalidFile, n, headerSize, io.ErrUnexpectedEOF)
+		}
+		return Header{}, err
+	}
+	return ParseHeader(hb[:])
 }
 
 // Close releases the file and memory mapping of a filter from [Open] or

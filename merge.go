@@ -151,7 +151,6 @@ type mergeInput struct {
 	path   string
 	file   *os.File
 	hdr    Header
-	hb     [headerSize]byte // the header as first read
 	data   io.Reader        // the data: a section of a regular file, or the stream itself
 	stream bool             // not a regular file
 	locked bool
@@ -182,26 +181,16 @@ func (in *mergeInput) start() error {
 	}
 	if !fi.Mode().IsRegular() {
 		in.stream, in.data = true, in.file
-		if n, err := io.ReadFull(in.file, in.hb[:]); err != nil {
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return fileError(in.path, fmt.Errorf("%w: input is %d bytes, shorter than the %d-byte header: %w", ErrInvalidFile, n, headerSize, io.ErrUnexpectedEOF))
-			}
-			return err
-		}
-		in.hdr, err = ParseHeader(in.hb[:])
-		if err != nil {
+		if in.hdr, err = readHeader(in.file); errors.Is(err, ErrInvalidFile) {
 			return fileError(in.path, err)
 		}
-		return nil
+		return err
 	}
 	if err := mapfile.LockFile(in.file, false); err != nil {
 		return err
 	}
 	in.locked = true
 	if in.hdr, _, err = checkFile(in.file, in.path); err != nil {
-		return err
-	}
-	if _, err := in.file.ReadAt(in.hb[:], 0); err != nil {
 		return err
 	}
 	in.data = io.NewSectionReader(in.file, offData, int64(in.hdr.DataSize()))
@@ -233,12 +222,7 @@ func (in *mergeInput) finish() error {
 		}
 		return nil
 	}
-	var hb [headerSize]byte
-	fi, err := in.file.Stat()
-	if err != nil {
-		return err
-	}
-	if _, err := in.file.ReadAt(hb[:], 0); err != nil || hb != in.hb || uint64(fi.Size()) != in.hdr.FileSize() {
+	if h, _, err := checkFile(in.file, in.path); err != nil || h != in.hdr {
 		return &fileChangedError{path: in.path, detail: "it was overwritten while being merged"}
 	}
 	return nil

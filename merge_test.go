@@ -296,3 +296,24 @@ func TestEstimateEntries(t *testing.T) {
 		t.Errorf("estimate of one bit in 256, k 1: %v", got)
 	}
 }
+
+// An input overwritten in place during a merge (by a writer that ignores
+// the lock, as cp does) is caught at the end, with the file named.
+func TestMergeInputOverwritten(t *testing.T) {
+	dir := t.TempDir()
+	a := writeShard(t, dir, "a", 3, 12, 1, 1, testKeys("a", 1))
+	in, err := openMergeInput(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.close()
+	if err := in.finish(); err != nil {
+		t.Fatalf("finish of an unchanged input: %v", err)
+	}
+	if err := os.WriteFile(a, buildFilter(t, 3, 12, testKeys("b", 2)...), 0o644); err != nil { // same size, other header
+		t.Fatal(err)
+	}
+	if err := in.finish(); !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), a) {
+		t.Errorf("finish of an overwritten input: %v, want ErrFileChanged naming %s", err, a)
+	}
+}
