@@ -151,8 +151,8 @@ type mergeInput struct {
 	path   string
 	file   *os.File
 	hdr    Header
-	data   io.Reader        // the data: a section of a regular file, or the stream itself
-	stream bool             // not a regular file
+	data   io.Reader // the data: a section of a regular file, or the stream itself
+	stream bool      // not a regular file
 	locked bool
 }
 
