@@ -396,8 +396,8 @@ func (up *updater) attempt(ctx context.Context) error {
 	case code == http.StatusNotModified && up.old != nil:
 		up.res.New, up.res.Size = *up.old, up.oldInfo.Size()
 		return nil
-	case code == http.StatusOK:
-		have = 0
+	case code == http.StatusOK: // the whole file, even if a range was asked for
+		have, up.res.Resumed = 0, false
 	case code == http.StatusPartialContent && have > 0:
 		start, total, ok := contentRange(resp.Header.Get("Content-Range"))
 		if !ok || start != have {
@@ -405,11 +405,7 @@ func (up *updater) attempt(ctx context.Context) error {
 			return retry(up.errorf("the server sent a range from byte %d, %d were asked for: starting again", start, have))
 		}
 		up.res.Resumed = true
-		if total >= 0 {
-			resp.ContentLength = total // the whole file's, as a 200's would be
-		} else {
-			resp.ContentLength = -1
-		}
+		resp.ContentLength = total // the whole file's (-1: not said), as a 200's would be
 	case code == http.StatusRequestedRangeNotSatisfiable:
 		os.Remove(up.download)
 		return retry(up.errorf("the server cannot resume the download (416): starting again"))
