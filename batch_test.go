@@ -83,10 +83,12 @@ func TestProbablyBatch(t *testing.T) {
 		for _, p := range []struct{ k, l uint8 }{{1, 12}, {3, 10}, {12, 14}, {40, 16}} {
 			t.Run(fmt.Sprintf("%s/k%d/L%d", kd.name, p.k, p.l), func(t *testing.T) {
 				f := kd.make(t, p.k, p.l)
-				for _, n := range []int{0, 1, ringGroup + 1, pipeDepth + 1, ringSize - 1, ringSize, ringSize + 1, 1000} {
-					// Both ways of probing a large filter: the running
-					// mean of visits picks one (0: sequential; k: pipelined).
-					for _, mean := range []uint32{0, uint32(p.k) * 16} {
+				for _, n := range []int{0, 1, minBatch, roundKeys - 1, roundKeys + 1, liveKeys + 1, 1000} {
+					// Depths a large filter's batches fetch at hash time:
+					// the running mean of visits picks them (0: one line
+					// at a time; 2k: all of a key's lines at once, up to
+					// maxDepth).
+					for _, mean := range []uint32{0, 5 * 16, uint32(p.k) * 32} {
 						out := make([]bool, n+3)
 						for i := range out {
 							out[i] = i%2 == 0 // garbage that must be overwritten
@@ -133,11 +135,10 @@ func TestProbablyBatchVisits(t *testing.T) {
 			}
 		}
 		out := make([]bool, len(keys))
-		if got := f.probeSequential(keys, out); got != want {
-			t.Errorf("k %d: probeSequential counts %d bits, want %d", k, got, want)
-		}
-		if got := f.probePipelined(keys, out); got != want {
-			t.Errorf("k %d: probePipelined counts %d bits, want %d", k, got, want)
+		for _, depth := range []int{1, 2, 5, maxDepth} {
+			if got := f.probeRounds(keys, out, min(depth, int(k))); got != want {
+				t.Errorf("k %d, depth %d: probeRounds counts %d bits, want %d", k, depth, got, want)
+			}
 		}
 	}
 
@@ -152,8 +153,8 @@ func TestProbablyBatchVisits(t *testing.T) {
 		half.ProbablyBatch(batch, out)
 		full.ProbablyBatch(batch, out)
 	}
-	if m := half.batchVisits.Load(); m == 0 || m*8 > 12*16*5 {
-		t.Errorf("half-full filter: mean visits %d/16 (about 2 expected), probing would be pipelined", m)
+	if m := half.batchVisits.Load(); m < 24 || m > 40 {
+		t.Errorf("half-full filter: mean visits %d/16, want about 2 (depth %d)", m, depthFor(m, 12))
 	}
 	if m := full.batchVisits.Load(); m != 12*16 {
 		t.Errorf("full filter: mean visits %d/16, want 12", m)
@@ -202,7 +203,7 @@ func TestProbablyBatchWhileAdding(t *testing.T) {
 	}()
 	out := make([]bool, len(keys))
 	for round := 0; ; round++ {
-		f.batchVisits.Store(uint32(round%2) * 4 * 16) // sequential, pipelined
+		f.batchVisits.Store(uint32(round%2) * 4 * 32) // depth 1, depth 4
 		f.ProbablyBatch(keys, out)
 		for i := range before {
 			if !out[i] {
@@ -241,8 +242,8 @@ func TestProbablyBatchAllocs(t *testing.T) {
 	f, _ := Parse(buildFilter(t, 12, 16, keys[:100]...))
 	for _, c := range []struct {
 		large bool
-		mean  uint32 // visits per key, in 16ths: 0 sequential, 12*16 pipelined
-	}{{false, 0}, {true, 0}, {true, 12 * 16}} {
+		mean  uint32 // visits per key, in 16ths: depth 1 (0) or 12 (12*32)
+	}{{false, 0}, {true, 0}, {true, 12 * 32}} {
 		f.large = c.large
 		if a := testing.AllocsPerRun(20, func() {
 			f.batchVisits.Store(c.mean)
@@ -304,6 +305,24 @@ func TestContainsBatch(t *testing.T) {
 		}
 		if hits == 0 || hits == len(all) {
 			t.Fatalf("%d of %d hits: the test does not discriminate", hits, len(all))
+		}
+	}
+}
+
+// A batch's depth is half the mean visits per key, rounded up, within 1
+// and min(k, maxDepth).
+func TestDepthFor(t *testing.T) {
+	for _, c := range []struct {
+		mean uint32
+		k    uint64
+		want int
+	}{
+		{0, 12, 1}, {16, 12, 1}, {32, 12, 1}, {33, 12, 2}, {64, 12, 2}, {65, 12, 3},
+		{12 * 16, 12, 6}, {12 * 32, 12, 12}, {255 * 16, 12, 12}, {255 * 16, 255, maxDepth},
+		{40 * 16, 3, 3}, {1 << 31, 1, 1},
+	} {
+		if got := depthFor(c.mean, c.k); got != c.want {
+			t.Errorf("depthFor(%d/16, k %d) = %d, want %d", c.mean, c.k, got, c.want)
 		}
 	}
 }

@@ -267,14 +267,29 @@ func BenchmarkContains(b *testing.B) {
 	}
 }
 
-// BenchmarkBatch compares ProbablyBatch with Probably in a loop and with
-// the two hashes alone, per key, on batches of 256 fresh RSA-2048 SPKIs
-// (each batch's keys get a new counter in their last bytes, outside the
-// timing) and filters of 256 MiB (k 12) and 1 MiB (in cache). This
-// machine's speed drifts, so every iteration also times the hashes alone
-// of a fresh batch, outside the benchmark's timer, and x-hashes is the
-// query's time over theirs, measured side by side: the ratio the targets
-// are stated in.
+// BenchmarkBatch times ProbablyBatch, and Probably in a loop, on batches
+// of 256 fresh RSA-2048 SPKIs against the floors of the machine it runs
+// on, measured in the same run and on the same filter memory:
+//
+//   - hash: the two hashes of a key (BenchmarkBatch/Hashes);
+//   - load: one independent random 1-byte load from the filter's data,
+//     with as many in flight as the CPU overlaps (addresses from a cheap
+//     mix of a counter);
+//   - dep: one dependent random read from it (each address from the byte
+//     read before).
+//
+// A batch cannot beat max(hash, lines × load) per key, where lines is the
+// number of a key's lines it must read: 12 when every bit is set (k 12),
+// about 2 for a key not in a half-full filter, its bits tested in turn.
+// Each query benchmark reports ns/key, x-hashes (its time over the hashes'
+// of a fresh batch, timed side by side in every iteration: this machine's
+// speed drifts) and x-floor (its ns/key over max(hash, lines × load), from
+// the floors timed just before it on the same memory), with the floors
+// themselves as hash-ns, load-ns and dep-ns.
+//
+// The filters are 256 MiB (k 12) from Parse (heap memory), Open (the
+// file's mapping) and ReadFilter (huge pages where Linux gives them), and
+// 1 MiB, in cache.
 func BenchmarkBatch(b *testing.B) {
 	keys := make([][]byte, 256)
 	out := make([]bool, len(keys))
@@ -289,10 +304,11 @@ func BenchmarkBatch(b *testing.B) {
 		{"256MiB/HalfSet", 31, false, ""},
 		{"256MiB/AllSet", 31, true, ""},
 		{"256MiB/HalfSet/Open", 31, false, "Open"},
-		{"256MiB/HalfSet/ReadFilter", 31, false, "ReadFilter"},
 		{"256MiB/AllSet/Open", 31, true, "Open"},
+		{"256MiB/HalfSet/ReadFilter", 31, false, "ReadFilter"},
 		{"256MiB/AllSet/ReadFilter", 31, true, "ReadFilter"},
 		{"1MiB/HalfSet", 23, false, ""},
+		{"1MiB/AllSet", 23, true, ""},
 	} {
 		// The filter is made only when a benchmark under c.name runs.
 		b.Run(c.name, func(b *testing.B) {
@@ -300,18 +316,90 @@ func BenchmarkBatch(b *testing.B) {
 			if c.from != "" {
 				f = reopen(b, f, c.from)
 			}
-			b.Run("Probably", func(b *testing.B) {
-				run(b, func() {
-					for i, k := range keys {
-						out[i] = f.Probably(k)
-					}
+			lines := 2.0 // a key not in a half-full filter, bits in turn
+			if c.full {
+				lines = 12
+			}
+			query := func(name string, q func()) {
+				b.Run(name, func(b *testing.B) {
+					fl := measureFloors(keys, f.data)
+					run(b, q)
+					ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N*len(keys))
+					b.ReportMetric(ns/max(fl.hash, lines*fl.load), "x-floor")
+					b.ReportMetric(fl.hash, "hash-ns")
+					b.ReportMetric(fl.load, "load-ns")
+					b.ReportMetric(fl.dep, "dep-ns")
 				})
+			}
+			query("Probably", func() {
+				for i, k := range keys {
+					out[i] = f.Probably(k)
+				}
 			})
-			b.Run("ProbablyBatch", func(b *testing.B) {
-				run(b, func() { f.ProbablyBatch(keys, out) })
-			})
+			query("ProbablyBatch", func() { f.ProbablyBatch(keys, out) })
 		})
 	}
+}
+
+// floors are a machine's costs under a batch, in ns: see BenchmarkBatch.
+type floors struct{ hash, load, dep float64 }
+
+// measureFloors times the floors on keys' copies and on data, taking the
+// fastest of several tries of each (each try long enough to swamp the
+// clock's cost), so that a moment's noise does not lower the bar.
+func measureFloors(keys [][]byte, data []byte) floors {
+	const tries = 5
+	best := func(n int, f func()) float64 {
+		t := math.Inf(1)
+		for range tries {
+			start := time.Now()
+			f()
+			t = min(t, float64(time.Since(start).Nanoseconds())/float64(n))
+		}
+		return t
+	}
+	const loads = 1 << 14
+	var seed uint64
+	return floors{
+		hash: best(16*len(keys), func() {
+			for range 16 {
+				hashAll(keys)
+			}
+		}),
+		load: best(loads, func() { seed++; sink += independentLoads(data, loads, seed) }),
+		dep:  best(loads/16, func() { seed++; sink += dependentLoads(data, loads/16, seed) }),
+	}
+}
+
+// mix is a cheap bijective scramble of a counter (the murmur3 finalizer's
+// first half).
+func mix(v uint64) uint64 {
+	v ^= v >> 33
+	v *= 0xff51afd7ed558ccd
+	return v ^ v>>33
+}
+
+// independentLoads reads n random bytes of data (whose length is a power
+// of two, as a filter's is) at addresses that depend on nothing loaded:
+// the CPU overlaps as many as it can.
+func independentLoads(data []byte, n int, seed uint64) uint64 {
+	last := uint64(len(data) - 1)
+	var s uint64
+	for i := range uint64(n) {
+		s += uint64(data[mix(seed<<32+i)&last])
+	}
+	return s
+}
+
+// dependentLoads reads n random bytes of data, each address made from the
+// byte read before: one round trip at a time.
+func dependentLoads(data []byte, n int, seed uint64) uint64 {
+	last := uint64(len(data) - 1)
+	p := seed
+	for range n {
+		p = mix(p + uint64(data[p&last]))
+	}
+	return p
 }
 
 // batchRunner fills keys with copies of an RSA-2048 SPKI and returns a
@@ -389,12 +477,12 @@ func reopen(b *testing.B, f *Filter, from string) *Filter {
 	return f
 }
 
-// BenchmarkBatchWays times the two ways ProbablyBatch probes a large
-// filter, each forced, on 256 MiB filters in huge pages (k 12) with a
-// share of 1-2^-j of their bits set: the figures behind the rule that
-// picks between them (pipelined once keys need more than k/2 bits tested
-// in turn, about where the two cross).
-func BenchmarkBatchWays(b *testing.B) {
+// BenchmarkBatchDepth times ProbablyBatch's rounds at each depth (the
+// positions a key fetches at hash time), forced, on 256 MiB filters in
+// huge pages (k 12) with a share of 1-2^-j of their bits set: the figures
+// behind fetching as many as the keys needed on average (bits in turn:
+// the mean for a key not in the filter: 2.0, 3.9, 6.4, 8.6 and 12).
+func BenchmarkBatchDepth(b *testing.B) {
 	keys := make([][]byte, 256)
 	out := make([]bool, len(keys))
 	run := batchRunner(b, keys)
@@ -419,12 +507,9 @@ func BenchmarkBatchWays(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, way := range []struct {
-				name  string
-				probe func([][]byte, []bool) uint64
-			}{{"Sequential", f.probeSequential}, {"Pipelined", f.probePipelined}} {
-				b.Run(way.name, func(b *testing.B) {
-					run(b, func() { way.probe(keys, out) })
+			for _, depth := range []int{1, 2, 4, 8, 12} {
+				b.Run(fmt.Sprint("Depth", depth), func(b *testing.B) {
+					run(b, func() { f.probeRounds(keys, out, depth) })
 				})
 			}
 		})

@@ -229,7 +229,7 @@ func TestTruncatedUnderReader(t *testing.T) {
 			f.large = true
 			batch := testKeys("b", 200)
 			out := make([]bool, len(batch))
-			for _, mean := range []uint32{0, 4 * 16} {
+			for _, mean := range []uint32{0, 4 * 32} { // depth 1, depth 4
 				f.batchVisits.Store(mean)
 				berr := recoverFileChanged(t, func() { f.ProbablyBatch(batch, out) })
 				if berr == nil || !strings.Contains(berr.Error(), path) {

@@ -67,7 +67,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("FalsePositiveRate = %v", r)
 		}
 		flt.Probably(b)
-		// ProbablyBatch answers as Probably, both ways of probing a large
+		// ProbablyBatch answers as Probably, at depth 1 and depth k on a large
 		// filter, on keys cut from the input.
 		var keys [][]byte
 		for rest, n := b, 1; len(rest) > 0 && len(keys) < 64; n = n%23 + 1 {
@@ -76,7 +76,7 @@ func FuzzParse(f *testing.F) {
 		}
 		flt.large = true
 		answers := make([]bool, len(keys))
-		for _, mean := range []uint32{0, uint32(flt.k) * 16} {
+		for _, mean := range []uint32{0, uint32(flt.k) * 32} { // depth 1, depth k
 			flt.batchVisits.Store(mean)
 			flt.ProbablyBatch(keys, answers)
 			for i, key := range keys {

@@ -188,67 +188,59 @@ func (f *Filter) loadAll(x, y uint64) bool {
 
 // Batches: out of cache, every probe of Probably is a cache miss (and a
 // TLB miss), and a negative answer's branch waits for its load.
-// ProbablyBatch keeps many keys in flight, asking the CPU to fetch each
-// line as soon as its position is known and testing it once it has had
-// time to arrive, so that the misses of many keys overlap with each other
-// and with the hashing. It has two ways of doing so, for the two shapes a
-// batch can have:
+// ProbablyBatch keeps many keys in flight so that their misses overlap
+// with each other and with the hashing. It works in rounds, and each round
+// has separate passes: it hashes a block of new keys (no filter memory
+// touched), asks the CPU for the lines of their first few positions in
+// one burst, tests what the previous round fetched, and fetches in a
+// second burst the next line of every key that is still alive. A line is
+// thus tested a whole block of hashing after it was asked for.
 //
-//   - Sequential (probeSequential): a key's bits are fetched one at a
-//     time, each only if the one before was set. A negative key in a
-//     half-full filter touches two lines on average instead of k, so the
-//     memory system keeps up with the hashing.
-//   - Pipelined (probePipelined): all k lines of a key are fetched as soon
-//     as it is hashed. When most keys have most of their bits set (a
-//     nearly full filter, or batches of keys that are in it), this costs
-//     one round trip per key instead of k.
+// The passes are kept apart because of what was measured on an AMD EPYC
+// (BenchmarkBatchPasses): a prefetch between the hashing of two keys made
+// the hashing 2 to 4 times slower at 256 MiB (the core stalls on each
+// far miss it starts), while the same prefetches issued together after a
+// block of hashing cost 1.1 times the hashing alone.
 //
-// Each batch measures how many bits its keys would have needed tested in
-// turn, and the filter keeps a running mean (batchVisits): the next batch
-// is pipelined when that mean passes 5/8 of k, about where the two cross.
-// BenchmarkBatchWays, 256 MiB, k = 12, RSA-2048 keys, medians of three
-// runs, times the two hashes alone (bits in turn: the mean for a key not
-// in the filter):
-//
-//	bits set   in turn   sequential   pipelined
-//	1/2        2.0       1.33         1.98
-//	3/4        3.9       1.53         2.06
-//	7/8        6.4       1.83         2.09
-//	15/16      8.6       2.10         1.96
-//	all        12        2.71         1.95
+// How many positions a key fetches at hash time (its depth) is the other
+// choice: fetched one at a time, a key not in a half-full filter touches
+// two lines on average instead of k, but needs a round for each; a key
+// with all its bits set gains from having several fetched at once. Each
+// batch counts how many bits its keys needed tested in turn (up to the
+// first clear one), the filter keeps a running mean (batchVisits), and
+// the next batch's depth is half that mean, rounded up: the best depth
+// in BenchmarkBatchDepth at every share of bits set, within its noise.
+// Depth matters less than the rounds themselves: at depth 1, every share
+// of bits set measured within 1.15 times its best depth.
 
-// ringSize is the number of keys the sequential probe keeps in flight
-// (a power of two), and ringGroup how many of them it tests between two
-// rounds of hashing: enough for a line to arrive before it is tested,
-// few enough that the CPU can have them all outstanding.
+// roundKeys is the number of keys hashed in a round: a block whose
+// hashing outlasts a round trip to memory (about 16 × 50 ns against
+// 200 ns), few enough that the lines of a round fit in the CPU's miss
+// buffers as they arrive. maxDepth bounds the positions fetched at hash
+// time; liveKeys bounds the keys being tested one line a round.
 const (
-	ringSize  = 32
-	ringGroup = 8
+	roundKeys = 16
+	maxDepth  = 16
+	liveKeys  = 4 * roundKeys
 )
 
 // minBatch is the smallest batch probed as a batch: a key alone would
-// wait for its bits one round trip after another in probeSequential,
-// where Probably waits for all of them at once.
+// wait for its bits one round after another, where Probably waits for all
+// of them at once.
 const minBatch = 4
 
-// pipeDepth is the number of keys the pipelined probe hashes ahead of the
-// one it tests (a power of two); maxPrefetch bounds the lines it fetches
-// ahead for one key, past which a key's probes load as Probably's do.
-const (
-	pipeDepth   = 8
-	maxPrefetch = 16
-)
+// maxRounds is the most keys probeRounds takes in one call: their index
+// fits in a probeEntry's uint32.
+const maxRounds = 1 << 30
 
 // ProbablyBatch sets out[i] = f.Probably(spkis[i]) for every i: exactly the
 // same answers, computed together. On a filter larger than the CPU caches
 // it overlaps the memory latency of many keys (one key cannot: see
-// [Filter.Probably]), either fetching each key's bits one at a time while
-// other keys are hashed, which suits filters about half full and keys
-// mostly absent, or fetching all of a key's bits at once, which suits
-// keys with most of their bits set; the filter learns from each batch
-// which way the next should take. Batches of a few hundred keys or more
-// get the most from it. In cache, and for fewer than four keys, it is
-// Probably in a loop. out must be at least as long as spkis;
+// [Filter.Probably]): it hashes keys in blocks and fetches their bits in
+// bursts between the blocks, more of a key's bits at once the more bits
+// the keys of earlier batches needed. Batches of a few hundred keys or
+// more get the most from it. In cache, and for fewer than four keys, it
+// is Probably in a loop. out must be at least as long as spkis;
 // ProbablyBatch panics otherwise. It does not allocate, is safe for
 // concurrent use (with Add too, on a writable filter), and panics as
 // Probably does on a closed filter or a file cut short.
@@ -262,21 +254,27 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 	if f.mapped != nil {
 		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
 	}
-	switch {
-	case !f.large || len(spkis) < minBatch:
+	if !f.large || len(spkis) < minBatch {
 		for i, s := range spkis {
 			out[i] = f.probably(s)
 		}
-	default:
-		mean := f.batchVisits.Load() // visits per key, in 16ths
-		var visits uint64
-		if uint64(mean)*8 > f.k*16*5 {
-			visits = f.probePipelined(spkis, out)
-		} else {
-			visits = f.probeSequential(spkis, out)
-		}
-		f.learnVisits(mean, visits, len(spkis))
+		return
 	}
+	for len(spkis) > 0 {
+		n := min(len(spkis), maxRounds)
+		mean := f.batchVisits.Load() // visits per key, in 16ths
+		visits := f.probeRounds(spkis[:n], out[:n], depthFor(mean, f.k))
+		f.learnVisits(mean, visits, n)
+		spkis, out = spkis[n:], out[n:]
+	}
+}
+
+// depthFor returns the number of positions a key fetches at hash time,
+// given the mean visits per key in 16ths: half the mean rounded up, at
+// least 1, at most k and maxDepth.
+func depthFor(mean uint32, k uint64) int {
+	d := (uint64(mean) + 31) / 32
+	return int(max(1, min(d, k, maxDepth)))
 }
 
 // learnVisits moves the filter's running mean of visits per key (in
@@ -292,149 +290,109 @@ func (f *Filter) learnVisits(mean uint32, visits uint64, keys int) {
 	}
 }
 
-// A ringEntry is a key in flight in probeSequential: x is the position of
-// its bit i before the reduction mod m, y the step to the next (see step).
-type ringEntry struct {
+// A probeEntry is a key being tested one line a round: x is the position
+// of its bit i before the reduction mod m, y the step to the next (see
+// step).
+type probeEntry struct {
 	x, y   uint64
-	i, key int
+	i, key uint32
 }
 
-// probeSequential is ProbablyBatch testing each key's bits one at a time.
-// A ring holds the keys in flight: new keys are hashed in until it is
-// full, with a prefetch of the line of their first bit; then a group of
-// keys from its head is tested, one bit each, and a key whose bit is set
-// and has bits left goes back at the tail with a prefetch of its next
-// line. By the time a key comes round again its line has arrived. The
-// tests have no branch on the bits (which a half-full filter makes
-// unpredictable): every key writes its answer so far and is copied to the
-// tail, which moves on only if the key goes on. It returns the number of
-// bits tested.
-func (f *Filter) probeSequential(spkis [][]byte, out []bool) uint64 {
-	const ringMask = ringSize - 1
-	data, words, mask, k := f.data, f.words, f.mask, int(f.k)
+// probeRounds is ProbablyBatch on a large filter, fetching the first depth
+// positions of each key at hash time (see the comment above roundKeys).
+// A round:
+//
+//  1. hashes up to roundKeys new keys, storing their first depth positions,
+//     and fetches those lines in one burst;
+//  2. tests the block hashed the round before, depth bits a key with no
+//     branch between them; a key with all of them set and bits left joins
+//     the live keys;
+//  3. tests one bit of each live key fetched the round before; a key whose
+//     bit is set and has bits left stays live, at its next position;
+//  4. fetches the line of every live key in one burst.
+//
+// The live keys are compacted with no branch on the bits (which a
+// half-full filter makes unpredictable): each is written at the end of
+// the next list, which grows only if the key goes on. It returns the
+// number of bits the keys needed tested in turn, up to the first clear one.
+func (f *Filter) probeRounds(spkis [][]byte, out []bool, depth int) (visits uint64) {
+	data, words, mask, k := f.data, f.words, f.mask, uint32(f.k)
 	last := uint64(len(data) - 1) // == mask>>3, as in probe
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
-	var ring [ringSize]ringEntry
-	var lines [ringGroup]uintptr
-	var visits uint64
-	head, tail, next := 0, 0, 0
-	for {
-		for ; tail-head < ringSize && next < len(spkis); next++ {
-			x, y := hashes(spkis[next])
-			ring[tail&ringMask] = ringEntry{x: x, y: y, key: next}
-			tail++
-			line := base + uintptr(x&mask>>3)
-			prefetch.Lines(&line, 1)
+	var (
+		blocks [2]struct {
+			pos  [roundKeys * maxDepth]uint64
+			rest [roundKeys]probeEntry // position depth, for keys that go on
+			n    int
 		}
-		group := min(ringGroup, tail-head)
-		if group == 0 {
-			return visits
+		lives [2][liveKeys + roundKeys]probeEntry
+		lines [roundKeys * maxDepth]uintptr
+	)
+	live, nLive := &lives[0], 0
+	next := 0
+	for r := 0; ; r++ {
+		// 1. Hash a block, unless the live keys could overflow.
+		blk := &blocks[r&1]
+		blk.n = 0
+		if nLive <= liveKeys-roundKeys {
+			blk.n = min(roundKeys, len(spkis)-next)
 		}
-		visits += uint64(group)
-		n := 0
-		for range group {
-			e := &ring[head&ringMask]
-			head++
-			pos := e.x & mask
-			bit := int(bitOf(data, words, last, pos))
-			out[e.key] = bit != 0
-			x, y := step(e.x, e.y, uint64(e.i))
-			more := bit
-			if e.i+1 == k {
-				more = 0
+		for j := range blk.n {
+			x, y := hashes(spkis[next+j])
+			pos := blk.pos[j*depth : j*depth+depth]
+			for i := range pos {
+				p := x & mask
+				pos[i] = p
+				lines[j*depth+i] = base + uintptr(p>>3)
+				x, y = step(x, y, uint64(i))
 			}
-			ring[tail&ringMask] = ringEntry{x: x, y: y, i: e.i + 1, key: e.key}
-			tail += more
-			lines[n] = base + uintptr(x&mask>>3)
-			n += more
+			blk.rest[j] = probeEntry{x: x, y: y, i: uint32(depth), key: uint32(next + j)}
 		}
-		prefetch.Lines(&lines[0], n)
-	}
-}
+		prefetch.Lines(&lines[0], blk.n*depth)
+		next += blk.n
 
-// probePipelined is ProbablyBatch fetching all the lines of a key (up to
-// maxPrefetch) as soon as it is hashed, and testing them pipeDepth keys
-// later. The fetches of a key are split in two, the second half issued
-// during the hashing of the next key, so that they do not all wait at
-// once for the CPU's few line buffers. The tests load every line with no
-// branch between the loads. It returns the number of bits the keys would
-// have needed tested one at a time (up to the first clear one), which
-// ProbablyBatch learns from.
-func (f *Filter) probePipelined(spkis [][]byte, out []bool) uint64 {
-	const depthMask = pipeDepth - 1
-	data, words, mask := f.data, f.words, f.mask
-	last := uint64(len(data) - 1) // == mask>>3, as in probe
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
-	k := int(min(f.k, maxPrefetch)) // the positions tested from the slot
-	half := k / 2
-	var slots [pipeDepth]struct {
-		pos   [maxPrefetch]uint64
-		lines [maxPrefetch]uintptr
-		x, y  uint64 // position k and its step, for a key with more bits
-	}
-	var visits uint64
-	for j := 0; j < len(spkis)+pipeDepth; j++ {
-		if t := j - pipeDepth; t >= 0 {
-			slot := &slots[t&depthMask]
+		// 2. Test the previous block; its survivors join the live keys.
+		nextLive := &lives[(r+1)&1]
+		n := 0
+		prev := &blocks[(r-1)&1]
+		for j := range prev.n {
 			alive, run := uint64(1), uint64(0)
-			if words == nil { // tested outside the loops: inside, it cost 5%
-				for _, p := range slot.pos[:k] {
-					alive &= plainBit(data, last, p)
-					run += alive
-				}
-			} else {
-				for _, p := range slot.pos[:k] {
-					alive &= atomicBit(words, p)
-					run += alive
-				}
+			for _, p := range prev.pos[j*depth : j*depth+depth] {
+				alive &= bitOf(data, words, last, p)
+				run += alive
 			}
 			visits += run + 1 - alive // run if all were set, else run+1
-			if alive != 0 && f.k > maxPrefetch {
-				var rest uint64
-				alive, rest = f.probeCounting(slot.x, slot.y, maxPrefetch)
-				visits += rest
+			e := prev.rest[j]
+			out[e.key] = alive != 0
+			if e.i == k {
+				alive = 0
 			}
-			out[t] = alive != 0
+			nextLive[n] = e
+			n += int(alive)
 		}
-		if j >= len(spkis) {
-			if j == len(spkis) && j > 0 {
-				prev := &slots[(j-1)&depthMask]
-				prefetch.Lines(&prev.lines[half], k-half)
-			}
-			continue
-		}
-		s := spkis[j]
-		x := xxhash.Sum64(s)
-		if j > 0 {
-			prev := &slots[(j-1)&depthMask]
-			prefetch.Lines(&prev.lines[half], k-half)
-		}
-		y := seededHash(s)
-		slot := &slots[j&depthMask]
-		for i := range k {
-			p := x & mask
-			slot.pos[i] = p
-			slot.lines[i] = base + uintptr(p>>3)
-			x, y = step(x, y, uint64(i))
-		}
-		slot.x, slot.y = x, y
-		prefetch.Lines(&slot.lines[0], half)
-	}
-	return visits
-}
+		prev.n = 0
 
-// probeCounting is probe for the bits past maxPrefetch of a pipelined
-// key: it also returns how many bits it tested. It reports 1 if all were
-// set, else 0.
-func (f *Filter) probeCounting(x, y, i uint64) (alive, tested uint64) {
-	data, words, mask := f.data, f.words, f.mask
-	last := uint64(len(data) - 1)
-	for ; i < f.k; i++ {
-		tested++
-		if bitOf(data, words, last, x&mask) == 0 {
-			return 0, tested
+		// 3. Test one bit of each live key.
+		visits += uint64(nLive)
+		for _, e := range live[:nLive] {
+			bit := bitOf(data, words, last, e.x&mask)
+			out[e.key] = bit != 0
+			x, y := step(e.x, e.y, uint64(e.i))
+			if e.i+1 == k {
+				bit = 0
+			}
+			nextLive[n] = probeEntry{x: x, y: y, i: e.i + 1, key: e.key}
+			n += int(bit)
 		}
-		x, y = step(x, y, i)
+
+		// 4. Fetch the next line of every live key.
+		for j, e := range nextLive[:n] {
+			lines[j] = base + uintptr(e.x&mask>>3)
+		}
+		prefetch.Lines(&lines[0], n)
+		live, nLive = nextLive, n
+		if nLive == 0 && blk.n == 0 && next == len(spkis) {
+			return visits
+		}
 	}
-	return 1, tested
 }
