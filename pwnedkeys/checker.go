@@ -53,6 +53,17 @@ func (c *Checker) Check(ctx context.Context, spki []byte) (probably bool, res Re
 	} else if !c.Filter.Probably(spki) {
 		return false, Result{Fingerprint: keys.Fingerprint(spki)}, nil
 	}
+	res, err = c.Confirm(ctx, spki)
+	return true, res, err
+}
+
+// Confirm asks the API about canonical, the canonical encoding
+// (keys.Canonical) of a key the caller has already found probably in the
+// filter, as Check does once the filter says yes: within MaxInFlight
+// requests at a time. It is for callers that query the filter
+// themselves, in batches (pkbf.Filter.ProbablyBatch over each key's
+// encodings), and so have parsed each key once.
+func (c *Checker) Confirm(ctx context.Context, canonical []byte) (Result, error) {
 	c.once.Do(func() {
 		n := c.MaxInFlight
 		if n <= 0 {
@@ -63,13 +74,12 @@ func (c *Checker) Check(ctx context.Context, spki []byte) (probably bool, res Re
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		return true, Result{Fingerprint: keys.Fingerprint(spki)}, ctx.Err()
+		return Result{Fingerprint: keys.Fingerprint(canonical)}, ctx.Err()
 	}
 	defer func() { <-c.sem }()
 	client := c.Client
 	if client == nil {
 		client = &Client{}
 	}
-	res, err = client.Check(ctx, spki)
-	return true, res, err
+	return client.Check(ctx, canonical)
 }
