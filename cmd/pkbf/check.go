@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,44 +61,72 @@ func fileChanged(r any) error {
 	panic(r)
 }
 
-// lookupItems decodes the keys of the items read without error and looks
-// them up together with containsBatch (a filter's ContainsBatch): on a
-// filter larger than the caches, their memory latencies overlap. With a
-// ctx that can be done, it stops with ctx's error between two keys, or two
-// lookups of lookupChunk keys (an EC key on an explicit curve costs a
-// square root to look up).
-func lookupItems(ctx context.Context, items []item, containsBatch func(spkis [][]byte, out []bool)) error {
-	spkis := make([][]byte, 0, len(items))
+// lookupItems decodes the keys of the items read without error, parsing
+// each once for all its encodings (decode), and looks all of those up
+// together with probablyBatch (a filter's ProbablyBatch): on a filter
+// larger than the caches, their memory latencies overlap. A key is
+// probably in the filter if any of its encodings is, as Contains says.
+// Then it computes each key's fingerprints, here in the workers rather
+// than where the output is written. With a ctx that can be done, it stops
+// with ctx's error between two keys, or two lookups of lookupChunk
+// encodings (an EC key on an explicit curve costs a square root to
+// decode).
+func lookupItems(ctx context.Context, items []item, probablyBatch func(spkis [][]byte, out []bool)) error {
+	encodings := make([][]byte, 0, 2*len(items))
+	owners := make([]int, 0, 2*len(items))
 	for i := range items {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if items[i].err == nil && items[i].decode() {
-			spkis = append(spkis, items[i].spki)
+		it := &items[i]
+		if it.err != nil || !it.decode() {
+			continue
+		}
+		encodings, owners = append(encodings, it.spki), append(owners, i)
+		if !sameBytes(it.canonical, it.spki) {
+			encodings, owners = append(encodings, it.canonical), append(owners, i)
+		}
+		if it.other != nil {
+			encodings, owners = append(encodings, it.other), append(owners, i)
 		}
 	}
-	found := make([]bool, len(spkis))
-	chunk := len(spkis)
+	found := make([]bool, len(encodings))
+	chunk := len(encodings)
 	if ctx.Done() != nil {
 		chunk = lookupChunk
 	}
-	for i := 0; i < len(spkis); i += chunk {
+	for i := 0; i < len(encodings); i += chunk {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		end := min(i+chunk, len(spkis))
-		containsBatch(spkis[i:end], found[i:end])
+		end := min(i+chunk, len(encodings))
+		probablyBatch(encodings[i:end], found[i:end])
 	}
-	j := 0
+	for j, i := range owners {
+		items[i].probably = items[i].probably || found[j]
+	}
+	sets := make([]fingerprintSet, len(items))
 	for i := range items {
-		if items[i].err == nil {
-			items[i].probably, j = found[j], j+1
+		if it := &items[i]; it.err == nil {
+			sets[i].fp, sets[i].other, sets[i].label = it.fingerprints()
+			it.fp = &sets[i]
 		}
 	}
 	return nil
 }
 
-// lookupChunk is how many keys lookupItems looks up between two looks at
+// A fingerprintSet is what item.fingerprints returns, computed once.
+type fingerprintSet struct {
+	fp, other [2 * sha256.Size]byte
+	label     string
+}
+
+// sameBytes reports whether a and b are the same bytes in memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// lookupChunk is how many encodings lookupItems looks up between two looks at
 // a context that can be done.
 const lookupChunk = 64
 
@@ -200,20 +229,25 @@ func parseCheck(c *command, fl *checkFlags, args []string) (ok bool, code int) {
 // goroutines: look them up in f together, or with --confirm, one by one
 // through the pwnedkeys API. Call cancel when done.
 func checkWork(f *pkbf.Filter, fl *checkFlags) (work func([]item), workers int, cancel func()) {
-	work, workers, cancel = func(items []item) { lookupItems(context.Background(), items, f.ContainsBatch) }, runtime.GOMAXPROCS(0), func() {}
+	work, workers, cancel = func(items []item) { lookupItems(context.Background(), items, f.ProbablyBatch) }, runtime.GOMAXPROCS(0), func() {}
 	if *fl.confirm {
 		ctx := context.Background()
 		if *fl.timeout > 0 {
 			ctx, cancel = context.WithTimeout(ctx, *fl.timeout)
 		}
 		checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: *fl.api}, MaxInFlight: confirmInFlight}
-		work = eachItem(func(it *item) {
-			if it.decode() {
-				var res pwnedkeys.Result
-				it.probably, res, it.confirmErr = checker.Check(ctx, it.spki)
-				it.pwned = res.Pwned
+		work = func(items []item) {
+			// Each key parsed once, looked up with the batch, and only the
+			// probable ones sent to the API.
+			lookupItems(context.Background(), items, f.ProbablyBatch)
+			for i := range items {
+				if it := &items[i]; it.err == nil && it.probably {
+					var res pwnedkeys.Result
+					res, it.confirmErr = checker.Confirm(ctx, it.canonical)
+					it.pwned = res.Pwned
+				}
 			}
-		})
+		}
 		workers = max(workers, confirmInFlight) // waiting on the network
 	}
 	return guardFilter(work), workers, cancel
@@ -344,16 +378,17 @@ func (s *summary) print(w io.Writer, prefix string) {
 	fmt.Fprintln(w, msg)
 }
 
-// decode reads the item's key and its canonical encoding, and reports
-// whether that worked.
+// decode reads the item's key and, in the same parse, the other encodings
+// a filter may hold it under (keys.Forms), and reports whether that
+// worked.
 func (it *item) decode() bool {
 	it.spki, it.err = it.key.SPKI()
 	if it.err != nil {
 		return false
 	}
 	var err error
-	if it.canonical, err = keys.Canonical(it.spki); err != nil {
-		it.canonical = it.spki // looked up as given only
+	if it.canonical, it.other, err = keys.Forms(nil, it.spki); err != nil {
+		it.canonical, it.other = it.spki, nil // looked up as given only
 	}
 	it.sshFP, it.comment = it.key.SSHFingerprint()
 	return true

@@ -71,6 +71,8 @@ type item struct {
 	// Set by the work function.
 	spki      []byte // as the input has it
 	canonical []byte // OpenSSL's encoding: spki itself when the same
+	other     []byte // an EC key's other point form, or nil
+	fp        *fingerprintSet
 	sshFP     string // SSH keys: the ssh-keygen fingerprint
 	comment   string // SSH keys: the comment
 	probably  bool

@@ -152,7 +152,13 @@ func appendJSONError(b []byte, it *item) []byte {
 // stands), where openssl (x509 -pubkey, pkey -pubin) keeps the parameters
 // and computes the fingerprint of the bytes given: that is reported, and
 // the canonical one is "named curve".
+//
+// The workers compute them (see lookupItems), so that the hashing is
+// spread over the cores instead of done where the output is written.
 func (it *item) fingerprints() (fp, other [2 * sha256.Size]byte, label string) {
+	if it.fp != nil {
+		return it.fp.fp, it.fp.other, it.fp.label
+	}
 	if len(it.spki) == len(it.canonical) && &it.spki[0] == &it.canonical[0] {
 		return fingerprint(it.canonical), other, ""
 	}
