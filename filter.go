@@ -92,7 +92,7 @@ type Filter struct {
 	inPlace *inPlace   // the file being edited in place, or nil
 
 	// ProbablyBatch's running mean of the bits its keys needed tested in
-	// turn, in 16ths: it picks the way to probe (see probeSequential).
+	// turn, in 16ths: it sets how deep batches fetch (see probeRounds).
 	batchVisits atomic.Uint32
 }
 
