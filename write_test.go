@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -322,26 +321,6 @@ func TestCreate(t *testing.T) {
 		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("Create(k %d, L %d) left a file", bad[0], bad[1])
 		}
-	}
-	// The largest, L 40, is a 128 GiB file, its space reserved: made
-	// where the file system has the room, and otherwise refused for want
-	// of space, leaving nothing behind.
-	big := filepath.Join(dir, "big.pkbf")
-	switch err := Create(big, 1, 40); {
-	case err == nil:
-		if fi, _ := os.Stat(big); fi.Size() != 1<<37+HeaderSize {
-			t.Errorf("L 40 file is %d bytes", fi.Size())
-		}
-		os.Remove(big)
-	case errors.Is(err, syscall.ENOSPC):
-		if _, serr := os.Stat(big); !errors.Is(serr, fs.ErrNotExist) {
-			t.Errorf("Create refused for want of space (%v), and %s: %v", err, big, serr)
-		}
-		if left, _ := filepath.Glob(filepath.Join(dir, ".big.pkbf.tmp-*")); len(left) != 0 {
-			t.Errorf("Create refused for want of space left %v", left)
-		}
-	default:
-		t.Errorf("Create(k 1, L 40): %v, want success or ENOSPC", err)
 	}
 }
 
