@@ -74,12 +74,13 @@ func fileChanged(r any) error {
 func lookupItems(ctx context.Context, items []item, probablyBatch func(spkis [][]byte, out []bool)) error {
 	encodings := make([][]byte, 0, 2*len(items))
 	owners := make([]int, 0, 2*len(items))
+	room := make([]byte, formsRoom*len(items)) // one allocation for the batch's encodings
 	for i := range items {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		it := &items[i]
-		if it.err != nil || !it.decode() {
+		if it.err != nil || !it.decode(room[i*formsRoom:i*formsRoom:(i+1)*formsRoom]) {
 			continue
 		}
 		encodings, owners = append(encodings, it.spki), append(owners, i)
@@ -120,6 +121,11 @@ type fingerprintSet struct {
 	fp, other [2 * sha256.Size]byte
 	label     string
 }
+
+// formsRoom is the room decode has for a key's other encodings: an EC
+// point's other form on the largest named curves (a P-521 uncompressed
+// SPKI is 158 bytes). keys.Forms allocates what does not fit.
+const formsRoom = 160
 
 // sameBytes reports whether a and b are the same bytes in memory.
 func sameBytes(a, b []byte) bool {
@@ -379,15 +385,15 @@ func (s *summary) print(w io.Writer, prefix string) {
 }
 
 // decode reads the item's key and, in the same parse, the other encodings
-// a filter may hold it under (keys.Forms), and reports whether that
-// worked.
-func (it *item) decode() bool {
+// a filter may hold it under (keys.Forms, building them in dst's spare
+// capacity), and reports whether that worked.
+func (it *item) decode(dst []byte) bool {
 	it.spki, it.err = it.key.SPKI()
 	if it.err != nil {
 		return false
 	}
 	var err error
-	if it.canonical, it.other, err = keys.Forms(nil, it.spki); err != nil {
+	if it.canonical, it.other, err = keys.Forms(dst, it.spki); err != nil {
 		it.canonical, it.other = it.spki, nil // looked up as given only
 	}
 	it.sshFP, it.comment = it.key.SSHFingerprint()

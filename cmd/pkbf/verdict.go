@@ -159,7 +159,7 @@ func (it *item) fingerprints() (fp, other [2 * sha256.Size]byte, label string) {
 	if it.fp != nil {
 		return it.fp.fp, it.fp.other, it.fp.label
 	}
-	if len(it.spki) == len(it.canonical) && &it.spki[0] == &it.canonical[0] {
+	if sameBytes(it.spki, it.canonical) {
 		return fingerprint(it.canonical), other, ""
 	}
 	if keys.ExplicitCurve(it.spki) {
