@@ -268,7 +268,24 @@ func sshLineBlob(line []byte) (blob []byte, comment string, err error) {
 // nextField splits off the first field of s: a run of characters up to
 // unquoted white space, where "..." may hold spaces and \" quotes.
 func nextField(s []byte) (field, rest []byte) {
-	s = bytes.TrimLeft(s, " \t")
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	// Most fields have no quote: they end at the first blank, which
+	// IndexByte finds many bytes at a time (a key's base64 is hundreds).
+	end := len(s)
+	if i := bytes.IndexByte(s, ' '); i >= 0 {
+		end = i
+	}
+	if i := bytes.IndexByte(s[:end], '\t'); i >= 0 {
+		end = i
+	}
+	if bytes.IndexByte(s[:end], '"') < 0 {
+		if end == len(s) {
+			return s, nil
+		}
+		return s[:end], s[end:]
+	}
 	quoted := false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {

@@ -149,3 +149,62 @@ func BenchmarkSSHLine(b *testing.B) {
 		}
 	})
 }
+
+// nextFieldByByte is nextField as it was written first, one byte at a
+// time: the reference for its fast path.
+func nextFieldByByte(s []byte) (field, rest []byte) {
+	s = bytes.TrimLeft(s, " \t")
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && quoted && i+1 < len(s):
+			i++
+		case c == '"':
+			quoted = !quoted
+		case (c == ' ' || c == '\t') && !quoted:
+			return s[:i], s[i:]
+		}
+	}
+	return s, nil
+}
+
+// TestNextField splits lines made of the characters that matter to
+// nextField (blanks, quotes, backslashes) and ordinary ones into every
+// field, and checks each split against the byte-at-a-time reference.
+func TestNextField(t *testing.T) {
+	alphabet := []byte(" \t\"\\aA=")
+	lines := []string{"", " ", "ssh-rsa AAAA comment", `command="echo \"a b\"",no-pty ssh-ed25519 AAAA x`, "\t\tx\t y"}
+	for n := 1; n <= 6; n++ { // every line of n characters from the alphabet
+		line := make([]byte, n)
+		for code := 0; code < pow(len(alphabet), n); code++ {
+			c := code
+			for i := range line {
+				line[i] = alphabet[c%len(alphabet)]
+				c /= len(alphabet)
+			}
+			lines = append(lines, string(line))
+		}
+	}
+	for _, line := range lines {
+		rest, want := []byte(line), []byte(line)
+		for range len(line) + 1 {
+			f, r := nextField(rest)
+			wf, wr := nextFieldByByte(want)
+			if !bytes.Equal(f, wf) || !bytes.Equal(r, wr) || (r == nil) != (wr == nil) {
+				t.Fatalf("nextField(%q) = %q, %q; want %q, %q", rest, f, r, wf, wr)
+			}
+			if len(f) == 0 {
+				break
+			}
+			rest, want = r, wr
+		}
+	}
+}
+
+func pow(b, n int) int {
+	p := 1
+	for range n {
+		p *= b
+	}
+	return p
+}
