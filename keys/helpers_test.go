@@ -5,6 +5,9 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
 // Helpers for the tests of hostile input: keys an attacker would send must
@@ -57,4 +60,10 @@ func checkKeyCalls(t *testing.T, name string, spki []byte) error {
 		return errE
 	}
 	return errC
+}
+
+// addOID adds a DER OBJECT IDENTIFIER with the content oid, for tests
+// that build structures with cryptobyte.
+func addOID(b *cryptobyte.Builder, oid []byte) {
+	b.AddASN1(cbasn1.OBJECT_IDENTIFIER, func(b *cryptobyte.Builder) { b.AddBytes(oid) })
 }

@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"golang.org/x/crypto/cryptobyte"
 )
 
 const keysDir = "../testdata/keys"
@@ -224,10 +222,7 @@ func TestBadKeys(t *testing.T) {
 
 // spkiRSAKey returns an RSA SPKI whose BIT STRING holds key.
 func spkiRSAKey(key []byte) []byte {
-	return buildSPKI(func(b *cryptobyte.Builder) {
-		addOID(b, oidRSA)
-		b.AddASN1NULL()
-	}, func(b *cryptobyte.Builder) { b.AddBytes(key) })
+	return buildSPKIRaw(oidRSA, derNull, key)
 }
 
 // spkiWithKey returns the SPKI in file with its public key replaced by n
