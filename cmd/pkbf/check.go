@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pkbf/pkbf"
@@ -35,16 +36,16 @@ const defaultConfirmTimeout = 2 * time.Minute
 // guardFilter makes work report, in the filterErr of every item of the
 // batch, that the filter file was cut short while it queried it
 // (pkbf.ErrFileChanged), instead of ending the program.
-func guardFilter(work func([]item)) func([]item) {
-	return func(items []item) {
+func guardFilter(work func(*batch)) func(*batch) {
+	return func(b *batch) {
 		defer func() {
 			if err := fileChanged(recover()); err != nil {
-				for i := range items {
-					items[i].filterErr = err
+				for i := range b.items {
+					b.items[i].filterErr = err
 				}
 			}
 		}()
-		work(items)
+		work(b)
 	}
 }
 
@@ -67,14 +68,19 @@ func fileChanged(r any) error {
 // larger than the caches, their memory latencies overlap. A key is
 // probably in the filter if any of its encodings is, as Contains says.
 // Then it computes each key's fingerprints, here in the workers rather
-// than where the output is written. With a ctx that can be done, it stops
-// with ctx's error between two keys, or two lookups of lookupChunk
-// encodings (an EC key on an explicit curve costs a square root to
-// decode).
-func lookupItems(ctx context.Context, items []item, probablyBatch func(spkis [][]byte, out []bool)) error {
-	encodings := make([][]byte, 0, 2*len(items))
-	owners := make([]int, 0, 2*len(items))
-	room := make([]byte, formsRoom*len(items)) // one allocation for the batch's encodings
+// than where the output is written. The keys' other encodings are built
+// in room when it holds formsRoom bytes an item (a batch's, reused), else
+// in a new buffer: they must last as long as the items. With a ctx that
+// can be done, it stops with ctx's error between two keys, or two lookups
+// of lookupChunk encodings (an EC key on an explicit curve costs a square
+// root to decode).
+func lookupItems(ctx context.Context, items []item, room []byte, probablyBatch func(spkis [][]byte, out []bool)) error {
+	if len(room) < formsRoom*len(items) {
+		room = make([]byte, formsRoom*len(items))
+	}
+	sc := lookupScratchPool.Get().(*lookupScratch)
+	defer sc.put()
+	encodings, owners := sc.encodings[:0], sc.owners[:0]
 	for i := range items {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -91,7 +97,9 @@ func lookupItems(ctx context.Context, items []item, probablyBatch func(spkis [][
 			encodings, owners = append(encodings, it.other), append(owners, i)
 		}
 	}
-	found := make([]bool, len(encodings))
+	sc.encodings, sc.owners = encodings, owners
+	found := append(sc.found[:0], make([]bool, len(encodings))...)
+	sc.found = found
 	chunk := len(encodings)
 	if ctx.Done() != nil {
 		chunk = lookupChunk
@@ -106,20 +114,36 @@ func lookupItems(ctx context.Context, items []item, probablyBatch func(spkis [][
 	for j, i := range owners {
 		items[i].probably = items[i].probably || found[j]
 	}
-	sets := make([]fingerprintSet, len(items))
 	for i := range items {
 		if it := &items[i]; it.err == nil {
-			sets[i].fp, sets[i].other, sets[i].label = it.fingerprints()
-			it.fp = &sets[i]
+			fp, other, label := it.fingerprints()
+			it.fp = fingerprintSet{fp: fp, other: other, label: label, set: true}
 		}
 	}
 	return nil
+}
+
+// lookupScratch is what lookupItems needs only while it runs, kept from
+// one batch to the next.
+type lookupScratch struct {
+	encodings [][]byte
+	owners    []int
+	found     []bool
+}
+
+var lookupScratchPool = sync.Pool{New: func() any { return new(lookupScratch) }}
+
+// put returns sc to the pool, dropping its references to the keys.
+func (sc *lookupScratch) put() {
+	clear(sc.encodings)
+	lookupScratchPool.Put(sc)
 }
 
 // A fingerprintSet is what item.fingerprints returns, computed once.
 type fingerprintSet struct {
 	fp, other [2 * sha256.Size]byte
 	label     string
+	set       bool
 }
 
 // formsRoom is the room decode has for a key's other encodings: an EC
@@ -234,20 +258,26 @@ func parseCheck(c *command, fl *checkFlags, args []string) (ok bool, code int) {
 // checkWork is what check does with each batch of keys, in how many
 // goroutines: look them up in f together, or with --confirm, one by one
 // through the pwnedkeys API. Call cancel when done.
-func checkWork(f *pkbf.Filter, fl *checkFlags) (work func([]item), workers int, cancel func()) {
-	work, workers, cancel = func(items []item) { lookupItems(context.Background(), items, f.ProbablyBatch) }, runtime.GOMAXPROCS(0), func() {}
+func checkWork(f *pkbf.Filter, fl *checkFlags) (work func(*batch), workers int, cancel func()) {
+	lookup := func(b *batch) {
+		if len(b.room) < formsRoom*len(b.items) {
+			b.room = make([]byte, formsRoom*batchSize)
+		}
+		lookupItems(context.Background(), b.items, b.room, f.ProbablyBatch)
+	}
+	work, workers, cancel = lookup, runtime.GOMAXPROCS(0), func() {}
 	if *fl.confirm {
 		ctx := context.Background()
 		if *fl.timeout > 0 {
 			ctx, cancel = context.WithTimeout(ctx, *fl.timeout)
 		}
 		checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: *fl.api}, MaxInFlight: confirmInFlight}
-		work = func(items []item) {
+		work = func(b *batch) {
 			// Each key parsed once, looked up with the batch, and only the
 			// probable ones sent to the API.
-			lookupItems(context.Background(), items, f.ProbablyBatch)
-			for i := range items {
-				if it := &items[i]; it.err == nil && it.probably {
+			lookup(b)
+			for i := range b.items {
+				if it := &b.items[i]; it.err == nil && it.probably {
 					var res pwnedkeys.Result
 					res, it.confirmErr = checker.Confirm(ctx, it.canonical)
 					it.pwned = res.Pwned

@@ -69,12 +69,12 @@ type item struct {
 	key   keys.Key
 	err   error
 	// Set by the work function.
-	spki      []byte // as the input has it
-	canonical []byte // OpenSSL's encoding: spki itself when the same
-	other     []byte // an EC key's other point form, or nil
-	fp        *fingerprintSet
-	sshFP     string // SSH keys: the ssh-keygen fingerprint
-	comment   string // SSH keys: the comment
+	spki      []byte         // as the input has it
+	canonical []byte         // OpenSSL's encoding: spki itself when the same
+	other     []byte         // an EC key's other point form, or nil
+	fp        fingerprintSet // once lookupItems computed them
+	sshFP     string         // SSH keys: the ssh-keygen fingerprint
+	comment   string         // SSH keys: the comment
 	probably  bool
 	extra     [][]byte // add: the other encodings
 	// check -confirm: what the pwnedkeys API said of a probable key.
@@ -109,21 +109,36 @@ func (it *item) errorMessage() string {
 }
 
 // batch is a run of items from one input, processed by one worker and
-// emitted in order.
+// emitted in order. Once emitted it is reused for later items: a batch
+// made for each 256 keys was most of what check allocated (a third of a
+// kilobyte a key), and the collector's work and fresh memory's page
+// faults grew with it.
 type batch struct {
 	items []item
 	done  chan struct{}
+	room  []byte // for the items' other encodings: see lookupItems
 }
 
 const batchSize = 256
 
+func newBatch() *batch {
+	return &batch{items: make([]item, 0, batchSize), done: make(chan struct{})}
+}
+
+// reset empties an emitted batch for reuse, keeping its memory.
+func (b *batch) reset() {
+	clear(b.items)
+	b.items = b.items[:0]
+	b.done = make(chan struct{})
+}
+
 // eachItem makes a work function for pipeline from one for a single item,
 // called on the items that were read without error.
-func eachItem(work func(*item)) func([]item) {
-	return func(items []item) {
-		for i := range items {
-			if items[i].err == nil {
-				work(&items[i])
+func eachItem(work func(*item)) func(*batch) {
+	return func(b *batch) {
+		for i := range b.items {
+			if b.items[i].err == nil {
+				work(&b.items[i])
 			}
 		}
 	}
@@ -133,7 +148,7 @@ func eachItem(work func(*item)) func([]item) {
 type pipelineOptions struct {
 	inputs  []input
 	workers int          // goroutines running work
-	work    func([]item) // on each batch; skipping items with an error is its job
+	work    func(*batch) // on each batch; skipping items with an error is its job
 	// emit is called on each item in input order, from one goroutine; it
 	// returns false to stop early.
 	emit func(*item) bool
@@ -155,6 +170,17 @@ func pipeline(o pipelineOptions) {
 	inputs, workers, work, emit, idle, stop, prog := o.inputs, o.workers, o.work, o.emit, o.idle, o.stop, o.progress
 	order := make(chan *batch, 4*workers)
 	todo := make(chan *batch, 4*workers)
+	// Emitted batches go back to the reader; it makes new ones only
+	// while none is free.
+	free := make(chan *batch, 4*workers+2)
+	get := func() *batch {
+		select {
+		case b := <-free:
+			return b
+		default:
+			return newBatch()
+		}
+	}
 	halted := make(chan struct{})
 	var stopOnce sync.Once
 	halt := func() { stopOnce.Do(func() { close(halted) }) }
@@ -176,7 +202,7 @@ func pipeline(o pipelineOptions) {
 			}
 		}
 		for _, in := range inputs {
-			if !readInput(in, send, prog) {
+			if !readInput(in, get, send, prog) {
 				return
 			}
 		}
@@ -188,7 +214,7 @@ func pipeline(o pipelineOptions) {
 		go func() {
 			defer wg.Done()
 			for b := range todo {
-				work(b.items)
+				work(b)
 				for i := range b.items {
 					b.items[i].key.Raw = nil // done with it
 				}
@@ -225,6 +251,11 @@ func pipeline(o pipelineOptions) {
 			}
 		}
 		prog.keys.Add(int64(len(b.items)))
+		b.reset()
+		select {
+		case free <- b:
+		default:
+		}
 		if idle != nil && len(order) == 0 {
 			idle()
 		}
@@ -233,15 +264,15 @@ func pipeline(o pipelineOptions) {
 }
 
 // readInput frames the keys of one input into batches and sends them.
-func readInput(in input, send func(*batch) bool, prog *progress) bool {
-	newBatch := func() *batch { return &batch{items: make([]item, 0, batchSize), done: make(chan struct{})} }
+// New batches come from get.
+func readInput(in input, get func() *batch, send func(*batch) bool, prog *progress) bool {
 	var file *os.File
 	if in.name == "-" {
 		file, _ = in.stdin.(*os.File)
 	} else {
 		f, err := os.Open(in.name)
 		if err != nil {
-			b := newBatch()
+			b := get()
 			b.items = append(b.items, item{input: in.display(), err: err})
 			return send(b)
 		}
@@ -260,12 +291,12 @@ func readInput(in input, send func(*batch) bool, prog *progress) bool {
 	// From a pipe or terminal, a partial batch goes out whenever the scanner
 	// needs more input, which may block: keys from a slow stream are not held
 	// back waiting for more. Regular files do not block; they go in batches.
-	b := newBatch()
+	b := get()
 	ok := true
 	flush := func() {
 		if ok && len(b.items) > 0 {
 			ok = send(b)
-			b = newBatch()
+			b = get()
 		}
 	}
 	beforeRead := flush

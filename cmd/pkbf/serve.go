@@ -326,7 +326,7 @@ func (s *service) lookup(ctx context.Context, items []item) (err error) {
 			err = ferr
 		}
 	}()
-	return lookupItems(ctx, items, s.live.ProbablyBatch)
+	return lookupItems(ctx, items, nil, s.live.ProbablyBatch)
 }
 
 // healthz answers 200 while the process has a filter, which a Live filter

@@ -155,7 +155,7 @@ func TestLookupItemsStops(t *testing.T) {
 	}
 	calls := 0
 	ctx, cancel := context.WithCancel(context.Background())
-	err := lookupItems(ctx, items, func(spkis [][]byte, out []bool) {
+	err := lookupItems(ctx, items, nil, func(spkis [][]byte, out []bool) {
 		calls++
 		cancel()
 	})
@@ -163,7 +163,7 @@ func TestLookupItemsStops(t *testing.T) {
 		t.Errorf("cancelled after the first chunk: %d calls, %v", calls, err)
 	}
 	calls = 0
-	if err := lookupItems(context.Background(), items, func(spkis [][]byte, out []bool) { calls++ }); err != nil || calls != 1 {
+	if err := lookupItems(context.Background(), items, nil, func(spkis [][]byte, out []bool) { calls++ }); err != nil || calls != 1 {
 		t.Errorf("with a background context: %d calls, %v; want 1 call", calls, err)
 	}
 }

@@ -156,7 +156,7 @@ func appendJSONError(b []byte, it *item) []byte {
 // The workers compute them (see lookupItems), so that the hashing is
 // spread over the cores instead of done where the output is written.
 func (it *item) fingerprints() (fp, other [2 * sha256.Size]byte, label string) {
-	if it.fp != nil {
+	if it.fp.set {
 		return it.fp.fp, it.fp.other, it.fp.label
 	}
 	if sameBytes(it.spki, it.canonical) {
