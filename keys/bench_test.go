@@ -104,7 +104,7 @@ func BenchmarkScan(b *testing.B) {
 
 // benchCertificates returns a maker of distinct PEM certificates: two
 // templates (RSA-2048 and P-256 keys) with a counter in the public key.
-func benchCertificates(b *testing.B, rk *rsa.PrivateKey, ek *ecdsa.PrivateKey) func(int) []byte {
+func benchCertificates(b testing.TB, rk *rsa.PrivateKey, ek *ecdsa.PrivateKey) func(int) []byte {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
 		Subject:      pkix.Name{CommonName: "bench.example.com"},

@@ -1,6 +1,9 @@
 package keys
 
 import (
+	"bytes"
+	"sync"
+
 	"github.com/pkbf/pkbf/internal/source"
 )
 
@@ -64,13 +67,30 @@ func (k *Key) SPKI() ([]byte, error) {
 	case kindPuTTY:
 		return puttySPKI(k.Raw)
 	case kindPEM:
-		if block, ok := decodePEMBlock(k.Raw); ok {
-			return pemBlockSPKI(block, nil)
+		// The block's DER is decoded into a pooled buffer and only the
+		// SPKI kept: a certificate's SPKI is a fifth of it.
+		buf := derBuffers.Get().(*[]byte)
+		block, ok := decodePEMBlockInto(*buf, k.Raw)
+		if !ok {
+			derBuffers.Put(buf)
+			return pemSPKI(k.Raw) // EC PARAMETERS, then the key
 		}
-		return pemSPKI(k.Raw) // EC PARAMETERS, then the key
+		spki, err := pemBlockSPKI(block, nil)
+		spki = bytes.Clone(spki) // it may be a part of the buffer
+		if cap(block.der) <= maxPooledDER {
+			*buf = block.der
+			derBuffers.Put(buf)
+		}
+		return spki, err
 
 	case kindDER:
 		return derSPKI(k.Raw)
 	}
 	return sshLineSPKI(k.Raw)
 }
+
+// derBuffers holds buffers for decoding PEM blocks; buffers that grew past
+// maxPooledDER (a block of many certificates) are left to the collector.
+var derBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledDER = 16 << 10

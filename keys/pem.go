@@ -21,6 +21,12 @@ type pemBlock struct {
 // finds them with nextPEMBlock, and both decode here. It reports false
 // for anything else.
 func decodePEMBlock(raw []byte) (block pemBlock, ok bool) {
+	return decodePEMBlockInto(nil, raw)
+}
+
+// decodePEMBlockInto is decodePEMBlock decoding into dst when it has room
+// (its length does not matter), else into a new buffer.
+func decodePEMBlockInto(dst, raw []byte) (block pemBlock, ok bool) {
 	first, rest, _ := bytes.Cut(raw, []byte("\n"))
 	body, last, ok := cutLastLine(rest)
 	typ, ok1 := bytes.CutPrefix(bytes.TrimSpace(first), []byte("-----BEGIN "))
@@ -38,7 +44,11 @@ func decodePEMBlock(raw []byte) (block pemBlock, ok bool) {
 	}
 	// Most blocks have whole 4-character groups of base64 on every line,
 	// which decode where they are; the rest are gathered first.
-	block.der = make([]byte, base64.StdEncoding.DecodedLen(len(body)))
+	if need := base64.StdEncoding.DecodedLen(len(body)); cap(dst) >= need {
+		block.der = dst[:need]
+	} else {
+		block.der = make([]byte, need)
+	}
 	n, ok := decodeLines(block.der, body)
 	if !ok {
 		gathered := make([]byte, 0, len(body))

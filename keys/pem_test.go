@@ -2,6 +2,10 @@ package keys
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
 	"encoding/pem"
 	"errors"
 	"testing"
@@ -80,4 +84,40 @@ func FuzzDecodePEMBlock(f *testing.F) {
 			t.Fatalf("pkbf decodes %q %q %x; encoding/pem gives %+v", block.typ, block.procType, block.der, want)
 		}
 	})
+}
+
+// TestPEMSPKIOwnsItsBytes reads the SPKIs of many distinct PEM
+// certificates in turn and checks that each one keeps its bytes after the
+// others are read:
+// Key.SPKI decodes a block into a reused buffer and must not return a part
+// of it.
+func TestPEMSPKIOwnsItsBytes(t *testing.T) {
+	rk, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCert := benchCertificates(t, rk, ek)
+	var spkis, want [][]byte
+	for i := range 64 {
+		var k Key
+		s := NewScanner(bytes.NewReader(newCert(i)))
+		if !s.Scan() {
+			t.Fatal("no key scanned")
+		}
+		k = s.Key()
+		spki, err := k.SPKI()
+		if err != nil {
+			t.Fatal(err)
+		}
+		spkis, want = append(spkis, spki), append(want, bytes.Clone(spki))
+	}
+	for i := range spkis {
+		if !bytes.Equal(spkis[i], want[i]) {
+			t.Fatalf("certificate %d: SPKI changed after later ones were read:\n got %x\nwant %x", i, spkis[i], want[i])
+		}
+	}
 }
