@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"strings"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -216,7 +217,7 @@ var errNoKeyLine = keyErrorf("no key on this line")
 // line (marker, host patterns, type, blob). The key type is the first field,
 // outside quotes, that names one; the blob follows it.
 func sshLineSPKI(line []byte) ([]byte, error) {
-	blob, _, err := sshLineBlob(line)
+	blob, _, err := sshLineBlob(nil, line)
 	if err != nil {
 		return nil, err
 	}
@@ -224,8 +225,9 @@ func sshLineSPKI(line []byte) ([]byte, error) {
 }
 
 // sshLineBlob returns the key blob of an OpenSSH public key line, checked
-// to start with the type the line names, and the comment after it.
-func sshLineBlob(line []byte) (blob []byte, comment string, err error) {
+// to start with the type the line names, and the comment after it. The
+// blob is decoded into dst if it has room, else into a new buffer.
+func sshLineBlob(dst, line []byte) (blob []byte, comment string, err error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] == '#' {
 		return nil, "", errNoKeyLine
@@ -250,19 +252,30 @@ func sshLineBlob(line []byte) (blob []byte, comment string, err error) {
 		if len(encoded) == 0 {
 			return nil, "", keyErrorf("OpenSSH %s line has no key after its type", field)
 		}
-		blob = make([]byte, base64.StdEncoding.DecodedLen(len(encoded)))
+		if need := base64.StdEncoding.DecodedLen(len(encoded)); cap(dst) >= need {
+			blob = dst[:need]
+		} else {
+			blob = make([]byte, need)
+		}
 		n, err := base64.StdEncoding.Decode(blob, encoded)
 		if err != nil {
 			return nil, "", keyErrorf("OpenSSH %s key is not valid base64: %v", field, err)
 		}
 		blob = blob[:n]
-		var inner []byte
-		s := cryptobyte.String(blob)
-		if !readSSHString(&s, &inner) || string(inner) != string(field) {
+		if inner := blobName(blob); string(inner) != string(field) {
 			return nil, "", keyErrorf("OpenSSH key line says %s but its key is %q", field, shorten(string(inner)))
 		}
 		return blob, string(bytes.TrimSpace(after)), nil
 	}
+}
+
+// blobName returns the key type name a key blob starts with (an SSH
+// string: a 32-bit length, then the bytes), or nil if it is cut short.
+func blobName(blob []byte) []byte {
+	if len(blob) < 4 || uint64(binary.BigEndian.Uint32(blob)) > uint64(len(blob)-4) {
+		return nil
+	}
+	return blob[4 : 4+binary.BigEndian.Uint32(blob)]
 }
 
 // nextField splits off the first field of s: a run of characters up to
@@ -317,7 +330,8 @@ func (k *Key) SSHFingerprint() (fingerprint, comment string) {
 	var err error
 	switch k.kind {
 	case kindLine:
-		blob, comment, err = sshLineBlob(k.Raw)
+		var room [1024]byte // an RSA-4096 key's blob is 535 bytes
+		blob, comment, err = sshLineBlob(room[:0], k.Raw)
 	case kindRFC4716:
 		blob, comment, err = rfc4716Blob(k.Raw)
 	case kindPuTTY:
