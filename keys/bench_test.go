@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pkbf/pkbf/internal/testkit"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -47,7 +48,7 @@ func BenchmarkScan(b *testing.B) {
 			} else {
 				der, _ = x509.MarshalPKIXPublicKey(&ek.PublicKey)
 			}
-			return withCounter(der, der, i)
+			return testkit.WithCounter(der, der, i)
 		}},
 		{"AuthorizedKeys", func(i int) []byte {
 			var pub any = ed25519.PublicKey(binary.BigEndian.AppendUint32(make([]byte, 28), uint32(i)))
@@ -123,17 +124,6 @@ func benchCertificates(b testing.TB, rk *rsa.PrivateKey, ek *ecdsa.PrivateKey) f
 	}
 	return func(i int) []byte {
 		j := min(i%4, 1)
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: withCounter(certs[j], spkis[j], i)})
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: testkit.WithCounter(certs[j], spkis[j], i)})
 	}
-}
-
-// withCounter returns a copy of der with i written into its public key
-// spki (a part of der): four bytes ending 5 before the SPKI's end, inside
-// an RSA modulus or an EC point's y. The keys stay well-formed; an EC
-// point leaves its curve, which reading a key does not check.
-func withCounter(der, spki []byte, i int) []byte {
-	at := bytes.Index(der, spki) + len(spki) - 9
-	out := bytes.Clone(der)
-	binary.BigEndian.PutUint32(out[at:], uint32(i))
-	return out
 }

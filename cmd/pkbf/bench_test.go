@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
 	"golang.org/x/crypto/ssh"
 )
@@ -399,17 +400,6 @@ func writeInput(b *testing.B, objects [][]byte) string {
 	return path
 }
 
-// withCounter returns a copy of der with i written into the last bytes of
-// its public key, spki (a part of der): four bytes ending 5 before the
-// SPKI's end, inside an RSA modulus (the exponent's INTEGER is the last 5
-// bytes) and an EC point's y.
-func withCounter(der, spki []byte, i int) []byte {
-	at := bytes.Index(der, spki) + len(spki) - 9
-	out := bytes.Clone(der)
-	binary.BigEndian.PutUint32(out[at:], uint32(i))
-	return out
-}
-
 // pemCertificates returns n distinct PEM certificates, a quarter RSA-2048
 // and the rest P-256 (see BenchmarkCheck).
 func pemCertificates(b *testing.B, n int) [][]byte {
@@ -421,7 +411,7 @@ func pemCertificates(b *testing.B, n int) [][]byte {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out[i] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: withCounter(der, spki, i)})
+		out[i] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: testkit.WithCounter(der, spki, i)})
 	}
 	return out
 }
@@ -445,7 +435,7 @@ func derPublicKeys(b *testing.B, n int) [][]byte {
 		if i%4 == 0 {
 			t = rsaDER
 		}
-		out[i] = withCounter(t, t, i)
+		out[i] = testkit.WithCounter(t, t, i)
 	}
 	return out
 }

@@ -2,6 +2,8 @@
 package testkit
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -29,4 +31,17 @@ func CheckErr(t testing.TB, err, sentinel error) {
 	if !errors.Is(err, sentinel) || !strings.HasPrefix(err.Error(), "pkbf: ") {
 		t.Fatalf("error %q: want %v and the pkbf: prefix", err, sentinel)
 	}
+}
+
+// WithCounter returns a copy of der with i written into its public key
+// spki (a part of der, or der itself): four bytes ending 5 before the
+// SPKI's end, inside an RSA modulus (the exponent's INTEGER is the last 5
+// bytes) or an EC point's y. The benchmarks make distinct keys this way,
+// at no cost of key generation or signing; an EC point leaves its curve,
+// which reading a key does not check.
+func WithCounter(der, spki []byte, i int) []byte {
+	at := bytes.Index(der, spki) + len(spki) - 9
+	out := bytes.Clone(der)
+	binary.BigEndian.PutUint32(out[at:], uint32(i))
+	return out
 }

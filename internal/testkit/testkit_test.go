@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -32,4 +33,20 @@ func (f *fakeT) Helper() {}
 func (f *fakeT) Fatalf(string, ...any) {
 	f.failed = true
 	panic("fatal")
+}
+
+func TestWithCounter(t *testing.T) {
+	spki := bytes.Repeat([]byte{0xaa}, 20)
+	der := append(append([]byte("head"), spki...), "tail"...)
+	got := WithCounter(der, spki, 0x01020304)
+	// Four bytes ending 5 before the SPKI's end: 11 of its 20 bytes before.
+	want := append(append([]byte("head"), bytes.Repeat([]byte{0xaa}, 11)...), 1, 2, 3, 4)
+	want = append(want, bytes.Repeat([]byte{0xaa}, 5)...)
+	want = append(want, "tail"...)
+	if !bytes.Equal(got, want) {
+		t.Errorf("WithCounter = %x, want %x", got, want)
+	}
+	if der[11] != 0xaa {
+		t.Error("WithCounter changed its argument")
+	}
 }
