@@ -397,15 +397,10 @@ func isBase64Blob(b []byte) bool {
 // or "".
 func blobType(encoded []byte) string {
 	head := encoded[:min(len(encoded), 64)&^3]
-	blob := make([]byte, base64.StdEncoding.DecodedLen(len(head)))
-	n, err := base64.StdEncoding.Decode(blob, head)
+	var blob [48]byte // what 64 characters of base64 decode to
+	n, err := base64.StdEncoding.Decode(blob[:], head)
 	if err != nil {
 		return ""
 	}
-	s := cryptobyte.String(blob[:n])
-	var name []byte
-	if !readSSHString(&s, &name) {
-		return ""
-	}
-	return string(name)
+	return string(blobName(blob[:n]))
 }
