@@ -259,12 +259,7 @@ func parseCheck(c *command, fl *checkFlags, args []string) (ok bool, code int) {
 // goroutines: look them up in f together, or with --confirm, one by one
 // through the pwnedkeys API. Call cancel when done.
 func checkWork(f *pkbf.Filter, fl *checkFlags) (work func(*batch), workers int, cancel func()) {
-	lookup := func(b *batch) {
-		if len(b.room) < formsRoom*len(b.items) {
-			b.room = make([]byte, formsRoom*batchSize)
-		}
-		lookupItems(context.Background(), b.items, b.room, f.ProbablyBatch)
-	}
+	lookup := func(b *batch) { lookupItems(context.Background(), b.items, b.room, f.ProbablyBatch) }
 	work, workers, cancel = lookup, runtime.GOMAXPROCS(0), func() {}
 	if *fl.confirm {
 		ctx := context.Background()

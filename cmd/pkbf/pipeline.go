@@ -122,7 +122,7 @@ type batch struct {
 const batchSize = 256
 
 func newBatch() *batch {
-	return &batch{items: make([]item, 0, batchSize), done: make(chan struct{})}
+	return &batch{items: make([]item, 0, batchSize), done: make(chan struct{}), room: make([]byte, formsRoom*batchSize)}
 }
 
 // reset empties an emitted batch for reuse, keeping its memory.
