@@ -15,9 +15,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/pkbf/pkbf/internal/hugemem"
+	"github.com/pkbf/pkbf/internal/prefetch"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -288,8 +290,10 @@ func BenchmarkContains(b *testing.B) {
 // themselves as hash-ns, load-ns and dep-ns.
 //
 // The filters are 256 MiB (k 12) from Parse (heap memory), Open (the
-// file's mapping) and ReadFilter (huge pages where Linux gives them), and
-// 1 MiB, in cache.
+// file's mapping) and ReadFilter (huge pages where Linux gives them), 1 MiB
+// (in the L3) and 128 KiB (in the L2): there ProbablyBatch is Probably in
+// a loop, and x-hashes is Probably's in-cache figure measured side by side
+// with the hashes.
 func BenchmarkBatch(b *testing.B) {
 	keys := make([][]byte, 256)
 	out := make([]bool, len(keys))
@@ -309,6 +313,8 @@ func BenchmarkBatch(b *testing.B) {
 		{"256MiB/AllSet/ReadFilter", 31, true, "ReadFilter"},
 		{"1MiB/HalfSet", 23, false, ""},
 		{"1MiB/AllSet", 23, true, ""},
+		{"128KiB/HalfSet", 20, false, ""},
+		{"128KiB/AllSet", 20, true, ""},
 	} {
 		// The filter is made only when a benchmark under c.name runs.
 		b.Run(c.name, func(b *testing.B) {
@@ -512,6 +518,138 @@ func BenchmarkBatchDepth(b *testing.B) {
 					run(b, func() { f.probeRounds(keys, out, depth) })
 				})
 			}
+		})
+	}
+}
+
+// BenchmarkBatchPasses takes ProbablyBatch's rounds apart, on a half-set
+// filter of 256 MiB (every line a miss) and of 1 MiB (every line in the
+// caches), each case timed against the hashes of the same keys side by
+// side (x-hashes):
+//
+//   - HashStore: the two hashes of each key, stored: the floor;
+//   - PrefetchEach: one prefetch of a random line of the filter after
+//     each key's hashes;
+//   - PrefetchSameLine: one prefetch after each key's hashes, of the same
+//     line every time, always in the cache: what the prefetch instruction
+//     costs the core apart from any memory traffic;
+//   - LoadSameLine: a plain load of that line instead;
+//   - PrefetchBlock: hashing 16 keys, then one burst of the 16 prefetches;
+//   - PrefetchBlockTest: the same, then testing the bits the burst before
+//     fetched (a round of depth 1 without the live keys);
+//   - PrefetchBlockTestLater: testing them four bursts later instead;
+//   - LoadBlock: no prefetch, 64 keys hashed and then their 64 bits
+//     loaded, independent of each other;
+//   - Rounds: ProbablyBatch's rounds at depth 1.
+//
+// The figures behind the design are in the comment above roundKeys.
+func BenchmarkBatchPasses(b *testing.B) {
+	const block = 16
+	keys := make([][]byte, 256)
+	out := make([]bool, len(keys))
+	run := batchRunner(b, keys)
+	var xs [256]uint64
+	var lines [256]uintptr
+	hash := func(j int) uint64 {
+		h1, h2 := hashes(keys[j])
+		xs[j] = h1
+		return h1 ^ h2
+	}
+	for _, c := range []struct {
+		name string
+		l    uint8
+	}{{"256MiB", 31}, {"1MiB", 23}} {
+		b.Run(c.name, func(b *testing.B) {
+			f := benchFilter(b, 12, c.l, false)
+			data, mask, last := f.data, f.mask, uint64(len(f.data)-1)
+			base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+			line := func(j int) { lines[j] = base + uintptr(xs[j]&mask>>3) }
+			var acc uint64
+			for _, v := range []struct {
+				name  string
+				query func()
+			}{
+				{"HashStore", func() {
+					for j := range keys {
+						acc += hash(j)
+					}
+				}},
+				{"PrefetchEach", func() {
+					for j := range keys {
+						acc += hash(j)
+						line(j)
+						prefetch.Lines(&lines[j], 1)
+					}
+				}},
+				{"PrefetchSameLine", func() {
+					for j := range keys {
+						acc += hash(j)
+						lines[j] = base
+						prefetch.Lines(&lines[j], 1)
+					}
+				}},
+				{"LoadSameLine", func() {
+					for j := range keys {
+						acc += hash(j) + uint64(data[0])
+					}
+				}},
+				{"PrefetchBlock", func() {
+					for s := 0; s < len(keys); s += block {
+						for j := s; j < s+block; j++ {
+							acc += hash(j)
+							line(j)
+						}
+						prefetch.Lines(&lines[s], block)
+					}
+				}},
+				{"PrefetchBlockTest", func() {
+					for s := 0; s <= len(keys); s += block {
+						if s < len(keys) {
+							for j := s; j < s+block; j++ {
+								acc += hash(j)
+								line(j)
+							}
+							prefetch.Lines(&lines[s], block)
+						}
+						for j := max(s-block, 0); j < s; j++ {
+							out[j] = plainBit(data, last, xs[j]&mask) != 0
+						}
+					}
+				}},
+				{"PrefetchBlockTestLater", func() {
+					// Testing four blocks after the burst: long after
+					// its lines have arrived.
+					const lag = 4 * block
+					for s := 0; s < len(keys)+lag; s += block {
+						if s < len(keys) {
+							for j := s; j < s+block; j++ {
+								acc += hash(j)
+								line(j)
+							}
+							prefetch.Lines(&lines[s], block)
+						}
+						for j := max(s-lag, 0); j < min(s-lag+block, len(keys)); j++ {
+							out[j] = plainBit(data, last, xs[j]&mask) != 0
+						}
+					}
+				}},
+				{"LoadBlock", func() {
+					// No prefetch: 64 keys hashed, then their 64
+					// independent loads.
+					for s := 0; s < len(keys); s += 4 * block {
+						for j := s; j < s+4*block; j++ {
+							acc += hash(j)
+						}
+						for j := s; j < s+4*block; j++ {
+							out[j] = plainBit(data, last, xs[j]&mask) != 0
+						}
+					}
+				}},
+				{"Rounds", func() { f.probeRounds(keys, out, 1) }},
+			} {
+				b.Run(v.name, func(b *testing.B) { run(b, v.query) })
+			}
+			sink += acc
 		})
 	}
 }
