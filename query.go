@@ -237,10 +237,10 @@ func (f *Filter) loadAll(x, y uint64) bool {
 // slower (a prefetch of a line in the cache: 1.05), the same prefetches
 // issued in a burst after a block of 16 keys' hashing 1.16, so a round
 // hashes first and fetches after. Testing the fetched bits then costs
-// about half the hashing again (1.6 to 1.7 in all), as much four bursts
-// later, when the lines have long arrived, and as much with no prefetch
-// at all, 64 keys' loads issued together (1.63); at 1 MiB the same tests
-// cost nothing (1.1). The cost is in reaching the lines' pages, not in
+// half the hashing again or more (1.7 to 2.2 in all), as much four
+// bursts later, when the lines have long arrived (1.6 to 1.7), and as
+// much with no prefetch at all, 64 keys' loads issued together (1.63);
+// at 1 MiB the same tests cost nothing (1.1). The cost is in reaching the lines' pages, not in
 // waiting for their data: the memory work adds to the hashing instead
 // of hiding under it. The rounds themselves (keeping the live keys)
 // cost about a third of the hashing in cache. One burst a round instead
