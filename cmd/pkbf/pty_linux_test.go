@@ -41,27 +41,37 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	return master, slave
 }
 
+// recordTerminal reads everything written to the terminal of master, and
+// returns a function that, once the slave is closed, waits for the end of
+// it and returns it.
+func recordTerminal(t *testing.T, master *os.File) func() []byte {
+	var stream bytes.Buffer
+	done := make(chan struct{})
+	go func() { io.Copy(&stream, master); close(done) }()
+	return func() []byte {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("reading the terminal did not finish")
+		}
+		return stream.Bytes()
+	}
+}
+
 // Under a terminal, a check that lasts long enough shows progress on
 // stderr, erases it at the end, and never writes it to stdout.
 func TestProgressOnTerminal(t *testing.T) {
 	master, slave := openPTY(t)
 	defer master.Close()
 	defer setProgressTiming(20*time.Millisecond, 10*time.Millisecond)()
-	var screen bytes.Buffer
-	done := make(chan struct{})
-	go func() { io.Copy(&screen, master); close(done) }()
+	screen := recordTerminal(t, master)
 
 	pr, pw := io.Pipe()
 	go slowWriter(pw, mustRead(t, key("ed25519.pub")), 30, 10*time.Millisecond)
 	var stdout bytes.Buffer
 	code := run([]string{"check", exampleFilter}, pr, &stdout, slave)
 	slave.Close()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("reading the terminal did not finish")
-	}
-	got := screen.String()
+	got := string(screen())
 	if code != 1 || !strings.Contains(got, " keys, ") || !strings.Contains(got, " keys/s") || !strings.HasSuffix(got, "\r\x1b[Kpkbf: checked 30 keys: 30 probably, 0 no\r\n") {
 		t.Errorf("exit %d; terminal showed %q; want progress lines, erased at the end", code, got)
 	}
@@ -136,9 +146,7 @@ func TestProgressAndVerdictsShareATerminal(t *testing.T) {
 		t.Skipf("set the terminal size: %v", err)
 	}
 	defer setProgressTiming(0, time.Millisecond)()
-	var stream bytes.Buffer
-	done := make(chan struct{})
-	go func() { io.Copy(&stream, master); close(done) }()
+	terminal := recordTerminal(t, master)
 
 	const n = 150
 	pr, pw := io.Pipe()
@@ -154,15 +162,11 @@ func TestProgressAndVerdictsShareATerminal(t *testing.T) {
 	}()
 	code := run([]string{"check", exampleFilter}, pr, slave, slave)
 	slave.Close()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("reading the terminal did not finish")
-	}
-	if !bytes.Contains(stream.Bytes(), []byte("keys/s")) {
+	stream := terminal()
+	if !bytes.Contains(stream, []byte("keys/s")) {
 		t.Fatal("no progress was shown: the test does not test anything")
 	}
-	lines := renderTerminal(stream.Bytes(), 40)
+	lines := renderTerminal(stream, 40)
 	verdict := regexp.MustCompile(`^(probably|no      )\t[0-9a-f]{64}\t<stdin>: line (\d+)\tSHA256:[A-Za-z0-9+/]{43}( .*)?$`)
 	seen := 0
 	for _, line := range lines {
@@ -185,9 +189,7 @@ func TestUpdateProgressOnTerminal(t *testing.T) {
 	master, slave := openPTY(t)
 	defer master.Close()
 	defer setProgressTiming(20*time.Millisecond, 10*time.Millisecond)()
-	var screen bytes.Buffer
-	done := make(chan struct{})
-	go func() { io.Copy(&screen, master); close(done) }()
+	terminal := recordTerminal(t, master)
 	pub := &publisher{delay: 2 * time.Millisecond}
 	pub.set(publishedFilter(t, 1, 24, 10)) // 2 MiB in 32 KiB writes: about 130 ms
 	ts := httptest.NewServer(pub)
@@ -197,14 +199,10 @@ func TestUpdateProgressOnTerminal(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "f.pkbf")
 	code := run([]string{"update", ts.URL, p}, nil, &stdout, slave)
 	slave.Close()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("reading the terminal did not finish")
-	}
-	got := renderTerminal(screen.Bytes(), 80)
-	if code != 0 || !strings.Contains(screen.String(), " of 2 MiB (") || !strings.Contains(screen.String(), "/s, ") || !strings.Contains(screen.String(), " left") {
-		t.Errorf("exit %d; terminal showed %q; want progress with size, rate and time left", code, screen.String())
+	screen := terminal()
+	got := renderTerminal(screen, 80)
+	if code != 0 || !strings.Contains(string(screen), " of 2 MiB (") || !strings.Contains(string(screen), "/s, ") || !strings.Contains(string(screen), " left") {
+		t.Errorf("exit %d; terminal showed %q; want progress with size, rate and time left", code, screen)
 	}
 	if len(got) != 1 || got[0] != "" {
 		t.Errorf("the progress line was not erased at the end: %q", got)
