@@ -121,7 +121,7 @@ func BenchmarkProbably(b *testing.B) {
 			}
 		})
 	}
-	// Negative queries: an empty filter answers after the first probe.
+	// Negative queries: an empty filter answers after the first four bits.
 	b.Run("Negative/Empty/RSA2048", func(b *testing.B) {
 		h := Header{HashCount: 12, HashLength: 20}
 		buf, _ := h.AppendBinary(nil)

@@ -57,26 +57,18 @@ func (f *Filter) probably(spki []byte) bool {
 	if f.words != nil { // writable: Add may be setting bits right now
 		return f.probablyAtomic(spki)
 	}
-	h1 := xxhash.Sum64(spki)
-	if f.large {
-		// Out of cache, the k loads should overlap in one memory round
-		// trip: compute both hashes, then probe.
-		return f.probe(h1, seededHash(spki), 0)
-	}
-	// In cache, the first position (h1 itself) is tested before the second
-	// hash: when its bit is clear, half the time in a half-full filter, the
-	// answer costs half the hashing. (Out of cache this would put a memory
-	// round trip before the second hash and another after it.) It has a
-	// price for keys whose bits are all set: at 128 KiB on an AMD EPYC,
-	// 1.43-1.46 times the hashes against 1.36-1.37 with both hashes first,
-	// while a key not in a half-full filter costs 1.15-1.19 against
-	// 1.23-1.25 (BenchmarkBatch/128KiB, three interleaved runs). Checkers
-	// ask mostly about keys not in the filter, so the test stays.
-	if shiftedBit(data, uint64(len(data)-1), h1)&0x80 == 0 { // L >= 3: data is never empty
-		return false
-	}
-	x, y := step(h1, seededHash(spki), 0)
-	return f.probe(x, y, 1)
+	// Both hashes first, then the k loads with no test between them: the
+	// loads overlap one another (out of cache, in one round trip to
+	// memory) and the next key's hashing. Testing h1's bit before the
+	// second hash would save a key not in a half-full filter half the
+	// hashing half the time, but it costs keys in the filter more than
+	// the target of 1.4 times the hashes allows. In cache (L 20, k 12,
+	// RSA-2048, AMD EPYC, BenchmarkBatch/128KiB, three interleaved runs),
+	// keys with all bits set took 1.47-1.50 times the hashes with that
+	// test and 1.37-1.42 without it; keys not in a half-full filter took
+	// 1.16-1.19 with it and 1.23-1.28 without it.
+	h1, h2 := hashes(spki)
+	return f.probe(h1, h2)
 }
 
 // seededHash returns h2: XXH64 with seed 1, made odd.
@@ -87,8 +79,7 @@ func seededHash(spki []byte) uint64 {
 	return d.Sum64() | 1
 }
 
-// probe tests positions i to k-1 of a key, where x is position i before
-// the reduction mod m and y the difference to the next (see step). The
+// probe tests the k positions of a key with base hashes h1 and h2. The
 // positions depend only on the hashes, never on a loaded bit, so the CPU
 // issues the loads together: on a filter far larger than the caches they
 // overlap instead of waiting one after another. It tests the bits four at
@@ -98,15 +89,15 @@ func seededHash(spki []byte) uint64 {
 // took a key not in a half-full filter from 1.31 to 1.22 times the hashes
 // (RSA-2048). A bit costs four instructions beyond its load (see
 // shiftedBit): not reducing each position mod m first nor masking each
-// bit with 0x80 took a key with all its bits set, both hashes first,
-// from 1.36-1.39 to 1.33-1.35 times the hashes, and Probably's positives
-// (the first bit tested between the hashes) from 1.44-1.50 to 1.44-1.45.
-func (f *Filter) probe(x, y, i uint64) bool {
+// bit with 0x80 took a key with all its bits set from 1.36-1.39 to
+// 1.33-1.35 times the hashes.
+func (f *Filter) probe(h1, h2 uint64) bool {
 	data, k := f.data, f.k
 	if len(data) == 0 {
 		return false
 	}
 	last := uint64(len(data) - 1)
+	x, y, i := h1, h2, uint64(0) // position i before the reduction mod m, the step to the next (see step)
 	for ; i+4 <= k; i += 4 {
 		x0 := x
 		x, y = step(x, y, i)
