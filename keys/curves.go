@@ -39,7 +39,7 @@ var ecCurves = sync.OnceValue(func() []*ecCurve {
 	for _, t := range curves.Table {
 		oidDER, _ := hex.DecodeString(t.OID)
 		explicit, _ := hex.DecodeString(t.Explicit)
-		c, err := parseExplicitCurve(explicit)
+		c, err := parseCurve(explicit, true)
 		if err != nil || len(oidDER) < 2 {
 			panic("pkbf: bad curve table entry " + t.Name) // generated: cannot happen
 		}
@@ -80,7 +80,12 @@ const maxCurveBits = 661
 // validated before any arithmetic: p an odd prime of at most maxCurveBits
 // bits, a and b reduced mod p, an order no longer than Hasse's bound
 // allows, and a base point on the curve.
-func parseExplicitCurve(der []byte) (*ecCurve, error) {
+func parseExplicitCurve(der []byte) (*ecCurve, error) { return parseCurve(der, false) }
+
+// parseCurve is parseExplicitCurve; for the generated table of named
+// curves (tabled), it skips the primality test of p, which took 10 ms of
+// every process that met an EC key (TestCurveTable runs it on every entry).
+func parseCurve(der []byte, tabled bool) (*ecCurve, error) {
 	s := cryptobyte.String(der)
 	var params, field, curveSeq, fieldType, a, b, base cryptobyte.String
 	var version int
@@ -97,8 +102,10 @@ func parseExplicitCurve(der []byte) (*ecCurve, error) {
 		if !field.ReadASN1Integer(c.p) || !field.Empty() {
 			return nil, keyErrorf("EC explicit curve parameters are malformed")
 		}
-		if err := checkCurvePrime(c.p); err != nil {
-			return nil, err
+		if !tabled {
+			if err := checkCurvePrime(c.p); err != nil {
+				return nil, err
+			}
 		}
 		c.size = (c.p.BitLen() + 7) / 8
 	case bytes.Equal(fieldType, oidCharTwoField):

@@ -3,10 +3,12 @@ package keys
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"math/big"
 	"strings"
 	"testing"
 
+	"github.com/pkbf/pkbf/internal/curves"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -126,6 +128,29 @@ func TestExplicitCurveLimits(t *testing.T) {
 		err := checkKeyCalls(t, tc.name, spki)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestCurveTable checks every entry of the named-curve table as explicit
+// parameters from a file are checked (ecCurves skips the primality test
+// of p at run time), and that the table parse gives the same curve.
+func TestCurveTable(t *testing.T) {
+	if len(curves.Table) < 80 {
+		t.Fatalf("the curve table has %d entries, want OpenSSL's 80 or more", len(curves.Table))
+	}
+	for i, e := range curves.Table {
+		der, err := hex.DecodeString(e.Explicit)
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name, err)
+		}
+		c, err := parseExplicitCurve(der)
+		if err != nil {
+			t.Errorf("%s: %v", e.Name, err)
+			continue
+		}
+		if got := ecCurves()[i]; !got.sameParams(c) {
+			t.Errorf("%s: the table parse gives other parameters than parseExplicitCurve", e.Name)
 		}
 	}
 }
