@@ -240,7 +240,32 @@ var curvesByOID = sync.OnceValue(func() map[string]*ecCurve {
 	return m
 })
 
-func curveByNamedOID(oid []byte) *ecCurve { return curvesByOID()[string(oid)] }
+// curveByNamedOID returns the curve whose named-curve OID has the content
+// bytes oid, or nil. The NIST curves, which nearly every key uses, are
+// compared first, before the map's string hash.
+func curveByNamedOID(oid []byte) *ecCurve {
+	for _, c := range nistCurves() {
+		if bytes.Equal(oid, c.oid) {
+			return c
+		}
+	}
+	return curvesByOID()[string(oid)]
+}
+
+// nistCurves are P-256, P-384 and P-521 from ecCurves.
+var nistCurves = sync.OnceValue(func() (out [3]*ecCurve) {
+	for _, c := range ecCurves() {
+		switch c.name {
+		case "P-256":
+			out[0] = c
+		case "P-384":
+			out[1] = c
+		case "P-521":
+			out[2] = c
+		}
+	}
+	return out
+})
 
 // decodePoint reads a point in uncompressed (04), compressed (02, 03) or
 // hybrid (06, 07) form and returns its affine coordinates, checking that

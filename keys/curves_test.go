@@ -134,7 +134,8 @@ func TestExplicitCurveLimits(t *testing.T) {
 
 // TestCurveTable checks every entry of the named-curve table as explicit
 // parameters from a file are checked (ecCurves skips the primality test
-// of p at run time), and that the table parse gives the same curve.
+// of p at run time), that the table parse gives the same curve, and that
+// curveByNamedOID's shortcut for the NIST curves agrees with the map.
 func TestCurveTable(t *testing.T) {
 	if len(curves.Table) < 80 {
 		t.Fatalf("the curve table has %d entries, want OpenSSL's 80 or more", len(curves.Table))
@@ -149,8 +150,12 @@ func TestCurveTable(t *testing.T) {
 			t.Errorf("%s: %v", e.Name, err)
 			continue
 		}
-		if got := ecCurves()[i]; !got.sameParams(c) {
+		got := ecCurves()[i]
+		if !got.sameParams(c) {
 			t.Errorf("%s: the table parse gives other parameters than parseExplicitCurve", e.Name)
+		}
+		if byOID, want := curveByNamedOID(got.oid), curvesByOID()[string(got.oid)]; byOID != want || byOID == nil {
+			t.Errorf("%s: curveByNamedOID gives %v, the map %v", e.Name, byOID, want)
 		}
 	}
 }
