@@ -49,7 +49,43 @@ type Scanner struct {
 	scratch     []byte // the PEM block being read, reused
 	queue       []Key  // the objects of a container, still to report
 	passphrases []string
-	bufSize     int // of r's buffer: see bufferSize
+	bufSize     int    // of r's buffer: see bufferSize
+	slab        []byte // where small objects' Raw are cut from: see alloc
+}
+
+// Small objects' Raw are cut from slabs of up to slabSize bytes, many keys
+// to one allocation: at one allocation a key, a DER SPKI's made most of
+// what the scanner cost (BenchmarkScan), and the collector's work and
+// fresh memory's page faults grew with them. A Raw's capacity is its
+// length, so an append to it cannot reach another's bytes; a Key kept
+// keeps its slab.
+const (
+	slabSize   = 16 << 10
+	maxSlabbed = 2 << 10
+)
+
+// alloc returns n bytes for a Raw: from the slab when n is at most
+// maxSlabbed, else allocated alone.
+func (s *Scanner) alloc(n int) []byte {
+	if n > maxSlabbed {
+		return make([]byte, n)
+	}
+	if cap(s.slab)-len(s.slab) < n {
+		// Each slab twice the last, from a few objects' worth: a small
+		// input costs little.
+		s.slab = make([]byte, 0, min(slabSize, max(4*n, 2*cap(s.slab))))
+	}
+	end := len(s.slab) + n
+	b := s.slab[len(s.slab):end:end]
+	s.slab = s.slab[:end]
+	return b
+}
+
+// clone returns a copy of b made with alloc.
+func (s *Scanner) clone(b []byte) []byte {
+	c := s.alloc(len(b))
+	copy(c, b)
+	return c
 }
 
 // SetPassphrases gives the passphrases to try, after the empty one, on
@@ -262,7 +298,7 @@ func (s *Scanner) scanText() bool {
 			raw, err := s.scanUntil(l, func(t []byte) bool { return bytes.HasPrefix(t, []byte("Private-MAC:")) })
 			return s.emit(kindPuTTY, l.number, l.start, raw, err)
 		case looksLikeSSHLine(l.text):
-			return s.emit(kindLine, l.number, l.start, bytes.Clone(l.text), nil)
+			return s.emit(kindLine, l.number, l.start, s.clone(l.text), nil)
 		default:
 			if s.ignored == 0 {
 				s.ignored = l.number
@@ -366,7 +402,7 @@ func (s *Scanner) finishPEM(k Key, blockType string, block []byte) (Key, bool) {
 	if s.ecParams != nil && blockType == "EC PRIVATE KEY" {
 		k.Raw = append(s.ecParams, block...)
 	} else {
-		k.Raw = bytes.Clone(block)
+		k.Raw = s.clone(block)
 	}
 	s.ecParams = nil
 	return k, true
@@ -430,7 +466,15 @@ func (s *Scanner) scanDER() bool {
 		}
 		return s.emit(kindDER, 0, start, nil, keyErrorf("DER object is %d bytes, larger than the %d-byte limit", total, maxObjectSize))
 	}
-	obj, err := readObject(s.r, total)
+	var obj []byte
+	if total <= maxSlabbed {
+		obj = s.alloc(int(total))
+		var n int
+		n, err = io.ReadFull(s.r, obj)
+		obj = obj[:n]
+	} else {
+		obj, err = readObject(s.r, total)
+	}
 	s.offset += int64(len(obj))
 	if err != nil {
 		if err != io.ErrUnexpectedEOF && err != io.EOF {

@@ -3,8 +3,11 @@ package keys
 import (
 	"bufio"
 	"bytes"
+	"crypto/rsa"
+	"crypto/x509"
 	"errors"
 	"io"
+	"math/big"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -198,4 +201,47 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	n := copy(p, r.rest)
 	r.rest = r.rest[n:]
 	return n, nil
+}
+
+// Small objects' Raw share slabs: each must hold its own object's bytes
+// with no room past them, so that appending to one Raw cannot overwrite
+// the next key's. Keys of every small form, many to a slab, and one too
+// large for a slab.
+func TestScannerRawOwnBytes(t *testing.T) {
+	spki := mustRead(t, filepath.Join(keysDir, "p256.spki.der"))
+	n := new(big.Int).Lsh(big.NewInt(1), 8*maxSlabbed) // an SPKI larger than maxSlabbed
+	large, err := x509.MarshalPKIXPublicKey(&rsa.PublicKey{N: n.Add(n, big.NewInt(1)), E: 65537})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := mustRead(t, filepath.Join(keysDir, "ed25519.pub"))
+	for _, c := range []struct {
+		name   string
+		object []byte
+	}{{"DER SPKI", spki}, {"DER SPKI past maxSlabbed", large}, {"OpenSSH line", line}} {
+		if c.name == "DER SPKI past maxSlabbed" && len(c.object) <= maxSlabbed {
+			t.Fatalf("%s is %d bytes, not past maxSlabbed", c.name, len(c.object))
+		}
+		const keys = 500
+		s := NewScanner(bytes.NewReader(bytes.Repeat(c.object, keys)))
+		var got []Key
+		for s.Scan() {
+			got = append(got, s.Key())
+		}
+		if len(got) != keys || s.Err() != nil {
+			t.Fatalf("%s: %d keys, %v; want %d", c.name, len(got), s.Err(), keys)
+		}
+		for i := range got {
+			raw := got[i].Raw
+			if cap(raw) != len(raw) {
+				t.Fatalf("%s: key %d's Raw has capacity %d for %d bytes", c.name, i+1, cap(raw), len(raw))
+			}
+			_ = append(raw, bytes.Repeat([]byte{0xff}, 64)...)
+		}
+		for i, k := range got {
+			if !bytes.Equal(bytes.TrimRight(k.Raw, "\n"), bytes.TrimRight(c.object, "\n")) {
+				t.Fatalf("%s: key %d's Raw is not its object after appends to the others", c.name, i+1)
+			}
+		}
+	}
 }
