@@ -26,7 +26,9 @@ type Key struct {
 	// BEGIN line to its END line (after the "EC PARAMETERS" block that
 	// preceded it, if any), the DER object, the text line, or the RFC 4716
 	// or PuTTY block. The objects of a container (a PKCS#7 bundle, a
-	// PKCS#12 file) share the container's Raw. Each Key has its own Raw.
+	// PKCS#12 file) share the container's Raw. Each Key has its own Raw,
+	// with no room past its end; a Scanner cuts small ones from shared
+	// allocations of up to 16 KiB, which a Key kept keeps alive.
 	Raw []byte
 	// Part names the object inside a container ("certificate 2",
 	// "private key 1"), or is empty.
