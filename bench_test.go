@@ -523,9 +523,9 @@ func BenchmarkBatchDepth(b *testing.B) {
 }
 
 // BenchmarkBatchPasses takes ProbablyBatch's rounds apart, on a half-set
-// filter of 256 MiB (every line a miss) and of 1 MiB (every line in the
-// caches), each case timed against the hashes of the same keys side by
-// side (x-hashes):
+// filter of 256 MiB (every line a miss) on the heap and in huge pages
+// (ReadFilter), and of 1 MiB (every line in the caches), each case timed
+// against the hashes of the same keys side by side (x-hashes):
 //
 //   - HashStore: the two hashes of each key, stored: the floor;
 //   - PrefetchEach: one prefetch of a random line of the filter after
@@ -558,9 +558,13 @@ func BenchmarkBatchPasses(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		l    uint8
-	}{{"256MiB", 31}, {"1MiB", 23}} {
+		from string // as in BenchmarkBatch
+	}{{"256MiB", 31, ""}, {"256MiB/ReadFilter", 31, "ReadFilter"}, {"1MiB", 23, ""}} {
 		b.Run(c.name, func(b *testing.B) {
 			f := benchFilter(b, 12, c.l, false)
+			if c.from != "" {
+				f = reopen(b, f, c.from)
+			}
 			data, mask, last := f.data, f.mask, uint64(len(f.data)-1)
 			base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
 			line := func(j int) { lines[j] = base + uintptr(xs[j]&mask>>3) }
