@@ -253,15 +253,11 @@ func curveByNamedOID(oid []byte) *ecCurve {
 }
 
 // nistCurves are P-256, P-384 and P-521 from ecCurves.
-var nistCurves = sync.OnceValue(func() (out [3]*ecCurve) {
+var nistCurves = sync.OnceValue(func() []*ecCurve {
+	var out []*ecCurve
 	for _, c := range ecCurves() {
-		switch c.name {
-		case "P-256":
-			out[0] = c
-		case "P-384":
-			out[1] = c
-		case "P-521":
-			out[2] = c
+		if c.name == "P-256" || c.name == "P-384" || c.name == "P-521" {
+			out = append(out, c)
 		}
 	}
 	return out

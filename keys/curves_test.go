@@ -140,6 +140,9 @@ func TestCurveTable(t *testing.T) {
 	if len(curves.Table) < 80 {
 		t.Fatalf("the curve table has %d entries, want OpenSSL's 80 or more", len(curves.Table))
 	}
+	if n := len(nistCurves()); n != 3 {
+		t.Errorf("curveByNamedOID's shortcut has %d NIST curves, want P-256, P-384 and P-521", n)
+	}
 	for i, e := range curves.Table {
 		der, err := hex.DecodeString(e.Explicit)
 		if err != nil {
