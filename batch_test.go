@@ -84,10 +84,10 @@ func TestProbablyBatch(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/k%d/L%d", kd.name, p.k, p.l), func(t *testing.T) {
 				f := kd.make(t, p.k, p.l)
 				for _, n := range []int{0, 1, minBatch, roundKeys - 1, roundKeys + 1, liveKeys + 1, 1000} {
-					// Depths a large filter's batches fetch at hash time:
-					// the running mean of visits picks them (0: one line
-					// at a time; 2k: all of a key's lines at once, up to
-					// maxDepth).
+					// Depths a large filter's batches fetch after the
+					// second hash: the running mean of visits picks them
+					// (0: one line at a time; 2k: all of a key's lines
+					// at once, up to maxDepth).
 					for _, mean := range []uint32{0, 5 * 16, uint32(p.k) * 32} {
 						out := make([]bool, n+3)
 						for i := range out {

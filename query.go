@@ -215,12 +215,15 @@ func (f *Filter) loadAll(x, y uint64) bool {
 // Batches: out of cache, every probe of Probably is a cache miss (and a
 // TLB miss), and a negative answer's branch waits for its load.
 // ProbablyBatch keeps many keys in flight so that their misses overlap
-// with each other and with the hashing. It works in rounds, and each round
-// has separate passes: it hashes a block of new keys (no filter memory
-// touched), tests what the previous round fetched, and asks the CPU in
-// one burst for the lines of the new block's first few positions and
-// the next line of every key still alive. A line is thus tested a whole
-// block of hashing after it was asked for.
+// with each other. It works in rounds, and each round has separate
+// passes: it hashes a block of new keys (no filter memory touched), tests
+// what the previous round fetched, and asks the CPU in one burst for the
+// lines of the new block's first positions and the next line of every
+// key still alive. A line is thus tested a whole block of hashing after
+// it was asked for. A key's first position needs only its first hash, so
+// a round hashes new keys with seed 0 alone and gives a key its second
+// hash only once its first bit is found set: a key not in a half-full
+// filter needs three quarters of the hashing on average.
 //
 // BenchmarkBatchPasses takes a round apart, timed against the hashes of
 // the same keys side by side. On an AMD EPYC (2-core VM), at 256 MiB:
@@ -231,15 +234,28 @@ func (f *Filter) loadAll(x, y uint64) bool {
 // half the hashing again or more (1.7 to 2.2 in all), as much four
 // bursts later, when the lines have long arrived (1.6 to 1.7), and as
 // much with no prefetch at all, 64 keys' loads issued together (1.63);
-// at 1 MiB the same tests cost nothing (1.1). The cost is in reaching the lines' pages, not in
-// waiting for their data: the memory work adds to the hashing instead
-// of hiding under it. The rounds themselves (keeping the live keys)
-// cost about a third of the hashing in cache. One burst a round instead
-// of two (new block, live keys) gained a little, within the noise: 2.0
-// to 2.2 times the hashes against 2.1 to 2.2 (three interleaved runs).
+// at 1 MiB the same tests cost nothing (1.1). The cost is in reaching
+// the lines' pages, not in waiting for their data: a prefetch, like a
+// load, holds the core until its page walk ends, and the walks go at
+// about the pace of independent loads (BenchmarkBatch's load-ns), so the
+// memory work adds to the hashing instead of hiding under it. The
+// simplest pipeline (BenchmarkBatchPasses' Pipeline cases: two lines a
+// key, bursts of 8 to 128 lines) took 1.6 to 2.7 times the hashes at
+// 256 MiB against 1.2 to 1.4 at 1 MiB; smaller bursts cost more, and
+// none hid the walks. On that machine the floor of keys not in the
+// filter, mostly hashing, is thus the sum of the hashing and lines ×
+// load, not their maximum: BenchmarkBatch's x-sum, a batch's time over
+// that sum, measured 0.97 to 1.4 for keys not in a half-full filter
+// (which need less hashing than the sum counts). Keys with all their
+// bits set, mostly memory, came within 0.77 to 1.19 of the maximum. At 1 MiB the rounds
+// (BatchPasses' Rounds) take 1.1 to 1.2 times the two hashes while
+// computing three quarters of them: keeping the live keys costs about a
+// third of what is hashed. One burst a round instead of two (new block, live
+// keys) gained a little, within the noise: 2.0 to 2.2 times the hashes
+// against 2.1 to 2.2 (three interleaved runs).
 //
-// How many positions a key fetches at hash time (its depth) is the other
-// choice: fetched one at a time, a key not in a half-full filter touches
+// How many positions a key fetches after its second hash (its depth) is
+// the other choice: fetched one at a time, a key not in a half-full filter touches
 // two lines on average instead of k, but needs a round for each; a key
 // with all its bits set gains from having several fetched at once. Each
 // batch counts how many bits its keys needed tested in turn (up to the
@@ -250,10 +266,11 @@ func (f *Filter) loadAll(x, y uint64) bool {
 // of bits set measured within 1.15 times its best depth.
 
 // roundKeys is the number of keys hashed in a round: a block whose
-// hashing outlasts a round trip to memory (about 16 × 50 ns against
-// 200 ns), few enough that the lines of a round fit in the CPU's miss
-// buffers as they arrive. maxDepth bounds the positions fetched at hash
-// time; liveKeys bounds the keys being tested one line a round.
+// hashing outlasts a round trip to memory (16 first hashes and the
+// second hashes of the block before, 400 to 800 ns, against 200 ns), few
+// enough that the lines of a round fit in the CPU's miss buffers as they
+// arrive. maxDepth bounds the positions fetched after the second hash;
+// liveKeys bounds the keys being tested one line a round.
 const (
 	roundKeys = 16
 	maxDepth  = 16
@@ -274,7 +291,8 @@ const maxRounds = 1 << 30
 // it overlaps the memory latency of many keys (one key cannot: see
 // [Filter.Probably]): it hashes keys in blocks and fetches their bits in
 // bursts between the blocks, more of a key's bits at once the more bits
-// the keys of earlier batches needed. Batches of a few hundred keys or
+// the keys of earlier batches needed, and hashes a key the second time
+// only if its first bit is set. Batches of a few hundred keys or
 // more get the most from it. In cache, and for fewer than four keys, it
 // is Probably in a loop. out must be at least as long as spkis;
 // ProbablyBatch panics otherwise. It does not allocate, is safe for
@@ -305,7 +323,7 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 	}
 }
 
-// depthFor returns the number of positions a key fetches at hash time,
+// depthFor returns the number of positions a key fetches after its second hash,
 // given the mean visits per key in 16ths: half the mean rounded up, at
 // least 1, at most k and maxDepth.
 func depthFor(mean uint32, k uint64) int {
@@ -334,72 +352,109 @@ type probeEntry struct {
 	i, key uint32
 }
 
-// probeRounds is ProbablyBatch on a large filter, fetching the first depth
-// positions of each key at hash time (see the comment above roundKeys).
-// A round:
+// probeRounds is ProbablyBatch on a large filter. A key's first position
+// is h1 mod m, which needs only the first hash: a key whose first bit is
+// clear (half the keys not in a half-full filter) is answered without the
+// second. After the second hash, a key fetches its next depth positions
+// at once (see the comment above roundKeys). A round:
 //
-//  1. hashes up to roundKeys new keys, storing their first depth positions;
-//  2. tests the block hashed the round before, depth bits a key with no
-//     branch between them; a key with all of them set and bits left joins
-//     the live keys;
-//  3. tests one bit of each live key fetched the round before; a key whose
+//  1. hashes up to roundKeys new keys with seed 0 (h1), storing their
+//     first positions;
+//  2. tests the first bits of the keys hashed the round before; a key
+//     whose bit is set and has bits left gets its second hash now, and its
+//     next depth positions are stored;
+//  3. tests the depth bits of the keys of the round before's step 2, with
+//     no branch between them; a key with all of them set and bits left
+//     joins the live keys;
+//  4. tests one bit of each live key fetched the round before; a key whose
 //     bit is set and has bits left stays live, at its next position;
-//  4. fetches in one burst the lines of step 1's positions and the next
-//     line of every live key.
+//  5. fetches in one burst the lines of steps 1 and 2 and the next line of
+//     every live key.
 //
 // The live keys are compacted with no branch on the bits (which a
 // half-full filter makes unpredictable): each is written at the end of
-// the next list, which grows only if the key goes on. It returns the
-// number of bits the keys needed tested in turn, up to the first clear one.
+// the next list, which grows only if the key goes on. A key joins them
+// two rounds after its first hash, and they grow by at most a block a
+// round, so hashing a block only while there are at most liveKeys keeps
+// them under liveKeys + 3 × roundKeys. It returns the number of bits the
+// keys needed tested in turn, up to the first clear one.
 func (f *Filter) probeRounds(spkis [][]byte, out []bool, depth int) (visits uint64) {
 	data, words, mask, k := f.data, f.words, f.mask, uint32(f.k)
 	last := uint64(len(data) - 1) // == mask>>3, as in probe
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	depth = min(depth, int(k)-1) // positions after the first
 	var (
-		blocks [2]struct {
+		firsts [2]struct {
+			h1   [roundKeys]uint64
+			n    int
+			next int // the index of the block's first key
+		}
+		seconds [2]struct {
 			pos  [roundKeys * maxDepth]uint64
-			rest [roundKeys]probeEntry // position depth, for keys that go on
+			rest [roundKeys]probeEntry // position depth+1, for keys that go on
 			n    int
 		}
-		lives [2][liveKeys + roundKeys]probeEntry
-		lines [roundKeys*maxDepth + liveKeys + roundKeys]uintptr
+		lives [2][liveKeys + 3*roundKeys]probeEntry
+		lines [roundKeys + roundKeys*maxDepth + liveKeys + 3*roundKeys]uintptr
 	)
 	live, nLive := &lives[0], 0
 	next := 0
 	for r := 0; ; r++ {
-		// 1. Hash a block, unless the live keys could overflow; its
-		// lines are fetched in step 4's burst.
-		blk := &blocks[r&1]
-		blk.n = 0
-		if nLive <= liveKeys-roundKeys {
-			blk.n = min(roundKeys, len(spkis)-next)
+		// 1. Hash a block with seed 0, unless the live keys could
+		// overflow; its lines are fetched in step 5's burst.
+		fst := &firsts[r&1]
+		fst.n, fst.next = 0, next
+		if nLive <= liveKeys {
+			fst.n = min(roundKeys, len(spkis)-next)
 		}
-		for j := range blk.n {
-			x, y := hashes(spkis[next+j])
-			pos := blk.pos[j*depth : j*depth+depth]
+		for j, s := range spkis[next : next+fst.n] {
+			h1 := xxhash.Sum64(s)
+			fst.h1[j] = h1
+			lines[j] = base + uintptr(h1&mask>>3)
+		}
+		nLines := fst.n
+		next += fst.n
+
+		// 2. Test the previous block's first bits; a key whose bit is
+		// set gets its second hash and its next depth positions.
+		snd := &seconds[r&1]
+		snd.n = 0
+		prev := &firsts[(r-1)&1]
+		visits += uint64(prev.n)
+		for j, h1 := range prev.h1[:prev.n] {
+			key := prev.next + j
+			set := bitOf(data, words, last, h1&mask) != 0
+			out[key] = set
+			if !set || depth == 0 {
+				continue
+			}
+			x, y := step(h1, seededHash(spkis[key]), 0)
+			pos := snd.pos[snd.n*depth : snd.n*depth+depth]
 			for i := range pos {
 				p := x & mask
 				pos[i] = p
-				lines[j*depth+i] = base + uintptr(p>>3)
-				x, y = step(x, y, uint64(i))
+				lines[nLines+i] = base + uintptr(p>>3)
+				x, y = step(x, y, uint64(i+1))
 			}
-			blk.rest[j] = probeEntry{x: x, y: y, i: uint32(depth), key: uint32(next + j)}
+			nLines += depth
+			snd.rest[snd.n] = probeEntry{x: x, y: y, i: uint32(depth + 1), key: uint32(key)}
+			snd.n++
 		}
-		fresh := blk.n * depth
-		next += blk.n
+		prev.n = 0
 
-		// 2. Test the previous block; its survivors join the live keys.
+		// 3. Test the depth bits of the previous round's step 2; its
+		// survivors join the live keys.
 		nextLive := &lives[(r+1)&1]
 		n := 0
-		prev := &blocks[(r-1)&1]
-		for j := range prev.n {
+		done := &seconds[(r-1)&1]
+		for j := range done.n {
 			alive, run := uint64(1), uint64(0)
-			for _, p := range prev.pos[j*depth : j*depth+depth] {
+			for _, p := range done.pos[j*depth : j*depth+depth] {
 				alive &= bitOf(data, words, last, p)
 				run += alive
 			}
 			visits += run + 1 - alive // run if all were set, else run+1
-			e := prev.rest[j]
+			e := done.rest[j]
 			out[e.key] = alive != 0
 			if e.i == k {
 				alive = 0
@@ -407,9 +462,9 @@ func (f *Filter) probeRounds(spkis [][]byte, out []bool, depth int) (visits uint
 			nextLive[n] = e
 			n += int(alive)
 		}
-		prev.n = 0
+		done.n = 0
 
-		// 3. Test one bit of each live key.
+		// 4. Test one bit of each live key.
 		visits += uint64(nLive)
 		for _, e := range live[:nLive] {
 			bit := bitOf(data, words, last, e.x&mask)
@@ -422,14 +477,14 @@ func (f *Filter) probeRounds(spkis [][]byte, out []bool, depth int) (visits uint
 			n += int(bit)
 		}
 
-		// 4. Fetch the new block's lines and the next line of every
-		// live key, after the block's.
+		// 5. Fetch the lines of steps 1 and 2 and the next line of
+		// every live key, after them.
 		for j, e := range nextLive[:n] {
-			lines[fresh+j] = base + uintptr(e.x&mask>>3)
+			lines[nLines+j] = base + uintptr(e.x&mask>>3)
 		}
-		prefetch.Lines(&lines[0], fresh+n)
+		prefetch.Lines(&lines[0], nLines+n)
 		live, nLive = nextLive, n
-		if nLive == 0 && blk.n == 0 && next == len(spkis) {
+		if nLive == 0 && fst.n == 0 && snd.n == 0 && next == len(spkis) {
 			return visits
 		}
 	}
