@@ -243,27 +243,27 @@ func (f *Filter) loadAll(x, y uint64) bool {
 // key, bursts of 8 to 128 lines) took 1.6 to 2.7 times the hashes at
 // 256 MiB against 1.2 to 1.4 at 1 MiB; smaller bursts cost more, and
 // none hid the walks. On that machine the floor of keys not in the
-// filter, mostly hashing, is thus the sum of the hashing and lines ×
-// load, not their maximum: BenchmarkBatch's x-sum, a batch's time over
-// that sum, measured 0.97 to 1.4 for keys not in a half-full filter
-// (which need less hashing than the sum counts). Keys with all their
-// bits set, mostly memory, came within 0.77 to 1.19 of the maximum. At 1 MiB the rounds
-// (BatchPasses' Rounds) take 1.1 to 1.2 times the two hashes while
-// computing three quarters of them: keeping the live keys costs about a
-// third of what is hashed. One burst a round instead of two (new block, live
-// keys) gained a little, within the noise: 2.0 to 2.2 times the hashes
-// against 2.1 to 2.2 (three interleaved runs).
+// filter, mostly hashing, is thus nearer the sum of the hashing and
+// lines × load than their maximum: BenchmarkBatch reports a batch's time
+// over that sum (x-sum) beside x-floor; the README has the figures. At
+// 1 MiB the rounds (BatchPasses' Rounds) take 1.1 to 1.2 times the two
+// hashes while computing three quarters of them: the rounds' own work
+// (keeping the live keys) costs about half as much as their hashing. One burst a round instead of
+// two (new block, live keys) gained a little, within the noise: 2.0 to
+// 2.2 times the hashes against 2.1 to 2.2 (three interleaved runs).
 //
 // How many positions a key fetches after its second hash (its depth) is
-// the other choice: fetched one at a time, a key not in a half-full filter touches
-// two lines on average instead of k, but needs a round for each; a key
-// with all its bits set gains from having several fetched at once. Each
-// batch counts how many bits its keys needed tested in turn (up to the
-// first clear one), the filter keeps a running mean (batchVisits), and
-// the next batch's depth is half that mean, rounded up: the best depth
-// in BenchmarkBatchDepth at every share of bits set, within its noise.
-// Depth matters less than the rounds themselves: at depth 1, every share
-// of bits set measured within 1.15 times its best depth.
+// the other choice: fetched one at a time, a key not in a half-full
+// filter touches two lines on average instead of k, but needs a round
+// for each; a key with all its bits set gains from having several
+// fetched at once. Each batch counts how many bits its keys needed
+// tested in turn (up to the first clear one), the filter keeps a running
+// mean (batchVisits), and the next batch's depth is half that mean,
+// rounded up: the best depth in BenchmarkBatchDepth at every share of
+// bits set, within its noise (measured before the second hash waited for
+// the first bit). Depth matters less than the rounds themselves: at
+// depth 1, every share of bits set measured within 1.15 times its best
+// depth.
 
 // roundKeys is the number of keys hashed in a round: a block whose
 // hashing outlasts a round trip to memory (16 first hashes and the
