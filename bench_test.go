@@ -488,9 +488,10 @@ func reopen(b *testing.B, f *Filter, from string) *Filter {
 
 // BenchmarkBatchDepth times ProbablyBatch's rounds at each depth (the
 // positions a key fetches after its second hash), forced, on 256 MiB
-// filters in huge pages (k 12) with a share of 1-2^-j of their bits set: the figures
-// behind fetching as many as the keys needed on average (bits in turn:
-// the mean for a key not in the filter: 2.0, 3.9, 6.4, 8.6 and 12).
+// filters in huge pages (k 12) with a share of 1-2^-j of their bits set:
+// the figures behind fetching as many as the keys needed on average (bits
+// in turn: the mean for a key not in the filter: 2.0, 3.9, 6.4, 8.6 and
+// 12).
 func BenchmarkBatchDepth(b *testing.B) {
 	keys := make([][]byte, 256)
 	out := make([]bool, len(keys))

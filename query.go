@@ -248,9 +248,10 @@ func (f *Filter) loadAll(x, y uint64) bool {
 // over that sum (x-sum) beside x-floor; the README has the figures. At
 // 1 MiB the rounds (BatchPasses' Rounds) take 1.1 to 1.2 times the two
 // hashes while computing three quarters of them: the rounds' own work
-// (keeping the live keys) costs about half as much as their hashing. One burst a round instead of
-// two (new block, live keys) gained a little, within the noise: 2.0 to
-// 2.2 times the hashes against 2.1 to 2.2 (three interleaved runs).
+// (keeping the live keys) costs about half as much as their hashing. One
+// burst a round instead of two (new block, live keys) gained a little,
+// within the noise: 2.0 to 2.2 times the hashes against 2.1 to 2.2
+// (three interleaved runs).
 //
 // How many positions a key fetches after its second hash (its depth) is
 // the other choice: fetched one at a time, a key not in a half-full
@@ -323,9 +324,10 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 	}
 }
 
-// depthFor returns the number of positions a key fetches after its second hash,
-// given the mean visits per key in 16ths: half the mean rounded up, at
-// least 1, at most k and maxDepth.
+// depthFor returns the number of positions a key fetches after its second
+// hash, given the mean visits per key in 16ths: half the mean rounded up,
+// at least 1, at most k and maxDepth (probeRounds fetches at most the k-1
+// positions after the first).
 func depthFor(mean uint32, k uint64) int {
 	d := (uint64(mean) + 31) / 32
 	return int(max(1, min(d, k, maxDepth)))
