@@ -442,7 +442,6 @@ func (f *Filter) probeRounds(spkis [][]byte, out []bool, depth int) (visits uint
 			snd.rest[snd.n] = probeEntry{x: x, y: y, i: uint32(depth + 1), key: uint32(key)}
 			snd.n++
 		}
-		prev.n = 0
 
 		// 3. Test the depth bits of the previous round's step 2; its
 		// survivors join the live keys.
@@ -464,7 +463,6 @@ func (f *Filter) probeRounds(spkis [][]byte, out []bool, depth int) (visits uint
 			nextLive[n] = e
 			n += int(alive)
 		}
-		done.n = 0
 
 		// 4. Test one bit of each live key.
 		visits += uint64(nLive)
