@@ -99,31 +99,22 @@ func forms(spki []byte, check bool, dst []byte) (canonical, other []byte, err er
 // formsOf is forms; without wantOther it does not build the other point
 // form, and returns nil for it.
 func formsOf(spki []byte, check, wantOther bool, dst []byte) (canonical, other []byte, err error) {
-	d := der.Reader(spki)
-	body, ok := d.Read(der.TagSequence)
-	if !ok || !d.Empty() {
-		return nil, nil, keyErrorf("SubjectPublicKeyInfo is not one complete DER SEQUENCE")
+	var info spkiInfo
+	if err := parseSPKIInto(&info, spki); err != nil {
+		return nil, nil, err
 	}
-	fields := der.Reader(body)
-	algContent, ok1 := fields.Read(der.TagSequence)
-	alg := der.Reader(algContent)
-	oid, ok2 := alg.Read(der.TagOID)
-	if !ok1 || !ok2 || len(oid) == 0 {
-		return nil, nil, keyErrorf("SubjectPublicKeyInfo has no algorithm identifier")
-	}
-	params := []byte(alg)
-	key, keyBits, ok := fields.ReadBitString()
-	if !ok || !fields.Empty() {
-		return nil, nil, keyErrorf("SubjectPublicKeyInfo's public key is not a BIT STRING ending the structure")
-	}
-	if keyBits%8 != 0 {
+	return formsFrom(spki, &info, check, wantOther, dst)
+}
+
+// formsFrom is formsOf for an spki that parseSPKI has read into info: the
+// parse that [Key.Forms] shares with [Key.SPKI].
+func formsFrom(spki []byte, info *spkiInfo, check, wantOther bool, dst []byte) (canonical, other []byte, err error) {
+	oid, params, key := info.algorithm, info.params, info.key
+	if info.keyBits%8 != 0 {
 		return nil, nil, keyErrorf("%s public key BIT STRING has unused bits", algorithmName(oid))
 	}
 	switch {
-	case bytes.Equal(oid, oidRSA):
-		if len(params) != 0 && !bytes.Equal(params, derNull) {
-			return nil, nil, keyErrorf("RSA algorithm parameters are not NULL")
-		}
+	case bytes.Equal(oid, oidRSA): // parameters absent or NULL (parseSPKI)
 		n, e, err := rsaPublicInts(key)
 		if err != nil {
 			return nil, nil, err

@@ -122,6 +122,7 @@ func FuzzScanner(f *testing.F) {
 			if _, err := k.SPKI(); err != nil {
 				testkit.CheckErr(t, err, ErrInvalidKey)
 			}
+			sameForms(t, k)
 			if k.Source() == "" {
 				t.Fatal("empty Source")
 			}

@@ -91,6 +91,36 @@ func (k *Key) SPKI() ([]byte, error) {
 	return sshLineSPKI(k.Raw)
 }
 
+// Forms returns the key's DER SubjectPublicKeyInfo, as [Key.SPKI] does,
+// with the encodings a lookup needs, as the package's [Forms] builds them
+// from it (appending to dst): the key is parsed once, not once by each,
+// when the object is a DER SPKI, certificate or request, the common forms
+// of bulk input. When the SPKI is read but Forms cannot re-encode the key
+// in it, Forms returns spki with that error, canonical and other nil: the
+// key can be looked up only as given. When the SPKI cannot be read, spki is
+// nil. Errors wrap [ErrInvalidKey] (and [ErrEncryptedKey] for a key that
+// cannot be read without a passphrase).
+func (k *Key) Forms(dst []byte) (spki, canonical, other []byte, err error) {
+	var info spkiInfo
+	if k.kind == kindDER && k.err == nil && k.spki == nil {
+		spki, err = derSPKIInfo(k.Raw, &info)
+	} else {
+		spki, err = k.SPKI()
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if info.algorithm == nil {
+		if err = parseSPKIInto(&info, spki); err != nil {
+			return spki, nil, nil, err
+		}
+	}
+	if canonical, other, err = formsFrom(spki, &info, false, true, dst); err != nil {
+		return spki, nil, nil, err
+	}
+	return spki, canonical, other, nil
+}
+
 // derBuffers holds buffers for decoding PEM blocks; buffers that grew past
 // maxPooledDER (a block of many certificates) are left to the collector.
 var derBuffers = sync.Pool{New: func() any { return new([]byte) }}

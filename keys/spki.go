@@ -114,6 +114,16 @@ func first(b []byte) byte {
 
 // derSPKI tells the DER structures apart by the tags of their first fields.
 func derSPKI(encoded []byte) ([]byte, error) {
+	var info spkiInfo
+	return derSPKIInfo(encoded, &info)
+}
+
+// derSPKIInfo is derSPKI, also filling info with what parseSPKI read of
+// the SPKI when the object is one or holds one byte for byte (a
+// certificate, a request); for objects whose SPKI is built, info is left
+// as it was. (A pointer, not a result: copying the struct through the
+// calls cost more than the parse it saves.)
+func derSPKIInfo(encoded []byte, info *spkiInfo) ([]byte, error) {
 	d := der.Reader(encoded)
 	body, ok := d.Read(der.TagSequence)
 	if !ok {
@@ -130,7 +140,7 @@ func derSPKI(encoded []byte) ([]byte, error) {
 	}
 	switch {
 	case firstTag == der.TagSequence && secondTag == der.TagBitString:
-		return checkedSPKI(encoded)
+		return parsedSPKI(encoded, info)
 	case firstTag == der.TagSequence && secondTag == der.TagSequence:
 		// A signed structure, body and signature algorithm: a certificate or
 		// a request, told apart by their bodies (a certificate has an issuer
@@ -139,10 +149,10 @@ func derSPKI(encoded []byte) ([]byte, error) {
 			return nil, keyErrorf("DER signed structure does not end with its signature")
 		}
 		if spki, ok := tbsCertificateSPKI(firstField); ok {
-			return checkedSPKI(spki)
+			return parsedSPKI(spki, info)
 		}
 		if spki, ok := certificationRequestInfoSPKI(firstField); ok {
-			return checkedSPKI(spki)
+			return parsedSPKI(spki, info)
 		}
 		return nil, keyErrorf("DER signed structure is neither a certificate nor a certificate request")
 	case firstTag == der.TagSequence && secondTag == der.TagOctetString:
@@ -179,7 +189,13 @@ func derSPKI(encoded []byte) ([]byte, error) {
 // of the key too (an RSA key's two INTEGERs, a point's size and prefix);
 // other algorithms are returned after the structural check.
 func checkedSPKI(encoded []byte) ([]byte, error) {
-	if _, err := parseSPKI(encoded); err != nil {
+	var info spkiInfo
+	return parsedSPKI(encoded, &info)
+}
+
+// parsedSPKI is checkedSPKI, also filling info with what parseSPKI read.
+func parsedSPKI(encoded []byte, info *spkiInfo) ([]byte, error) {
+	if err := parseSPKIInto(info, encoded); err != nil {
 		return nil, err
 	}
 	return encoded, nil
@@ -188,34 +204,42 @@ func checkedSPKI(encoded []byte) ([]byte, error) {
 // spkiInfo is what parseSPKI learns of a SubjectPublicKeyInfo.
 type spkiInfo struct {
 	algorithm []byte   // OID content bytes
+	params    []byte   // the AlgorithmIdentifier's parameters, whole, or nil
 	curve     *ecCurve // EC keys on a known curve
 	key       []byte   // the BIT STRING's content: the public key
+	keyBits   int      // the BIT STRING's length in bits
 }
 
 func parseSPKI(encoded []byte) (spkiInfo, error) {
 	var info spkiInfo
+	err := parseSPKIInto(&info, encoded)
+	return info, err
+}
+
+// parseSPKIInto is parseSPKI filling info.
+func parseSPKIInto(info *spkiInfo, encoded []byte) error {
 	d := der.Reader(encoded)
 	spki, ok := d.Read(der.TagSequence)
 	if !ok || !d.Empty() {
-		return info, keyErrorf("SubjectPublicKeyInfo is not one complete ASN.1 SEQUENCE")
+		return keyErrorf("SubjectPublicKeyInfo is not one complete ASN.1 SEQUENCE")
 	}
 	fields := der.Reader(spki)
 	algContent, ok1 := fields.Read(der.TagSequence)
 	alg := der.Reader(algContent)
 	algorithm, ok2 := alg.Read(der.TagOID)
 	if !ok1 || !ok2 || len(algorithm) == 0 {
-		return info, keyErrorf("SubjectPublicKeyInfo has no algorithm identifier")
+		return keyErrorf("SubjectPublicKeyInfo has no algorithm identifier")
 	}
 	key, keyBits, ok := fields.ReadBitString()
 	if !ok || !fields.Empty() {
-		return info, keyErrorf("SubjectPublicKeyInfo's public key is not a BIT STRING ending the structure")
+		return keyErrorf("SubjectPublicKeyInfo's public key is not a BIT STRING ending the structure")
 	}
-	info.algorithm, info.key = algorithm, key
+	info.algorithm, info.params, info.key, info.keyBits = algorithm, []byte(alg), key, keyBits
 	switch {
 	case bytes.Equal(algorithm, oidRSA):
 		if !alg.Empty() {
 			if null, ok := alg.Read(der.TagNull); !ok || len(null) != 0 || !alg.Empty() {
-				return info, keyErrorf("RSA algorithm parameters are not NULL")
+				return keyErrorf("RSA algorithm parameters are not NULL")
 			}
 		}
 		// Only the structure: certificates with keys Go refuses (a modulus
@@ -224,32 +248,32 @@ func parseSPKI(encoded []byte) (spkiInfo, error) {
 		rsaKey, ok := k.Read(der.TagSequence)
 		fields := der.Reader(rsaKey)
 		if keyBits%8 != 0 || !ok || !k.Empty() || !fields.Skip(der.TagInteger) || !fields.Skip(der.TagInteger) || !fields.Empty() {
-			return info, keyErrorf("RSA public key is not a SEQUENCE of modulus and exponent")
+			return keyErrorf("RSA public key is not a SEQUENCE of modulus and exponent")
 		}
 	case bytes.Equal(algorithm, oidECPublicKey):
 		tag, _, params, ok := alg.Next()
 		if !ok || !alg.Empty() || (tag != der.TagOID && tag != der.TagSequence && tag != der.TagNull) {
-			return info, keyErrorf("EC algorithm parameters are neither a named curve nor explicit parameters")
+			return keyErrorf("EC algorithm parameters are neither a named curve nor explicit parameters")
 		}
 		if keyBits%8 != 0 || len(key) == 0 {
-			return info, keyErrorf("EC public key BIT STRING is empty or has unused bits")
+			return keyErrorf("EC public key BIT STRING is empty or has unused bits")
 		}
 		if tag == der.TagOID {
 			if info.curve = nistCurveByOID(params); info.curve != nil {
 				if _, err := info.curve.pointKind(key); err != nil {
-					return info, err
+					return err
 				}
 			}
 		}
 	case bytes.Equal(algorithm, oidEd25519):
 		if !alg.Empty() {
-			return info, keyErrorf("Ed25519 algorithm identifier has parameters")
+			return keyErrorf("Ed25519 algorithm identifier has parameters")
 		}
 		if keyBits != 8*ed25519KeyBytes {
-			return info, keyErrorf("Ed25519 public key is %d bits, want %d", keyBits, 8*ed25519KeyBytes)
+			return keyErrorf("Ed25519 public key is %d bits, want %d", keyBits, 8*ed25519KeyBytes)
 		}
 	}
-	return info, nil
+	return nil
 }
 
 // appendUnsigned appends a DER INTEGER with the magnitude mag, which has
