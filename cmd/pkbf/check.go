@@ -410,16 +410,15 @@ func (s *summary) print(w io.Writer, prefix string) {
 }
 
 // decode reads the item's key and, in the same parse, the other encodings
-// a filter may hold it under (keys.Forms, building them in dst's spare
+// a filter may hold it under (Key.Forms, building them in dst's spare
 // capacity), and reports whether that worked.
 func (it *item) decode(dst []byte) bool {
-	it.spki, it.err = it.key.SPKI()
-	if it.err != nil {
+	it.spki, it.canonical, it.other, it.err = it.key.Forms(dst)
+	if it.spki == nil {
 		return false
 	}
-	var err error
-	if it.canonical, it.other, err = keys.Forms(dst, it.spki); err != nil {
-		it.canonical, it.other = it.spki, nil // looked up as given only
+	if it.err != nil {
+		it.canonical, it.other, it.err = it.spki, nil, nil // looked up as given only
 	}
 	it.sshFP, it.comment = it.key.SSHFingerprint()
 	return true
