@@ -114,10 +114,10 @@ func formsFrom(spki []byte, info *spkiInfo, check, wantOther bool, dst []byte) (
 		return nil, nil, keyErrorf("%s public key BIT STRING has unused bits", algorithmName(oid))
 	}
 	switch {
-	case bytes.Equal(oid, oidRSA): // parameters absent or NULL (parseSPKI)
-		n, e, err := rsaPublicInts(key)
-		if err != nil {
-			return nil, nil, err
+	case info.kind == algRSA: // parameters absent or NULL (parseSPKI)
+		n, e := info.n, info.e
+		if len(n) == 0 || len(e) == 0 {
+			return nil, nil, errRSAStructure
 		}
 		if len(params) != 0 && isMinimalUnsigned(n) && isMinimalUnsigned(e) {
 			return spki, nil, nil
@@ -129,9 +129,9 @@ func formsFrom(spki []byte, info *spkiInfo, check, wantOther bool, dst []byte) (
 			return nil, nil, err
 		}
 		return sameOr(spki, buildSPKIRaw(oid, params, rsaKeyDER(n, e))), nil, nil
-	case bytes.Equal(oid, oidECPublicKey):
-		return ecForms(spki, params, key, check, wantOther, dst)
-	case bytes.Equal(oid, oidEd25519), bytes.Equal(oid, oidEd448), bytes.Equal(oid, oidX25519), bytes.Equal(oid, oidX448):
+	case info.kind == algEC:
+		return ecForms(spki, info, check, wantOther, dst)
+	case info.kind == algEd25519, bytes.Equal(oid, oidEd448), bytes.Equal(oid, oidX25519), bytes.Equal(oid, oidX448):
 		if len(params) != 0 {
 			return nil, nil, keyErrorf("%s algorithm identifier has parameters", algorithmName(oid))
 		}
@@ -167,6 +167,9 @@ func sameOr(spki, built []byte) []byte {
 
 var derNull = []byte{0x05, 0x00}
 
+// errRSAStructure is the error of an RSA key that is not two INTEGERs.
+var errRSAStructure = keyErrorf("RSA public key is not a SEQUENCE of modulus and exponent")
+
 // rsaPublicInts reads RSAPublicKey ::= SEQUENCE { n, e } leniently: the
 // INTEGERs' contents as they are, minimal or not.
 func rsaPublicInts(key []byte) (n, e []byte, err error) {
@@ -176,7 +179,7 @@ func rsaPublicInts(key []byte) (n, e []byte, err error) {
 	n, ok1 := fields.Read(der.TagInteger)
 	e, ok2 := fields.Read(der.TagInteger)
 	if !ok || !d.Empty() || !ok1 || !ok2 || !fields.Empty() || len(n) == 0 || len(e) == 0 {
-		return nil, nil, keyErrorf("RSA public key is not a SEQUENCE of modulus and exponent")
+		return nil, nil, errRSAStructure
 	}
 	return n, e, nil
 }
@@ -263,19 +266,19 @@ func minimalParams(params []byte, name string) ([]byte, error) {
 
 var errMalformed = keyErrorf("malformed")
 
-// ecForms is forms for an EC key: params is the AlgorithmIdentifier's
-// parameters, a named curve's OID, explicit parameters or NULL.
-func ecForms(spki, params, point []byte, check, wantOther bool, dst []byte) (canonical, other []byte, err error) {
-	d := der.Reader(params)
-	tag, _, content, ok := d.Next()
-	if !ok || !d.Empty() {
-		return nil, nil, keyErrorf("EC algorithm parameters are missing or malformed")
-	}
+// ecForms is formsFrom for an EC key, whose parameters (a named curve's
+// OID, explicit parameters or NULL) parseSPKI has read, and its curve if
+// it is a NIST one.
+func ecForms(spki []byte, info *spkiInfo, check, wantOther bool, dst []byte) (canonical, other []byte, err error) {
+	params, point, tag, content := info.params, info.key, info.ecTag, info.ecParams
 	var c *ecCurve
 	var curveParams, otherParams []byte // the parameters' encodings in the canonical and other forms
 	switch tag {
 	case der.TagOID:
-		c, curveParams = curveByNamedOID(content), params
+		if c = info.curve; c == nil {
+			c = curveByNamedOID(content)
+		}
+		curveParams = params
 	case der.TagSequence:
 		explicit, err := parseExplicitCurve(params)
 		if err != nil {

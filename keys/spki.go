@@ -205,10 +205,27 @@ func parsedSPKI(encoded []byte, info *spkiInfo) ([]byte, error) {
 type spkiInfo struct {
 	algorithm []byte   // OID content bytes
 	params    []byte   // the AlgorithmIdentifier's parameters, whole, or nil
-	curve     *ecCurve // EC keys on a known curve
+	curve     *ecCurve // EC keys on a NIST curve
 	key       []byte   // the BIT STRING's content: the public key
 	keyBits   int      // the BIT STRING's length in bits
+	n, e      []byte   // an RSA key's modulus and exponent, as INTEGER contents
+	kind      algKind  // the algorithms parseSPKI checks further
+	// An EC key's parameters, one element: a named curve's OID, explicit
+	// parameters or NULL (implicitlyCA), by its tag and content.
+	ecTag    byte
+	ecParams []byte
 }
+
+// algKind tells apart the algorithms whose keys parseSPKI checks, so that
+// what reads its spkiInfo need not compare their OIDs again.
+type algKind uint8
+
+const (
+	algOther algKind = iota
+	algRSA
+	algEC
+	algEd25519
+)
 
 func parseSPKI(encoded []byte) (spkiInfo, error) {
 	var info spkiInfo
@@ -237,21 +254,25 @@ func parseSPKIInto(info *spkiInfo, encoded []byte) error {
 	info.algorithm, info.params, info.key, info.keyBits = algorithm, []byte(alg), key, keyBits
 	switch {
 	case bytes.Equal(algorithm, oidRSA):
-		if !alg.Empty() {
-			if null, ok := alg.Read(der.TagNull); !ok || len(null) != 0 || !alg.Empty() {
-				return keyErrorf("RSA algorithm parameters are not NULL")
-			}
+		info.kind = algRSA
+		if !alg.Empty() && !bytes.Equal(alg, derNull) {
+			return keyErrorf("RSA algorithm parameters are not NULL")
 		}
 		// Only the structure: certificates with keys Go refuses (a modulus
 		// encoded as negative, say) must still give their SPKI.
 		k := der.Reader(key)
 		rsaKey, ok := k.Read(der.TagSequence)
 		fields := der.Reader(rsaKey)
-		if keyBits%8 != 0 || !ok || !k.Empty() || !fields.Skip(der.TagInteger) || !fields.Skip(der.TagInteger) || !fields.Empty() {
+		var ok1, ok2 bool
+		info.n, ok1 = fields.Read(der.TagInteger)
+		info.e, ok2 = fields.Read(der.TagInteger)
+		if keyBits%8 != 0 || !ok || !k.Empty() || !ok1 || !ok2 || !fields.Empty() {
 			return keyErrorf("RSA public key is not a SEQUENCE of modulus and exponent")
 		}
 	case bytes.Equal(algorithm, oidECPublicKey):
+		info.kind = algEC
 		tag, _, params, ok := alg.Next()
+		info.ecTag, info.ecParams = tag, params
 		if !ok || !alg.Empty() || (tag != der.TagOID && tag != der.TagSequence && tag != der.TagNull) {
 			return keyErrorf("EC algorithm parameters are neither a named curve nor explicit parameters")
 		}
@@ -266,6 +287,7 @@ func parseSPKIInto(info *spkiInfo, encoded []byte) error {
 			}
 		}
 	case bytes.Equal(algorithm, oidEd25519):
+		info.kind = algEd25519
 		if !alg.Empty() {
 			return keyErrorf("Ed25519 algorithm identifier has parameters")
 		}
