@@ -229,11 +229,17 @@ func benchFilterFile(b *testing.B, l uint8) string {
 // keys.Forms: a filter may hold either). For a DER SPKI: SHA-256 and the
 // queries. For an authorized_keys line: read the key into an SPKI
 // (keys.SPKI: base64 and the SSH wire format), SHA-256 the SSH blob and
-// the SPKI (check prints both fingerprints) and query. It reports keys/s,
-// floor-ns (per object) and x-floor, check's time per object over the
-// floor's, for check with GOMAXPROCS 1 and with as many as the machine
-// has CPUs: it must use them all. (The benchmark's -cpu would not do: it
-// sets the benchmark's GOMAXPROCS, not the command's.)
+// the SPKI (check prints both fingerprints) and query. It reports, for
+// check with GOMAXPROCS 1 and with as many as the machine has CPUs (it
+// must use them all; the benchmark's -cpu would not do: it sets the
+// benchmark's GOMAXPROCS, not the command's):
+//   - keys/s, objects over the whole run's time;
+//   - start-ms, the time of a run on an empty input (process start, the
+//     filter opened, the exit), timed alternately with the whole runs;
+//   - floor-ns, the floor per object;
+//   - x-floor, check's time per object, the whole run less start-ms over
+//     the objects, over the floor's;
+//   - x-whole, the whole run's time over the objects, over the floor's.
 //
 // A process of its own, because that is what users run: its collector
 // works with check's own small heap, not with the benchmark's corpus
@@ -270,16 +276,26 @@ func BenchmarkCheck(b *testing.B) {
 				}
 				defer f.Close()
 				floor := floorPerObject(b, f, objects, form.floor)
+				empty := writeInput(b, nil)
 				for _, procs := range slices.Compact([]int{1, runtime.NumCPU()}) {
 					b.Run(fmt.Sprint("GOMAXPROCS=", procs), func(b *testing.B) {
-						start := time.Now()
+						var whole, start time.Duration
 						for b.Loop() {
+							t := time.Now()
 							checkProcess(b, procs, filter, input)
+							whole += time.Since(t)
+							t = time.Now()
+							checkProcess(b, procs, filter, empty, "--allow-empty")
+							start += time.Since(t)
 						}
-						perObject := float64(time.Since(start).Nanoseconds()) / float64(n*b.N)
-						b.ReportMetric(1e9/perObject, "keys/s")
+						perRun := float64(whole.Nanoseconds()) / float64(b.N)
+						startNs := float64(start.Nanoseconds()) / float64(b.N)
+						perObject := (perRun - startNs) / n
+						b.ReportMetric(n/perRun*1e9, "keys/s")
+						b.ReportMetric(startNs/1e6, "start-ms")
 						b.ReportMetric(floor, "floor-ns")
 						b.ReportMetric(perObject/floor, "x-floor")
+						b.ReportMetric(perRun/n/floor, "x-whole")
 					})
 				}
 			})
@@ -287,11 +303,11 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
-// checkProcess runs "pkbf check --quiet filter input" as a process with
-// GOMAXPROCS procs, its verdicts to /dev/null, and fails the benchmark
-// unless it exits 0 or 1.
-func checkProcess(b *testing.B, procs int, filter, input string) {
-	cmd := exec.Command(os.Args[0], "--", "check", "--quiet", filter, input)
+// checkProcess runs "pkbf check --quiet [flags] filter input" as a
+// process with GOMAXPROCS procs, its verdicts to /dev/null, and fails the
+// benchmark unless it exits 0 or 1.
+func checkProcess(b *testing.B, procs int, filter, input string, flags ...string) {
+	cmd := exec.Command(os.Args[0], append(append([]string{"--", "check", "--quiet"}, flags...), filter, input)...)
 	cmd.Env = append(os.Environ(), "PKBF_RUN_AS_COMMAND=1", fmt.Sprint("GOMAXPROCS=", procs))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
