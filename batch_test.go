@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -255,7 +256,7 @@ func TestProbablyBatchAllocs(t *testing.T) {
 	// ContainsBatch of canonical RSA and uncompressed EC keys: none either.
 	var spkis [][]byte
 	for _, name := range []string{"rsa2048.spki.der", "rsa1024.cert.der", "p256.spki.der", "p384.cert.pem", "ed25519.pub"} {
-		spki, err := SPKI(mustRead(t, filepath.Join(keysDir, name)))
+		spki, err := SPKI(testkit.ReadFile(t, filepath.Join(keysDir, name)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,7 +277,7 @@ func TestContainsBatch(t *testing.T) {
 		if fi, err := os.Stat(path); err != nil || fi.IsDir() {
 			continue
 		}
-		spki, err := SPKI(mustRead(t, path))
+		spki, err := SPKI(testkit.ReadFile(t, path))
 		if err != nil {
 			continue // not a single key, or encrypted
 		}

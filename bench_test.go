@@ -20,6 +20,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/pkbf/pkbf/internal/hugemem"
 	"github.com/pkbf/pkbf/internal/prefetch"
+	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -31,7 +32,7 @@ import (
 // query's cache misses, which real callers, hashing bytes parsed earlier,
 // never do. The hash baseline uses the same keys.
 func benchKeys(b *testing.B, file string) func(i int) []byte {
-	spki, err := SPKI(mustRead(b, filepath.Join(keysDir, file)))
+	spki, err := SPKI(testkit.ReadFile(b, filepath.Join(keysDir, file)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func BenchmarkMemoryLatency(b *testing.B) {
 // certificate with x509.ParseCertificate on the same certificate.
 func BenchmarkSPKIFromCertificate(b *testing.B) {
 	for _, kt := range []struct{ name, file string }{{"RSA2048", "rsa2048.cert.der"}, {"P256", "p256.cert.der"}} {
-		der := mustRead(b, filepath.Join(keysDir, kt.file))
+		der := testkit.ReadFile(b, filepath.Join(keysDir, kt.file))
 		b.Run(kt.name+"/SPKI", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -179,7 +180,7 @@ func BenchmarkSPKIFromCertificate(b *testing.B) {
 
 func BenchmarkSPKI(b *testing.B) {
 	for _, file := range []string{"rsa2048.cert.pem", "p256.spki.pem", "ed25519.pub", "p256.sec1.pem", "rsa2048.pkcs1.der"} {
-		data := mustRead(b, filepath.Join(keysDir, file))
+		data := testkit.ReadFile(b, filepath.Join(keysDir, file))
 		b.Run(file, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -418,7 +419,7 @@ func dependentLoads(data []byte, n int, seed uint64) uint64 {
 // the query. It reports ns/key and x-hashes, the query's time over the
 // hashes', measured side by side.
 func batchRunner(b *testing.B, keys [][]byte) func(b *testing.B, query func()) {
-	spki, err := SPKI(mustRead(b, filepath.Join(keysDir, "rsa2048.spki.der")))
+	spki, err := SPKI(testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // BenchmarkWritable compares Add with Probably on the same writable
@@ -53,7 +55,7 @@ func BenchmarkBuild10M(b *testing.B) {
 	if err != nil || l != 27 {
 		b.Fatalf("Parameters(10M, 1%%) = %d, %d, %v; want L 27", k, l, err)
 	}
-	spki, err := SPKI(mustRead(b, filepath.Join(keysDir, "rsa2048.spki.der")))
+	spki, err := SPKI(testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pkbf/pkbf/internal/testkit"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,7 +46,7 @@ func TestReferenceSemanticsInPlace(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h, _ := ParseHeader(mustRead(t, path))
+	h, _ := ParseHeader(testkit.ReadFile(t, path))
 	checkHeader(t, "file after session 1", h, 1, 2, start, time.Now())
 	// Session 2: a duplicate changes nothing, even the revision; a new key
 	// raises it once.

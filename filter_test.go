@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"testing/iotest"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // vectorsDir is the publisher's example files, outside the project.
@@ -48,15 +50,6 @@ const (
 // keysDir holds the project's key fixtures (see its README).
 const keysDir = "testdata/keys"
 
-func mustRead(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // exampleSPKIs returns the publisher's three SPKIs, extracted by SPKI from
 // its key files and checked against the published fingerprints.
 func exampleSPKIs(t testing.TB) [][]byte {
@@ -67,7 +60,7 @@ func exampleSPKIs(t testing.TB) [][]byte {
 		{"p256_key.pem", fpP256},
 		{"p256_compressed_spki.der", fpP256Compress},
 	} {
-		spki, err := SPKI(mustRead(t, filepath.Join(dir, c.file)))
+		spki, err := SPKI(testkit.ReadFile(t, filepath.Join(dir, c.file)))
 		if err != nil {
 			t.Fatalf("SPKI(%s): %v", c.file, err)
 		}
@@ -105,7 +98,7 @@ func TestExampleFilters(t *testing.T) {
 				t.Errorf("header = %+v, want k %d, L %d, revision 1, 3 entries, updated 1555799917", h, ex.k, ex.l)
 			}
 			for _, kf := range keyFiles {
-				spki, err := SPKI(mustRead(t, filepath.Join(dir, kf)))
+				spki, err := SPKI(testkit.ReadFile(t, filepath.Join(dir, kf)))
 				if err != nil {
 					t.Errorf("SPKI(%s): %v", kf, err)
 					continue
@@ -123,11 +116,11 @@ func TestExampleFilters(t *testing.T) {
 					want[p/8] |= 0x80 >> (p % 8)
 				}
 			}
-			if got := mustRead(t, path)[HeaderSize:]; !bytes.Equal(got, want) {
+			if got := testkit.ReadFile(t, path)[HeaderSize:]; !bytes.Equal(got, want) {
 				t.Errorf("data = %x\nwant union of positions %x", got, want)
 			}
 			// The same through Parse and ReadFilter.
-			raw := mustRead(t, path)
+			raw := testkit.ReadFile(t, path)
 			for name, open := range map[string]func() (*Filter, error){
 				"Parse":      func() (*Filter, error) { return Parse(raw) },
 				"ReadFilter": func() (*Filter, error) { return ReadFilter(iotest.OneByteReader(bytes.NewReader(raw))) },
@@ -271,7 +264,7 @@ func TestOpenDoesNotWrite(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Errorf("second Close = %v, want nil", err)
 	}
-	if !bytes.Equal(mustRead(t, path), b) {
+	if !bytes.Equal(testkit.ReadFile(t, path), b) {
 		t.Error("file changed after Open and Close")
 	}
 	defer func() {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // writeShard writes a filter holding keys, with the given header counters,
@@ -61,7 +63,7 @@ func TestMergeEqualsOneFilter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := mustRead(t, out)
+		got := testkit.ReadFile(t, out)
 		want := buildFilter(t, k, l, keys...)
 		if !bytes.Equal(got[HeaderSize:], want[HeaderSize:]) {
 			t.Fatalf("trial %d (k %d, L %d, %d shards): merged data differs from one filter of all %d keys", trial, k, l, len(shards), len(keys))
@@ -100,7 +102,7 @@ func TestMergeIntoAnInput(t *testing.T) {
 	if _, err := Merge(context.Background(), a, a, b); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := mustRead(t, a)[HeaderSize:], buildFilter(t, 3, 12, keys...)[HeaderSize:]; !bytes.Equal(got, want) {
+	if got, want := testkit.ReadFile(t, a)[HeaderSize:], buildFilter(t, 3, 12, keys...)[HeaderSize:]; !bytes.Equal(got, want) {
 		t.Error("a merged into itself does not hold both shards' keys")
 	}
 	checkNoTemp(t, dir)
@@ -123,7 +125,7 @@ func TestMergeErrors(t *testing.T) {
 	dir := t.TempDir()
 	good := writeShard(t, dir, "good", 3, 12, 1, 1, testKeys("g", 1))
 	other := writeShard(t, dir, "other", 4, 12, 1, 1, nil)
-	raw := mustRead(t, good)
+	raw := testkit.ReadFile(t, good)
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o644); err != nil {
@@ -158,7 +160,7 @@ func TestMergeErrors(t *testing.T) {
 				t.Errorf("%s: error %q does not say %q", c.name, err, w)
 			}
 		}
-		if got := mustRead(t, out); string(got) != "the old output" {
+		if got := testkit.ReadFile(t, out); string(got) != "the old output" {
 			t.Errorf("%s: the output was changed", c.name)
 		}
 	}
@@ -176,7 +178,7 @@ func TestMergeCancelled(t *testing.T) {
 	if _, err := Merge(ctx, out, a, a); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Merge with a cancelled context: %v, want context.Canceled", err)
 	}
-	if string(mustRead(t, out)) != "old" {
+	if string(testkit.ReadFile(t, out)) != "old" {
 		t.Error("a cancelled merge changed the output")
 	}
 	checkNoTemp(t, dir)
@@ -250,7 +252,7 @@ func TestUnion(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got := mustRead(t, path)
+	got := testkit.ReadFile(t, path)
 	if want := buildFilter(t, 3, 14, keys...); !bytes.Equal(got[HeaderSize:], want[HeaderSize:]) {
 		t.Error("Union in place: the file's data differs from one filter of all the keys")
 	}

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -18,7 +19,7 @@ func TestContainsEncodings(t *testing.T) {
 	}
 	spkis := map[string][]byte{}
 	for _, name := range files {
-		spki, err := SPKI(mustRead(t, name))
+		spki, err := SPKI(testkit.ReadFile(t, name))
 		if err != nil {
 			continue // a security key, say: not this test's business
 		}
@@ -55,7 +56,7 @@ func TestContainsEncodings(t *testing.T) {
 func TestContainsAllocs(t *testing.T) {
 	f, _ := New(4, 16)
 	for _, name := range []string{"rsa2048.spki.der", "p256.spki.der"} {
-		spki, err := SPKI(mustRead(t, filepath.Join("testdata/keys", name)))
+		spki, err := SPKI(testkit.ReadFile(t, filepath.Join("testdata/keys", name)))
 		if err != nil {
 			t.Fatal(err)
 		}

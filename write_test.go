@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 func TestNewLimits(t *testing.T) {
@@ -55,14 +57,14 @@ func TestWriteMatchesExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, err := f.AddKey(mustRead(t, filepath.Join(dir, "rsa2048_key.pem"))); n != 1 || err != nil {
+		if n, err := f.AddKey(testkit.ReadFile(t, filepath.Join(dir, "rsa2048_key.pem"))); n != 1 || err != nil {
 			t.Fatalf("%s: AddKey(RSA) = %d, %v; want 1", ex.name, n, err)
 		}
-		n, err := f.AddKey(mustRead(t, filepath.Join(dir, "p256_cert.der")))
+		n, err := f.AddKey(testkit.ReadFile(t, filepath.Join(dir, "p256_cert.der")))
 		if err != nil || n < 1 {
 			t.Fatalf("%s: AddKey(P-256) = %d, %v", ex.name, n, err)
 		}
-		want := mustRead(t, filepath.Join(dir, ex.name))
+		want := testkit.ReadFile(t, filepath.Join(dir, ex.name))
 		var buf bytes.Buffer
 		if _, err := f.WriteTo(&buf); err != nil {
 			t.Fatal(err)
@@ -71,7 +73,7 @@ func TestWriteMatchesExamples(t *testing.T) {
 			t.Errorf("%s: data = %x\nwant          %x", ex.name, got, want[HeaderSize:])
 		}
 		// The compressed form is there, whichever form was given.
-		if !f.Probably(mustRead(t, filepath.Join(dir, "p256_compressed_spki.der"))) {
+		if !f.Probably(testkit.ReadFile(t, filepath.Join(dir, "p256_compressed_spki.der"))) {
 			t.Errorf("%s: compressed P-256 SPKI not found after AddKey", ex.name)
 		}
 	}
@@ -252,7 +254,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	if err := old.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	before := mustRead(t, path)
+	before := testkit.ReadFile(t, path)
 	reader, err := Open(path) // a reader holding the old file
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +269,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	if err != boom {
 		t.Fatalf("writeFileAtomic error = %v, want %v", err, boom)
 	}
-	if !bytes.Equal(mustRead(t, path), before) {
+	if !bytes.Equal(testkit.ReadFile(t, path), before) {
 		t.Fatal("failed write changed the file")
 	}
 	if names, _ := filepath.Glob(filepath.Join(dir, ".*")); len(names) != 0 {
@@ -303,14 +305,14 @@ func TestCreate(t *testing.T) {
 	if err := Create(path, 3, 14); err != nil {
 		t.Fatal(err)
 	}
-	b := mustRead(t, path)
+	b := testkit.ReadFile(t, path)
 	if want := append(rawHeader("pkbfv1", 0, 0, 0, 3, 14), make([]byte, 2048)...); !bytes.Equal(b, want) {
 		t.Errorf("created file is %d bytes, not the header and 2048 zero bytes", len(b))
 	}
 	if err := Create(path, 3, 14); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("Create over an existing file: %v, want fs.ErrExist", err)
 	}
-	if !bytes.Equal(mustRead(t, path), b) {
+	if !bytes.Equal(testkit.ReadFile(t, path), b) {
 		t.Error("refused Create changed the file")
 	}
 	for _, bad := range [][2]int{{0, 10}, {3, 2}, {3, 41}} {
@@ -377,11 +379,11 @@ func TestEditMisuse(t *testing.T) {
 	}
 	bad := filepath.Join(dir, "bad.pkbf")
 	os.WriteFile(bad, append(rawHeader("pkbfv1", 0, 0, 0, 3, 10), 1, 2, 3), 0o644)
-	before := mustRead(t, bad)
+	before := testkit.ReadFile(t, bad)
 	if _, err := Edit(bad); !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), bad) {
 		t.Errorf("Edit(truncated) error = %v", err)
 	}
-	if !bytes.Equal(mustRead(t, bad), before) {
+	if !bytes.Equal(testkit.ReadFile(t, bad), before) {
 		t.Error("refused Edit changed the file")
 	}
 	// Adding to a read-only filter is a programming error: it panics.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // Item 1 of the issue "no false no on binary curves": every curve over
@@ -33,7 +35,7 @@ func TestBinaryCurves(t *testing.T) {
 		want := map[bool][2]string{false: {f[1], f[2]}, true: {f[3], f[4]}}
 		for _, name := range files {
 			path := filepath.Join(dir, curve+"."+name)
-			spki, err := SPKI(mustRead(t, path))
+			spki, err := SPKI(testkit.ReadFile(t, path))
 			if err != nil {
 				t.Errorf("%s: %v", path, err)
 				continue
@@ -57,8 +59,8 @@ func TestBinaryCurves(t *testing.T) {
 		}
 		// And the other way: the compressed SPKI openssl wrote is found
 		// in a filter holding the canonical form of the named key.
-		named, err1 := SPKI(mustRead(t, filepath.Join(dir, curve+".sec1.pem")))
-		compressed, err2 := SPKI(mustRead(t, filepath.Join(dir, curve+".spki-compressed.pem")))
+		named, err1 := SPKI(testkit.ReadFile(t, filepath.Join(dir, curve+".sec1.pem")))
+		compressed, err2 := SPKI(testkit.ReadFile(t, filepath.Join(dir, curve+".spki-compressed.pem")))
 		if err1 != nil || err2 != nil || Fingerprint(compressed) != want[false][1] || !lookup(named, compressed) {
 			t.Errorf("%s: the compressed SPKI openssl wrote is not found under the named key (%v, %v)", curve, err1, err2)
 		}

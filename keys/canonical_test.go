@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pkbf/pkbf/internal/testkit"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -22,7 +23,7 @@ const moreDir = "../testdata/keys/more"
 // readPairs reads "NAME VALUE" lines.
 func readPairs(t testing.TB, path string) map[string]string {
 	t.Helper()
-	b := mustRead(t, path)
+	b := testkit.ReadFile(t, path)
 	out := map[string]string{}
 	for line := range strings.Lines(string(b)) {
 		name, value, ok := strings.Cut(strings.TrimSpace(line), " ")
@@ -63,7 +64,7 @@ func scanFile(t *testing.T, path string, passphrases ...string) (fps []string, e
 }
 
 func testPassphrase(t *testing.T) string {
-	return strings.TrimSpace(string(mustRead(t, filepath.Join(moreDir, "passphrase"))))
+	return strings.TrimSpace(string(testkit.ReadFile(t, filepath.Join(moreDir, "passphrase"))))
 }
 
 // Every single-key file gives the key openssl gives, in canonical form,
@@ -75,7 +76,7 @@ func TestCanonicalFingerprints(t *testing.T) {
 	}
 	for name, want := range canonical {
 		path := filepath.Join(moreDir, name)
-		spki, err := SPKI(mustRead(t, path))
+		spki, err := SPKI(testkit.ReadFile(t, path))
 		if err == nil {
 			spki, err = Canonical(spki)
 		}
@@ -116,7 +117,7 @@ func singleKeyFiles(t *testing.T) map[string][]string {
 		groups[fp] = append(groups[fp], filepath.Join(moreDir, name))
 	}
 	compressed := map[string]string{} // compressed fingerprint -> canonical
-	for line := range strings.Lines(string(mustRead(t, filepath.Join(keysDir, "COMPRESSED")))) {
+	for line := range strings.Lines(string(testkit.ReadFile(t, filepath.Join(keysDir, "COMPRESSED")))) {
 		if f := strings.Fields(line); len(f) == 3 {
 			compressed[f[2]] = f[1]
 		}
@@ -145,7 +146,7 @@ func TestNoFalseNoAcrossEncodings(t *testing.T) {
 	spkis := map[string][]byte{}
 	for _, files := range groups {
 		for _, path := range files {
-			spki, err := SPKI(mustRead(t, path))
+			spki, err := SPKI(testkit.ReadFile(t, path))
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
@@ -210,7 +211,7 @@ func TestNoFalseNoAcrossEncodings(t *testing.T) {
 }
 
 func TestCanonicalRSAIsFree(t *testing.T) {
-	spki, err := SPKI(mustRead(t, filepath.Join(keysDir, "rsa2048.spki.der")))
+	spki, err := SPKI(testkit.ReadFile(t, filepath.Join(keysDir, "rsa2048.spki.der")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestCanonicalRSAIsFree(t *testing.T) {
 // The prose rule: lines of text that mention key types are text; a damaged
 // key line is an error.
 func TestProseAndDamagedLines(t *testing.T) {
-	pub := strings.TrimSpace(string(mustRead(t, filepath.Join(keysDir, "ed25519.pub"))))
+	pub := strings.TrimSpace(string(testkit.ReadFile(t, filepath.Join(keysDir, "ed25519.pub"))))
 	fields := strings.Fields(pub)
 	for _, tc := range []struct {
 		name, text string
@@ -273,7 +274,7 @@ func TestErrorsInWords(t *testing.T) {
 		}
 	}
 	// A DSA private key in DER is a DSA key, not a broken RSA one.
-	_, err := SPKI(mustRead(t, filepath.Join(moreDir, "dsa.traditional.der")))
+	_, err := SPKI(testkit.ReadFile(t, filepath.Join(moreDir, "dsa.traditional.der")))
 	if err != nil {
 		t.Errorf("DSA PRIVATE KEY in DER: %v", err)
 	}
@@ -337,7 +338,7 @@ func TestExplicitCurve(t *testing.T) {
 		"brainpoolp256r1.spki.pem":                     false,
 		"brainpoolp256r1.spki-compressed.pem":          false,
 	} {
-		spki, err := SPKI(mustRead(t, filepath.Join(moreDir, name)))
+		spki, err := SPKI(testkit.ReadFile(t, filepath.Join(moreDir, name)))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -349,7 +350,7 @@ func TestExplicitCurve(t *testing.T) {
 			t.Errorf("%s: canonical form (%v) still has explicit parameters", name, err)
 		}
 	}
-	for _, b := range [][]byte{nil, {0x30}, {0x30, 0x03, 0x30, 0x01, 0x06}, mustRead(t, "../testdata/keys/rsa2048.spki.der")} {
+	for _, b := range [][]byte{nil, {0x30}, {0x30, 0x03, 0x30, 0x01, 0x06}, testkit.ReadFile(t, "../testdata/keys/rsa2048.spki.der")} {
 		if ExplicitCurve(b) {
 			t.Errorf("ExplicitCurve(% x) = true", b[:min(len(b), 8)])
 		}

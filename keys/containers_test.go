@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pkbf/pkbf/internal/testkit"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -78,7 +79,7 @@ func TestContainers(t *testing.T) {
 	}
 	for _, keysFile := range names {
 		path := strings.TrimSuffix(keysFile, ".KEYS")
-		want := strings.Fields(string(mustRead(t, keysFile)))
+		want := strings.Fields(string(testkit.ReadFile(t, keysFile)))
 		got, errs := scanFile(t, path, pass)
 		slices.Sort(want)
 		slices.Sort(got)
@@ -97,7 +98,7 @@ func TestContainers(t *testing.T) {
 		}
 	}
 	// A container of one key gives it to SPKI too.
-	spki, err := SPKI(mustRead(t, filepath.Join(moreDir, "chain-empty.p12")))
+	spki, err := SPKI(testkit.ReadFile(t, filepath.Join(moreDir, "chain-empty.p12")))
 	if err == nil || !strings.Contains(err.Error(), "Scanner") {
 		t.Errorf("SPKI of a PKCS#12 file of two keys = %x, %v; want an error pointing to Scanner", spki, err)
 	}

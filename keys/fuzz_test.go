@@ -94,12 +94,12 @@ func TestScannerFramings(t *testing.T) {
 		if fi, err := os.Stat(name); err == nil && fi.IsDir() {
 			continue
 		}
-		checkFramings(t, name, mustRead(t, name))
+		checkFramings(t, name, testkit.ReadFile(t, name))
 	}
-	pub := mustRead(t, "../testdata/keys/p256.spki.pem")
+	pub := testkit.ReadFile(t, "../testdata/keys/p256.spki.pem")
 	crlf := bytes.ReplaceAll(pub, []byte("\n"), []byte("\r\n"))
 	indented := bytes.ReplaceAll(pub, []byte("\n"), []byte("\n  "))
-	enc := mustRead(t, "../testdata/keys/p256.sec1-encrypted.pem") // has Proc-Type headers
+	enc := testkit.ReadFile(t, "../testdata/keys/p256.sec1-encrypted.pem") // has Proc-Type headers
 	indentedEnc := bytes.ReplaceAll(enc, []byte("\n"), []byte("\n    "))
 	for name, b := range map[string][]byte{"CRLF": crlf, "indented": indented, "BEGIN inside": append(pub[:60:60], pub...), "indented with headers": indentedEnc} {
 		checkFramings(t, name, b)

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"path/filepath"
 	"testing"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // TestKeyForms checks Key.Forms, which parses a DER object's SPKI once,
@@ -17,7 +19,7 @@ func TestKeyForms(t *testing.T) {
 	var inputs [][]byte
 	err := filepath.WalkDir(keysDir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
-			inputs = append(inputs, mustRead(t, path))
+			inputs = append(inputs, testkit.ReadFile(t, path))
 		}
 		return err
 	})
@@ -32,15 +34,15 @@ func TestKeyForms(t *testing.T) {
 			break
 		}
 	}
-	rsa := mustRead(t, filepath.Join(keysDir, "rsa2048.spki.der"))
+	rsa := testkit.ReadFile(t, filepath.Join(keysDir, "rsa2048.spki.der"))
 	inputs = append(inputs, bytes.Join([][]byte{
 		ecSPKI(p256, offCurve),
 		rsa,
 		spkiWithKey(t, "p256.spki.der", 64), // a point of no size P-256 has
-		buildSPKIRaw(oidECPublicKey, oidDER([]byte{42, 3}), nil), // an unknown curve, no key
-		spkiRSAKey([]byte{0x30, 9, 2, 1, 5, 2, 1, 3, 2, 1, 3}),   // three INTEGERs
-		mustRead(t, filepath.Join(keysDir, "p256.cert.der")),     // SPKI inside, parsed once
-		mustRead(t, filepath.Join(keysDir, "ed25519.pkcs8.der")), // SPKI built
+		buildSPKIRaw(oidECPublicKey, oidDER([]byte{42, 3}), nil),         // an unknown curve, no key
+		spkiRSAKey([]byte{0x30, 9, 2, 1, 5, 2, 1, 3, 2, 1, 3}),           // three INTEGERs
+		testkit.ReadFile(t, filepath.Join(keysDir, "p256.cert.der")),     // SPKI inside, parsed once
+		testkit.ReadFile(t, filepath.Join(keysDir, "ed25519.pkcs8.der")), // SPKI built
 	}, nil))
 
 	var parsedOnce, others, unencodable, unreadable int

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // PuTTY key files as puttygen wrote them (version 2 and 3, encrypted or
@@ -13,7 +15,7 @@ func TestPuTTY(t *testing.T) {
 	for _, pair := range [][2]string{{"more/ed25519.ppk", "ed25519.pub"}, {"more/rsa2048.v2.ppk", "rsa2048.pub"}, {"more/p256.encrypted.ppk", "p256.pub"}} {
 		checkSameKey(t, pair[0], pair[1])
 	}
-	ppk := mustRead(t, keysDir+"/more/ed25519.ppk")
+	ppk := testkit.ReadFile(t, keysDir+"/more/ed25519.ppk")
 	i := bytes.Index(ppk, []byte("Public-Lines: "))
 	if i < 0 {
 		t.Fatal("no Public-Lines in ed25519.ppk")

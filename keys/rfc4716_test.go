@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pkbf/pkbf/internal/testkit"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -55,8 +56,8 @@ func TestRFC4716(t *testing.T) {
 // SPKI.
 func checkSameKey(t *testing.T, a, b string) {
 	t.Helper()
-	sa, errA := SPKI(mustRead(t, keysDir+"/"+a))
-	sb, errB := SPKI(mustRead(t, keysDir+"/"+b))
+	sa, errA := SPKI(testkit.ReadFile(t, keysDir+"/"+a))
+	sb, errB := SPKI(testkit.ReadFile(t, keysDir+"/"+b))
 	if errA != nil || errB != nil || !bytes.Equal(sa, sb) {
 		t.Errorf("%s and %s: %x, %v and %x, %v; want one key", a, b, sa, errA, sb, errB)
 	}

@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // allocated returns the bytes f allocates, averaged over runs.
@@ -30,8 +32,8 @@ func allocated(runs int, f func()) uint64 {
 // memory now costs a small buffer, and a DER object's memory follows the
 // bytes read.
 func TestScannerMemoryFollowsInput(t *testing.T) {
-	pub := mustRead(t, "../testdata/keys/p256.pub")
-	der := mustRead(t, "../testdata/keys/p256.spki.der")
+	pub := testkit.ReadFile(t, "../testdata/keys/p256.pub")
+	der := testkit.ReadFile(t, "../testdata/keys/p256.spki.der")
 	for _, tc := range []struct {
 		name  string
 		input []byte
@@ -59,7 +61,7 @@ func TestScannerMemoryFollowsInput(t *testing.T) {
 
 // keysFile reads a .KEYS file: the fingerprints of a multi-key input's keys.
 func keysFile(t *testing.T, name string) []string {
-	return strings.Fields(string(mustRead(t, filepath.Join(keysDir, name+".KEYS"))))
+	return strings.Fields(string(testkit.ReadFile(t, filepath.Join(keysDir, name+".KEYS"))))
 }
 
 func scanAll(t *testing.T, in []byte) (fps []string, keys []Key, errs []error) {
@@ -83,7 +85,7 @@ func scanAll(t *testing.T, in []byte) (fps []string, keys []Key, errs []error) {
 func TestScannerFiles(t *testing.T) {
 	for _, name := range []string{"authorized_keys", "known_hosts", "bundle.pem", "bundle.der"} {
 		t.Run(name, func(t *testing.T) {
-			fps, keys, errs := scanAll(t, mustRead(t, filepath.Join(keysDir, name)))
+			fps, keys, errs := scanAll(t, testkit.ReadFile(t, filepath.Join(keysDir, name)))
 			for i, err := range errs {
 				if err != nil {
 					t.Errorf("%s: %v", keys[i].Source(), err)
@@ -97,31 +99,31 @@ func TestScannerFiles(t *testing.T) {
 }
 
 func TestScannerSources(t *testing.T) {
-	_, keys, _ := scanAll(t, mustRead(t, filepath.Join(keysDir, "authorized_keys")))
+	_, keys, _ := scanAll(t, testkit.ReadFile(t, filepath.Join(keysDir, "authorized_keys")))
 	if got := keys[0].Source(); got != "line 3" {
 		t.Errorf("first authorized_keys key Source = %q, want line 3", got)
 	}
-	_, keys, _ = scanAll(t, mustRead(t, filepath.Join(keysDir, "bundle.pem")))
+	_, keys, _ = scanAll(t, testkit.ReadFile(t, filepath.Join(keysDir, "bundle.pem")))
 	if got := keys[1].Source(); !strings.HasPrefix(got, "block 2 (line ") {
 		t.Errorf("second bundle key Source = %q", got)
 	}
 	// The line of each PEM block is its BEGIN line.
-	lines := strings.Split(string(mustRead(t, filepath.Join(keysDir, "bundle.pem"))), "\n")
+	lines := strings.Split(string(testkit.ReadFile(t, filepath.Join(keysDir, "bundle.pem"))), "\n")
 	for _, k := range keys {
 		if !strings.HasPrefix(lines[k.Line-1], "-----BEGIN ") {
 			t.Errorf("%s: line %d is %q, not a BEGIN line", k.Source(), k.Line, lines[k.Line-1])
 		}
 	}
-	_, keys, _ = scanAll(t, mustRead(t, filepath.Join(keysDir, "bundle.der")))
+	_, keys, _ = scanAll(t, testkit.ReadFile(t, filepath.Join(keysDir, "bundle.der")))
 	if got := keys[2].Source(); !strings.HasPrefix(got, "object 3 (byte ") || keys[2].Offset == 0 {
 		t.Errorf("third DER object Source = %q", got)
 	}
 }
 
 func TestScannerBadInputs(t *testing.T) {
-	good := string(mustRead(t, filepath.Join(keysDir, "p256.spki.pem")))
-	cert := string(mustRead(t, filepath.Join(keysDir, "rsa2048.cert.pem")))
-	pub := string(mustRead(t, filepath.Join(keysDir, "ed25519.pub")))
+	good := string(testkit.ReadFile(t, filepath.Join(keysDir, "p256.spki.pem")))
+	cert := string(testkit.ReadFile(t, filepath.Join(keysDir, "rsa2048.cert.pem")))
+	pub := string(testkit.ReadFile(t, filepath.Join(keysDir, "ed25519.pub")))
 	tests := []struct {
 		name string
 		in   string
@@ -134,15 +136,15 @@ func TestScannerBadInputs(t *testing.T) {
 		{"bad key among good", good + "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n" + pub, []string{"", "SubjectPublicKeyInfo is not one complete", ""}},
 		{"truncated last block", good + cert[:400], []string{"", "no END line: input is truncated"}},
 		{"unterminated block then good", cert[:strings.LastIndex(cert[:400], "\n")+1] + good, []string{"no END line before line 7", ""}},
-		{"encrypted among good", pub + string(mustRead(t, filepath.Join(keysDir, "p256.pkcs8-encrypted.pem"))) + pub, []string{"", "encrypted", ""}},
+		{"encrypted among good", pub + string(testkit.ReadFile(t, filepath.Join(keysDir, "p256.pkcs8-encrypted.pem"))) + pub, []string{"", "encrypted", ""}},
 		{"mistyped ssh line", "shh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQ c\n" + pub, []string{"no OpenSSH key type", ""}},
 		{"overlong line", strings.Repeat("x", maxLineSize+10) + "\n" + pub, []string{"longer than", ""}},
 		{"overlong block", "-----BEGIN CERTIFICATE-----\n" + strings.Repeat(strings.Repeat("A", 64)+"\n", maxObjectSize/64+1) + "-----END CERTIFICATE-----\n" + pub, []string{"larger than", ""}},
 		{"no final newline", strings.TrimSpace(pub), []string{""}},
 		{"CRLF", strings.ReplaceAll(good, "\n", "\r\n") + strings.ReplaceAll(pub, "\n", "\r\n"), []string{"", ""}},
 		{"EC PARAMETERS before another block is dropped", "-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----\n" + good, []string{""}},
-		{"DER junk after object", string(mustRead(t, filepath.Join(keysDir, "p256.spki.der"))) + "junk", []string{"", "does not start a DER SEQUENCE"}},
-		{"DER truncated", string(mustRead(t, filepath.Join(keysDir, "rsa2048.cert.der"))[:200]), []string{"truncated"}},
+		{"DER junk after object", string(testkit.ReadFile(t, filepath.Join(keysDir, "p256.spki.der"))) + "junk", []string{"", "does not start a DER SEQUENCE"}},
+		{"DER truncated", string(testkit.ReadFile(t, filepath.Join(keysDir, "rsa2048.cert.der"))[:200]), []string{"truncated"}},
 		{"DER indefinite length", "\x30\x80\x30\x00", []string{"indefinite length"}},
 		{"DER too large", "\x30\x84\x7f\xff\xff\xff\x30", []string{"larger than the"}},
 	}
@@ -167,7 +169,7 @@ func TestScannerBadInputs(t *testing.T) {
 
 // A huge input streams through in bounded memory.
 func TestScannerStreams(t *testing.T) {
-	pub := mustRead(t, filepath.Join(keysDir, "ed25519.pub"))
+	pub := testkit.ReadFile(t, filepath.Join(keysDir, "ed25519.pub"))
 	const n = 20000
 	r := bufio.NewReaderSize(&repeatReader{b: pub, n: n}, 4096)
 	s := NewScanner(r)
@@ -208,13 +210,13 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 // the next key's. Keys of every small form, many to a slab, and one too
 // large for a slab.
 func TestScannerRawOwnBytes(t *testing.T) {
-	spki := mustRead(t, filepath.Join(keysDir, "p256.spki.der"))
+	spki := testkit.ReadFile(t, filepath.Join(keysDir, "p256.spki.der"))
 	n := new(big.Int).Lsh(big.NewInt(1), 8*maxSlabbed) // an SPKI larger than maxSlabbed
 	large, err := x509.MarshalPKIXPublicKey(&rsa.PublicKey{N: n.Add(n, big.NewInt(1)), E: 65537})
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := mustRead(t, filepath.Join(keysDir, "ed25519.pub"))
+	line := testkit.ReadFile(t, filepath.Join(keysDir, "ed25519.pub"))
 	for _, c := range []struct {
 		name   string
 		object []byte

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pkbf/pkbf/internal/der"
+	"github.com/pkbf/pkbf/internal/testkit"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -22,7 +23,7 @@ func TestEveryCurveWithoutPublicKey(t *testing.T) {
 		t.Fatalf("%d files in %s/CANONICAL, want one for each of openssl's prime curves", len(want), dir)
 	}
 	for name, fp := range want {
-		spki, err := SPKI(mustRead(t, filepath.Join(dir, name)))
+		spki, err := SPKI(testkit.ReadFile(t, filepath.Join(dir, name)))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue

@@ -6,10 +6,11 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 const keysDir = "../testdata/keys"
@@ -19,7 +20,7 @@ const keysDir = "../testdata/keys"
 func manifest(t testing.TB) map[string]string {
 	t.Helper()
 	m := map[string]string{}
-	for line := range strings.Lines(string(mustRead(t, filepath.Join(keysDir, "MANIFEST")))) {
+	for line := range strings.Lines(string(testkit.ReadFile(t, filepath.Join(keysDir, "MANIFEST")))) {
 		name, fp, ok := strings.Cut(strings.TrimSpace(line), " ")
 		if !ok {
 			t.Fatalf("bad MANIFEST line %q", line)
@@ -35,7 +36,7 @@ func manifest(t testing.TB) map[string]string {
 func TestSPKIManifest(t *testing.T) {
 	for name, want := range manifest(t) {
 		t.Run(name, func(t *testing.T) {
-			data := mustRead(t, filepath.Join(keysDir, name))
+			data := testkit.ReadFile(t, filepath.Join(keysDir, name))
 			spki, err := SPKI(data)
 			if want == "encrypted" {
 				if !errors.Is(err, ErrInvalidKey) || !strings.Contains(err.Error(), "encrypted") {
@@ -81,7 +82,7 @@ func TestSPKIManifestCoverage(t *testing.T) {
 // The SPKIs SPKI builds are byte for byte those Go's x509 encoder writes.
 func TestSPKIMatchesX509(t *testing.T) {
 	for _, name := range []string{"rsa2048.pkcs1.der", "rsa2048.rsapub.der", "rsa2048.pub", "p256.sec1.der", "p384.pub", "p521.pkcs8.der", "ed25519.pkcs8.der", "ed25519.pub", "rsa1024.openssh"} {
-		spki, err := SPKI(mustRead(t, filepath.Join(keysDir, name)))
+		spki, err := SPKI(testkit.ReadFile(t, filepath.Join(keysDir, name)))
 		if err != nil {
 			t.Fatalf("SPKI(%s): %v", name, err)
 		}
@@ -97,7 +98,7 @@ func TestSPKIMatchesX509(t *testing.T) {
 }
 
 func TestSPKIReturnsInputSPKI(t *testing.T) {
-	der := mustRead(t, filepath.Join(keysDir, "p384.spki-compressed.der"))
+	der := testkit.ReadFile(t, filepath.Join(keysDir, "p384.spki-compressed.der"))
 	spki, err := SPKI(der)
 	if err != nil || !bytes.Equal(spki, der) {
 		t.Fatalf("SPKI(compressed SPKI DER) = %x, %v; want the input unchanged", spki, err)
@@ -108,11 +109,11 @@ func TestSPKIReturnsInputSPKI(t *testing.T) {
 }
 
 func TestEncodings(t *testing.T) {
-	for line := range strings.Lines(string(mustRead(t, filepath.Join(keysDir, "COMPRESSED")))) {
+	for line := range strings.Lines(string(testkit.ReadFile(t, filepath.Join(keysDir, "COMPRESSED")))) {
 		f := strings.Fields(line)
 		name, fpU, fpC := f[0], f[1], f[2]
 		for _, form := range []string{"spki.der", "spki-compressed.der", "sec1.pem"} {
-			spki, err := SPKI(mustRead(t, filepath.Join(keysDir, name+"."+form)))
+			spki, err := SPKI(testkit.ReadFile(t, filepath.Join(keysDir, name+"."+form)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,19 +128,19 @@ func TestEncodings(t *testing.T) {
 	}
 	// Other keys have one encoding: themselves.
 	for _, name := range []string{"rsa2048.spki.der", "ed25519.spki.der"} {
-		spki := mustRead(t, filepath.Join(keysDir, name))
+		spki := testkit.ReadFile(t, filepath.Join(keysDir, name))
 		encs, err := Encodings(spki)
 		if err != nil || len(encs) != 1 || !bytes.Equal(encs[0], spki) {
 			t.Errorf("Encodings(%s) = %d encodings, %v; want the SPKI alone", name, len(encs), err)
 		}
 	}
 	// A point off the curve is refused, in both forms.
-	spki := bytes.Clone(mustRead(t, filepath.Join(keysDir, "p256.spki.der")))
+	spki := bytes.Clone(testkit.ReadFile(t, filepath.Join(keysDir, "p256.spki.der")))
 	spki[len(spki)-1] ^= 1
 	if _, err := Encodings(spki); !errors.Is(err, ErrInvalidKey) || !strings.Contains(err.Error(), "not on the curve") {
 		t.Errorf("Encodings(point off the curve) error = %v", err)
 	}
-	spki = bytes.Clone(mustRead(t, filepath.Join(keysDir, "p256.spki-compressed.der")))
+	spki = bytes.Clone(testkit.ReadFile(t, filepath.Join(keysDir, "p256.spki-compressed.der")))
 	for i := 0; ; i++ { // find an x with no point on the curve
 		spki[len(spki)-1] = byte(i)
 		if _, err := Encodings(spki); err != nil {
@@ -160,10 +161,10 @@ func fingerprints(spkis [][]byte) []string {
 }
 
 func TestBadKeys(t *testing.T) {
-	rsaDER := mustRead(t, filepath.Join(keysDir, "rsa2048.spki.der"))
-	certDER := mustRead(t, filepath.Join(keysDir, "p256.cert.der"))
-	pub := strings.TrimSpace(string(mustRead(t, filepath.Join(keysDir, "ed25519.pub"))))
-	p256pub := strings.Fields(string(mustRead(t, filepath.Join(keysDir, "p256.pub"))))
+	rsaDER := testkit.ReadFile(t, filepath.Join(keysDir, "rsa2048.spki.der"))
+	certDER := testkit.ReadFile(t, filepath.Join(keysDir, "p256.cert.der"))
+	pub := strings.TrimSpace(string(testkit.ReadFile(t, filepath.Join(keysDir, "ed25519.pub"))))
+	p256pub := strings.Fields(string(testkit.ReadFile(t, filepath.Join(keysDir, "p256.pub"))))
 	sshBlob, _ := base64.StdEncoding.DecodeString(p256pub[1])
 	pemOf := func(typ string, b []byte) []byte { return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}) }
 	tests := []struct {
@@ -174,7 +175,7 @@ func TestBadKeys(t *testing.T) {
 		{"empty", nil, "empty input"},
 		{"white space", []byte(" \n\t"), "empty input"},
 		{"junk text", []byte("hello world"), "not a key"},
-		{"truncated PEM", mustRead(t, filepath.Join(keysDir, "rsa2048.cert.pem"))[:300], "incomplete or malformed"},
+		{"truncated PEM", testkit.ReadFile(t, filepath.Join(keysDir, "rsa2048.cert.pem"))[:300], "incomplete or malformed"},
 		{"PEM bad base64", []byte("-----BEGIN PUBLIC KEY-----\n@@@@\n-----END PUBLIC KEY-----\n"), "incomplete or malformed"},
 		{"unknown PEM type", pemOf("FOO BAR", rsaDER), `"FOO BAR" is not a key`},
 		{"CRL", pemOf("X509 CRL", rsaDER), "revocation list: it holds no public key"},
@@ -228,7 +229,7 @@ func spkiRSAKey(key []byte) []byte {
 // spkiWithKey returns the SPKI in file with its public key replaced by n
 // bytes of 4s.
 func spkiWithKey(t *testing.T, file string, n int) []byte {
-	info, err := parseSPKI(mustRead(t, filepath.Join(keysDir, file)))
+	info, err := parseSPKI(testkit.ReadFile(t, filepath.Join(keysDir, file)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,13 +238,4 @@ func spkiWithKey(t *testing.T, file string, n int) []byte {
 		return ecSPKI(c, key)
 	}
 	return ed25519SPKI(key)
-}
-
-func mustRead(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // makeFilter returns a filter file with hash length l, holding keys, with
@@ -158,15 +159,6 @@ func fastOpts(waits *[]time.Duration) Options {
 	}}
 }
 
-func mustRead(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // checkFiles fails if dir holds files other than the filter and the
 // documented ones beside it (.download only if allowed).
 func checkFiles(t *testing.T, dir string, downloadAllowed bool) {
@@ -197,7 +189,7 @@ func TestInstallThenUpToDate(t *testing.T) {
 	if !res.Updated || res.Old != nil || res.New.Revision != 1 || res.Size != int64(len(v1)) || res.Received != res.Size || res.Resumed {
 		t.Errorf("first update: %+v", res)
 	}
-	if !bytes.Equal(mustRead(t, path), v1) {
+	if !bytes.Equal(testkit.ReadFile(t, path), v1) {
 		t.Fatal("installed file differs from the server's")
 	}
 	fi1, _ := os.Stat(path)
@@ -227,7 +219,7 @@ func TestInstallThenUpToDate(t *testing.T) {
 	if err != nil || !res.Updated || res.Old == nil || res.Old.Revision != 1 || res.New.Revision != 2 {
 		t.Fatalf("update to revision 2: %+v, %v", res, err)
 	}
-	if !bytes.Equal(mustRead(t, path), v2) {
+	if !bytes.Equal(testkit.ReadFile(t, path), v2) {
 		t.Fatal("revision 2 not installed")
 	}
 	checkFiles(t, dir, false)
@@ -273,7 +265,7 @@ func TestOlderRefused(t *testing.T) {
 		if !errors.Is(err, ErrOlder) || !strings.Contains(err.Error(), "installed revision 5") {
 			t.Errorf("%s: %v, want ErrOlder naming the revisions", c.name, err)
 		}
-		if !bytes.Equal(mustRead(t, path), installed) {
+		if !bytes.Equal(testkit.ReadFile(t, path), installed) {
 			t.Errorf("%s: the installed filter changed", c.name)
 		}
 		checkFiles(t, dir, false)
@@ -282,7 +274,7 @@ func TestOlderRefused(t *testing.T) {
 		if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
 			t.Errorf("%s with Force: %+v, %v", c.name, res, err)
 		}
-		if fi, _ := os.Stat(path); !bytes.Equal(mustRead(t, path), c.body) || fi.Mode().Perm() != 0o640 {
+		if fi, _ := os.Stat(path); !bytes.Equal(testkit.ReadFile(t, path), c.body) || fi.Mode().Perm() != 0o640 {
 			t.Errorf("%s with Force: not installed, or mode %v instead of the old file's 0640", c.name, fi.Mode())
 		}
 	}
@@ -301,7 +293,7 @@ func TestResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Received counts both attempts' bytes: each byte once.
-	if !res.Resumed || res.Received != res.Size || !bytes.Equal(mustRead(t, path), body) {
+	if !res.Resumed || res.Received != res.Size || !bytes.Equal(testkit.ReadFile(t, path), body) {
 		t.Fatalf("resumed by the retry: %+v", res)
 	}
 	if r := s.lastRequest().Get("Range"); !strings.HasPrefix(r, "bytes=") || r == "bytes=0-" {
@@ -317,12 +309,12 @@ func TestResume(t *testing.T) {
 	if _, err := Update(context.Background(), ts.URL, path, opts); err == nil || !strings.Contains(err.Error(), "broke off") {
 		t.Fatalf("cut body without retries: %v", err)
 	}
-	if !bytes.Equal(mustRead(t, path), body) {
+	if !bytes.Equal(testkit.ReadFile(t, path), body) {
 		t.Fatal("a failed update changed the installed filter")
 	}
 	checkFiles(t, dir, true)
 	res, err = Update(context.Background(), ts.URL, path, opts)
-	if err != nil || !res.Resumed || res.Received != int64(len(body2))-3<<20 || !bytes.Equal(mustRead(t, path), body2) {
+	if err != nil || !res.Resumed || res.Received != int64(len(body2))-3<<20 || !bytes.Equal(testkit.ReadFile(t, path), body2) {
 		t.Fatalf("resumed by the next run: %+v, %v", res, err)
 	}
 
@@ -335,7 +327,7 @@ func TestResume(t *testing.T) {
 	Update(context.Background(), ts.URL, path, opts)
 	s.set(body4)
 	res, err = Update(context.Background(), ts.URL, path, opts)
-	if err != nil || res.Resumed || !bytes.Equal(mustRead(t, path), body4) {
+	if err != nil || res.Resumed || !bytes.Equal(testkit.ReadFile(t, path), body4) {
 		t.Fatalf("after the server's file changed: %+v, %v", res, err)
 	}
 	checkFiles(t, dir, false)
@@ -406,7 +398,7 @@ func TestBadResponses(t *testing.T) {
 				t.Errorf("%d requests, want %d", got, c.requests)
 			}
 			if c.ok {
-				if err != nil || !res.Updated || !bytes.Equal(mustRead(t, path), good) {
+				if err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), good) {
 					t.Fatalf("%+v, %v", res, err)
 				}
 				if c.statuses[0] == 429 && (len(waits) != 1 || waits[0] != 7*time.Second) {
@@ -420,7 +412,7 @@ func TestBadResponses(t *testing.T) {
 			if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "hunter2") {
 				t.Errorf("the error shows a credential: %v", err)
 			}
-			if !bytes.Equal(mustRead(t, path), installed) {
+			if !bytes.Equal(testkit.ReadFile(t, path), installed) {
 				t.Error("the installed filter changed")
 			}
 			checkFiles(t, dir, c.name == "truncated body")
@@ -438,7 +430,7 @@ func TestStall(t *testing.T) {
 	opts.Stall = 200 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "filter.pkbf")
 	res, err := Update(context.Background(), ts.URL, path, opts)
-	if err != nil || !res.Resumed || !bytes.Equal(mustRead(t, path), body) {
+	if err != nil || !res.Resumed || !bytes.Equal(testkit.ReadFile(t, path), body) {
 		t.Fatalf("after a stall: %+v, %v", res, err)
 	}
 }

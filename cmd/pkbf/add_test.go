@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 func TestAdd(t *testing.T) {
@@ -22,7 +24,7 @@ func TestAdd(t *testing.T) {
 	// Adding again changes nothing; a bad input is reported, the rest added.
 	junk := filepath.Join(dir, "junk.pem")
 	os.WriteFile(junk, []byte("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"), 0o644)
-	r = runWith(t, bytes.NewReader(mustRead(t, key("ed25519.pub"))), "add", p, key("p384.cert.pem"), junk, "-")
+	r = runWith(t, bytes.NewReader(testkit.ReadFile(t, key("ed25519.pub"))), "add", p, key("p384.cert.pem"), junk, "-")
 	if r.code != 2 || !strings.Contains(r.stdout, "1 new entry from 2 keys; 4 entries, revision 2") || !strings.Contains(r.stderr, junk+": block 1 (line 1): invalid key") {
 		t.Fatalf("second add: %+v", r)
 	}

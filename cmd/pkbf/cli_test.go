@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // The command's manners: flags anywhere, --, empty input, prose, summary,
@@ -46,11 +48,11 @@ func TestEmptyInputAndProse(t *testing.T) {
 		{"empty input", "", nil, exitTrouble, "no key, certificate or request in the input"},
 		{"empty input allowed", "", []string{"--allow-empty"}, exitOK, "checked 0 keys"},
 		{"prose only", "ssh-rsa keys are old\nuse ed25519\n", nil, exitTrouble, "no key"},
-		{"prose and a key", "ssh-rsa keys are old\n" + string(mustRead(t, key("p384.pub"))), nil, exitOK, "checked 1 key: 0 probably, 1 no\n"},
-		{"unsupported key line", "ssh-xmss@openssh.com AAAAFHNzaC14bXNzQG9wZW5zc2guY29tAAAA\n" + string(mustRead(t, key("p384.pub"))), nil, exitOK, "1 unsupported"},
-		{"unsupported key line, strict", "ssh-xmss@openssh.com AAAAFHNzaC14bXNzQG9wZW5zc2guY29tAAAA\n" + string(mustRead(t, key("p384.pub"))), []string{"--strict"}, exitTrouble, "pkbf: error:"},
+		{"prose and a key", "ssh-rsa keys are old\n" + string(testkit.ReadFile(t, key("p384.pub"))), nil, exitOK, "checked 1 key: 0 probably, 1 no\n"},
+		{"unsupported key line", "ssh-xmss@openssh.com AAAAFHNzaC14bXNzQG9wZW5zc2guY29tAAAA\n" + string(testkit.ReadFile(t, key("p384.pub"))), nil, exitOK, "1 unsupported"},
+		{"unsupported key line, strict", "ssh-xmss@openssh.com AAAAFHNzaC14bXNzQG9wZW5zc2guY29tAAAA\n" + string(testkit.ReadFile(t, key("p384.pub"))), []string{"--strict"}, exitTrouble, "pkbf: error:"},
 		{"damaged key line", "ssh-ed25519 AAAAC3NzaC1lZDI1\n", nil, exitTrouble, "1 unreadable"},
-		{"quiet", string(mustRead(t, key("p384.pub"))), []string{"-q"}, exitOK, ""},
+		{"quiet", string(testkit.ReadFile(t, key("p384.pub"))), []string{"-q"}, exitOK, ""},
 	} {
 		r := runWith(t, strings.NewReader(tc.input), append(append([]string{"check"}, tc.args...), exampleFilter)...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) || tc.stderr == "" && r.stderr != "" {
@@ -89,7 +91,7 @@ func TestHintsAndMessages(t *testing.T) {
 
 // The filter may come from standard input where the command only reads it.
 func TestFilterFromStdin(t *testing.T) {
-	filter := mustRead(t, exampleFilter)
+	filter := testkit.ReadFile(t, exampleFilter)
 	r := runWith(t, strings.NewReader(string(filter)), "info", "-")
 	if r.code != exitOK || !strings.Contains(r.stdout, "hash count (k):      12") || strings.Contains(r.stdout, "fill ratio") {
 		t.Errorf("info -: %+v", r)
@@ -119,7 +121,7 @@ func TestOutputDetails(t *testing.T) {
 	if len(objs) != 9 || objs[2]["block"] != float64(3) || !strings.HasSuffix(objs[2]["source"].(string), "block 3 (line 32)") && !strings.Contains(objs[2]["source"].(string), "block 3 (") {
 		t.Errorf("bundle.pem third key: %v", objs[2])
 	}
-	der := mustRead(t, key("bundle.der"))
+	der := testkit.ReadFile(t, key("bundle.der"))
 	for i, off := range []int{0, 0, 0} {
 		_ = off
 		o := objs[6+i]

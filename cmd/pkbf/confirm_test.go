@@ -18,17 +18,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
 )
 
 // attest makes the attestation pwnedkeys serves for the key in the PKCS#8
 // file name, signed by the key in signerName.
 func attest(t *testing.T, name, signerName string) []byte {
-	spki, err := keys.SPKI(mustRead(t, key(name)))
+	spki, err := keys.SPKI(testkit.ReadFile(t, key(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, _ := pem.Decode(mustRead(t, key(signerName)))
+	block, _ := pem.Decode(testkit.ReadFile(t, key(signerName)))
 	priv, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +75,7 @@ func apiServer(t *testing.T, bodies map[string][]byte) (*httptest.Server, *atomi
 // sshFP is the ssh-keygen fingerprint and comment of a .pub file, as
 // ssh-keygen -l prints them (the command: ssh-keygen -lf NAME).
 func sshFP(t *testing.T, name string) string {
-	f := strings.Fields(string(mustRead(t, key(name))))
+	f := strings.Fields(string(testkit.ReadFile(t, key(name))))
 	blob, err := base64.StdEncoding.DecodeString(f[1])
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func sshFP(t *testing.T, name string) string {
 }
 
 func fpOf(t *testing.T, name string) string {
-	spki, err := keys.SPKI(mustRead(t, key(name)))
+	spki, err := keys.SPKI(testkit.ReadFile(t, key(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestCheckConfirmTimeout(t *testing.T) {
 		http.Error(w, "busy", http.StatusServiceUnavailable)
 	}))
 	defer busy.Close()
-	in := strings.Repeat(string(mustRead(t, key("p256.pub"))), 50)
+	in := strings.Repeat(string(testkit.ReadFile(t, key("p256.pub"))), 50)
 	start := time.Now()
 	r := runWith(t, strings.NewReader(in), "check", "-confirm", "-timeout", "2s", "-api", busy.URL, exampleFilter)
 	if took := time.Since(start); took > 10*time.Second || r.code != 2 || strings.Count(r.stdout, "unconfirmed") != 50 || !strings.Contains(r.stderr, "no time left to retry") {

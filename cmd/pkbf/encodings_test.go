@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -17,7 +18,7 @@ func TestCheckEveryEncoding(t *testing.T) {
 	more := filepath.Join(keysDir, "more")
 	// A filter holding only the compressed P-256 SPKI, as an
 	// implementation that hashed one file as it stands would build it.
-	stored, err := keys.SPKI(mustRead(t, key("p256.spki-compressed.der")))
+	stored, err := keys.SPKI(testkit.ReadFile(t, key("p256.spki-compressed.der")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestCheckEveryEncoding(t *testing.T) {
 // computes for keys with explicit EC parameters, as given.
 func asGiven(t *testing.T) map[string]string {
 	m := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(keysDir, "more", "AS_GIVEN")))), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(string(testkit.ReadFile(t, filepath.Join(keysDir, "more", "AS_GIVEN")))), "\n") {
 		name, fp, _ := strings.Cut(line, " ")
 		m[name] = fp
 	}
@@ -81,7 +82,7 @@ func asGiven(t *testing.T) map[string]string {
 // curve's beside it; it is found under either.
 func TestCheckExplicitParameterCertificate(t *testing.T) {
 	cert := filepath.Join(keysDir, "more", "p256.cert-explicit.pem")
-	given, err := keys.SPKI(mustRead(t, cert))
+	given, err := keys.SPKI(testkit.ReadFile(t, cert))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,11 +95,3 @@ func TestUsageAndExitCodes(t *testing.T) {
 		}
 	}
 }
-
-func mustRead(t *testing.T, path string) []byte {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}

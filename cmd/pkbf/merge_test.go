@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // Shard filters built with create and add from random parts of the test
@@ -52,7 +53,7 @@ func TestMergeShards(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "merged 3 filters into "+out+": revision 2") {
 		t.Fatalf("merge: %+v", r)
 	}
-	if got, want := mustRead(t, out)[pkbf.HeaderSize:], mustRead(t, whole)[pkbf.HeaderSize:]; !bytes.Equal(got, want) {
+	if got, want := testkit.ReadFile(t, out)[pkbf.HeaderSize:], testkit.ReadFile(t, whole)[pkbf.HeaderSize:]; !bytes.Equal(got, want) {
 		t.Fatal("the merged filter's bits differ from the filter of all the keys")
 	}
 	if h := header(t, out); h.EntryCount != sum {
@@ -71,7 +72,7 @@ func TestMergeShards(t *testing.T) {
 
 func header(t *testing.T, path string) pkbf.Header {
 	t.Helper()
-	h, err := pkbf.ParseHeader(mustRead(t, path))
+	h, err := pkbf.ParseHeader(testkit.ReadFile(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestMergeRefusals(t *testing.T) {
 		t.Fatal(r)
 	}
 	runWith(t, nil, "add", a, key("p256.pub"))
-	before := mustRead(t, a)
+	before := testkit.ReadFile(t, a)
 	for _, tt := range []struct {
 		args []string
 		code int
@@ -108,7 +109,7 @@ func TestMergeRefusals(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tt.args, r.code, r.stderr, tt.code, tt.want)
 		}
 	}
-	if !bytes.Equal(mustRead(t, a), before) {
+	if !bytes.Equal(testkit.ReadFile(t, a), before) {
 		t.Error("a refused merge changed the existing output")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {

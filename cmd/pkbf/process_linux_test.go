@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,7 +51,7 @@ func TestFullFileSystem(t *testing.T) {
 	if r.code != exitTrouble || !strings.Contains(r.stderr, "no space left") {
 		t.Errorf("add to a sparse filter on a full file system: %+v", r)
 	}
-	keys := bytes.Repeat(mustRead(t, key("rsa2048.pub")), 200)
+	keys := bytes.Repeat(testkit.ReadFile(t, key("rsa2048.pub")), 200)
 	cmd := pkbfProcess("check", p)
 	cmd.Stdin = bytes.NewReader(keys)
 	var stdout, stderr bytes.Buffer
@@ -113,7 +114,7 @@ func (s *syncBuffer) String() string {
 // would make the test wait on the disk.
 func writeFilterVersion(t *testing.T, path string, v int) {
 	f, _ := pkbf.New(4, 16)
-	if _, err := f.AddKey(mustRead(t, key("p256.pub"))); err != nil {
+	if _, err := f.AddKey(testkit.ReadFile(t, key("p256.pub"))); err != nil {
 		t.Fatal(err)
 	}
 	for i := range v {
@@ -139,7 +140,7 @@ func TestServeReloadUnderLoad(t *testing.T) {
 	writeFilterVersion(t, p, 0)
 	cmd, addr, logs := startServe(t, "--poll", "5ms", p)
 	url := "http://" + addr + "/v1/check"
-	body := append(mustRead(t, key("p256.pub")), mustRead(t, key("p384.pub"))...)
+	body := append(testkit.ReadFile(t, key("p256.pub")), testkit.ReadFile(t, key("p384.pub"))...)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var requests, failures atomic.Int64
@@ -215,7 +216,7 @@ func TestServeReloadUnderLoad(t *testing.T) {
 		resp.Body.Close()
 		answered <- resp.StatusCode
 	}()
-	pw.Write(mustRead(t, key("p256.pub")))
+	pw.Write(testkit.ReadFile(t, key("p256.pub")))
 	time.Sleep(100 * time.Millisecond)
 	cmd2.Process.Signal(syscall.SIGTERM)
 	time.Sleep(100 * time.Millisecond)

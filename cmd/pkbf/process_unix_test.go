@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,7 +64,7 @@ func TestCheckFilterTruncatedUnderIt(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	stdin.Write(mustRead(t, key("p256.pub")))
+	stdin.Write(testkit.ReadFile(t, key("p256.pub")))
 	lines := bufio.NewReader(out)
 	first, err := lines.ReadString('\n') // the verdict streams out while input idles
 	if err != nil {
@@ -73,8 +74,8 @@ func TestCheckFilterTruncatedUnderIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 50 {
-		stdin.Write(mustRead(t, key("rsa2048.pub")))
-		stdin.Write(mustRead(t, key("ed25519.pub")))
+		stdin.Write(testkit.ReadFile(t, key("rsa2048.pub")))
+		stdin.Write(testkit.ReadFile(t, key("ed25519.pub")))
 	}
 	stdin.Close()
 	rest, _ := io.ReadAll(lines)
@@ -123,7 +124,7 @@ func TestAddFilterChangedUnderIt(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			stdin.Write(mustRead(t, key("p256.pub")))
+			stdin.Write(testkit.ReadFile(t, key("p256.pub")))
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 				if b, err := os.ReadFile(p); err == nil && len(b) > 21 && b[21] > 0 {
 					break // the key is in: add has the file open
@@ -133,7 +134,7 @@ func TestAddFilterChangedUnderIt(t *testing.T) {
 				}
 			}
 			tc.change(t, p)
-			stdin.Write(mustRead(t, key("rsa2048.pub")))
+			stdin.Write(testkit.ReadFile(t, key("rsa2048.pub")))
 			stdin.Close()
 			code := exitCode(t, cmd)
 			if code != exitTrouble || !strings.Contains(stderr.String(), tc.want) || strings.Contains(stdout.String(), "new entries") {
@@ -171,7 +172,7 @@ func TestFilterFromFIFOAndStdin(t *testing.T) {
 			t.Fatalf("%s on a FIFO with no writer hangs", args[0])
 		}
 	}
-	filter := mustRead(t, "../../testdata/example.pkbf")
+	filter := testkit.ReadFile(t, "../../testdata/example.pkbf")
 	cmd := pkbfProcess("info", "/dev/stdin")
 	cmd.Stdin = io.MultiReader(bytes.NewReader(filter)) // a pipe, not a file
 	out, err := cmd.CombinedOutput()
@@ -193,7 +194,7 @@ func TestCheckInterrupted(t *testing.T) {
 	}
 	lines := bufio.NewReader(out)
 	for i := range 3 {
-		stdin.Write(mustRead(t, key("p384.pub")))
+		stdin.Write(testkit.ReadFile(t, key("p384.pub")))
 		if _, err := lines.ReadString('\n'); err != nil { // streamed as made
 			t.Fatalf("verdict %d: %v", i+1, err)
 		}

@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // Without a terminal on stderr there is no progress display.
 func TestNoProgressWithoutTerminal(t *testing.T) {
 	defer setProgressTiming(0, time.Millisecond)()
 	pr, pw := io.Pipe()
-	go slowWriter(pw, mustRead(t, key("ed25519.pub")), 40, 5*time.Millisecond)
+	go slowWriter(pw, testkit.ReadFile(t, key("ed25519.pub")), 40, 5*time.Millisecond)
 	r := runWith(t, pr, "check", exampleFilter)
 	if r.stderr != "pkbf: checked 40 keys: 40 probably, 0 no\n" || strings.Contains(r.stdout, "keys/s") || strings.Count(r.stdout, "\n") != 40 {
 		t.Errorf("stderr %q, stdout %q", r.stderr, r.stdout)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pkbf/pkbf/internal/testkit"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,7 +68,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	screen := recordTerminal(t, master)
 
 	pr, pw := io.Pipe()
-	go slowWriter(pw, mustRead(t, key("ed25519.pub")), 30, 10*time.Millisecond)
+	go slowWriter(pw, testkit.ReadFile(t, key("ed25519.pub")), 30, 10*time.Millisecond)
 	var stdout bytes.Buffer
 	code := run([]string{"check", exampleFilter}, pr, &stdout, slave)
 	slave.Close()
@@ -150,7 +151,7 @@ func TestProgressAndVerdictsShareATerminal(t *testing.T) {
 
 	const n = 150
 	pr, pw := io.Pipe()
-	keys := [][]byte{mustRead(t, key("ed25519.pub")), mustRead(t, key("p384.pub"))}
+	keys := [][]byte{testkit.ReadFile(t, key("ed25519.pub")), testkit.ReadFile(t, key("p384.pub"))}
 	go func() {
 		for i := range n {
 			if _, err := pw.Write(keys[i%2]); err != nil {

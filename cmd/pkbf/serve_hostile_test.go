@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
@@ -37,7 +38,7 @@ func hostileService(t *testing.T, l limits) (*httptest.Server, *service) {
 // (4M keys) took 58 s and 7.5 GB before, and is now refused after the
 // limit's worth of scanning, in memory a small multiple of the body.
 func TestServeKeyLimit(t *testing.T) {
-	line := mustRead(t, key("p384.pub"))
+	line := testkit.ReadFile(t, key("p384.pub"))
 	srv, _ := hostileService(t, limits{body: 16 << 20, inFlight: 4, keys: 3})
 	if code, out := post(t, srv.URL+"/v1/check", bytes.Repeat(line, 3)); code != 200 || strings.Count(out, "\n") != 3 {
 		t.Errorf("3 keys with a limit of 3: status %d, %q", code, out)
@@ -79,7 +80,7 @@ func TestServeSlowBodiesHoldNoSlot(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // the slow requests reach the handler
 	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Post(srv.URL+"/v1/check", "text/plain", bytes.NewReader(mustRead(t, key("p384.pub"))))
+	resp, err := client.Post(srv.URL+"/v1/check", "text/plain", bytes.NewReader(testkit.ReadFile(t, key("p384.pub"))))
 	if err != nil {
 		t.Fatalf("a normal request behind three slow bodies: %v", err)
 	}
@@ -137,7 +138,7 @@ func TestServeStopsWhenClientLeaves(t *testing.T) {
 		t.Fatalf("the server still works on a request its client left %v ago", time.Since(start))
 	}
 	// The slot is free: a normal request is answered.
-	if code, _ := post(t, srv.URL+"/v1/check", mustRead(t, key("p384.pub"))); code != 200 {
+	if code, _ := post(t, srv.URL+"/v1/check", testkit.ReadFile(t, key("p384.pub"))); code != 200 {
 		t.Errorf("a request after the costly one: status %d", code)
 	}
 	t.Logf("the server stopped %v after the request began", time.Since(start))
@@ -147,7 +148,7 @@ func TestServeStopsWhenClientLeaves(t *testing.T) {
 // looks everything up at once with a context that cannot be.
 func TestLookupItemsStops(t *testing.T) {
 	items := make([]item, 3*lookupChunk)
-	line := mustRead(t, key("p384.pub"))
+	line := testkit.ReadFile(t, key("p384.pub"))
 	for i := range items {
 		sc := keys.NewScanner(bytes.NewReader(line))
 		sc.Scan()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/pipenet"
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 func newTestService(t *testing.T, maxBody int64) (*httptest.Server, *service) {
@@ -44,7 +45,7 @@ func post(t *testing.T, url string, body []byte) (int, string) {
 // /v1/check answers as check --json does, key by key.
 func TestServeCheck(t *testing.T) {
 	srv, s := newTestService(t, 1<<20)
-	body := append(append(mustRead(t, key("p256.cert.pem")), mustRead(t, key("p384.pub"))...), mustRead(t, key("bundle.der"))[:0]...)
+	body := append(append(testkit.ReadFile(t, key("p256.cert.pem")), testkit.ReadFile(t, key("p384.pub"))...), testkit.ReadFile(t, key("bundle.der"))[:0]...)
 	code, out := post(t, srv.URL+"/v1/check", body)
 	local := runWith(t, bytes.NewReader(body), "check", "--json", exampleFilter)
 	if code != 200 || strings.ReplaceAll(out, `"request`, `"<stdin>`) != local.stdout {
@@ -61,7 +62,7 @@ func TestServeCheck(t *testing.T) {
 		{"empty body", http.MethodPost, nil, 400, "the request body is empty"},
 		{"no key", http.MethodPost, []byte("hello, server"), 400, "no key, certificate or certificate request found"},
 		{"oversized", http.MethodPost, bytes.Repeat([]byte("x"), 1<<20+1), 413, "larger than 1048576 bytes"},
-		{"half a key", http.MethodPost, mustRead(t, key("p256.cert.pem"))[:300], 400, "has no END line"},
+		{"half a key", http.MethodPost, testkit.ReadFile(t, key("p256.cert.pem"))[:300], 400, "has no END line"},
 	} {
 		req, _ := http.NewRequest(tc.method, srv.URL+"/v1/check", bytes.NewReader(tc.body))
 		resp, err := http.DefaultClient.Do(req)
@@ -81,7 +82,7 @@ func TestServeCheck(t *testing.T) {
 
 func TestServeStatusHealthMetrics(t *testing.T) {
 	srv, s := newTestService(t, 1<<20)
-	post(t, srv.URL+"/v1/check", mustRead(t, key("p256.pub")))
+	post(t, srv.URL+"/v1/check", testkit.ReadFile(t, key("p256.pub")))
 	for path, want := range map[string]string{
 		"/healthz": "ok\n",
 		"/readyz":  "ready\n",

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // A filter file cut short under the server (cp of a smaller file over
@@ -17,7 +18,7 @@ import (
 // server goes on, and the counter says so.
 func TestServeFilterCutShort(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f.pkbf")
-	if err := os.WriteFile(path, mustRead(t, exampleFilter), 0o644); err != nil {
+	if err := os.WriteFile(path, testkit.ReadFile(t, exampleFilter), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	live, err := pkbf.OpenLive(path, pkbf.LiveOptions{Interval: -1})
@@ -32,7 +33,7 @@ func TestServeFilterCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		code, out := post(t, srv.URL+"/v1/check", mustRead(t, key("p256.cert.pem")))
+		code, out := post(t, srv.URL+"/v1/check", testkit.ReadFile(t, key("p256.cert.pem")))
 		if code != 503 || !strings.Contains(out, path+" was truncated or changed while in use") {
 			t.Errorf("after truncation: %d %q, want 503 naming the file", code, out)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // An interrupted add stops between keys and leaves a valid filter whose
@@ -26,9 +27,9 @@ func TestAddInterrupted(t *testing.T) {
 	pr, pw := io.Pipe()
 	go func() { // an endless, slow stream of distinct keys
 		for i := 0; ; i++ {
-			line := fmt.Sprintf("%s\n", mustRead(t, key("ed25519.pub")))
+			line := fmt.Sprintf("%s\n", testkit.ReadFile(t, key("ed25519.pub")))
 			if i%2 == 1 {
-				line = string(mustRead(t, key("p256.pub")))
+				line = string(testkit.ReadFile(t, key("p256.pub")))
 			}
 			if _, err := io.WriteString(pw, line); err != nil {
 				return
@@ -82,7 +83,7 @@ func TestMergeInterrupted(t *testing.T) {
 	}
 	go func() { // the FIFO gives a filter slowly, until the reader leaves
 		defer w.Close()
-		hdr := mustRead(t, big)[:pkbf.HeaderSize]
+		hdr := testkit.ReadFile(t, big)[:pkbf.HeaderSize]
 		if _, err := w.Write(hdr); err != nil {
 			return
 		}
@@ -102,7 +103,7 @@ func TestMergeInterrupted(t *testing.T) {
 	if r.code != exitSignaled || !strings.Contains(r.stderr, "interrupted: "+out+" was not written") {
 		t.Fatalf("interrupted merge: %+v", r)
 	}
-	if b := mustRead(t, out); string(b) != "old" {
+	if b := testkit.ReadFile(t, out); string(b) != "old" {
 		t.Error("an interrupted merge changed the output")
 	}
 	entries, _ := os.ReadDir(dir)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // publishedFilter is a filter holding the p256 test key and n filler keys,
@@ -19,7 +20,7 @@ import (
 func publishedFilter(t *testing.T, rev uint32, l, n int) []byte {
 	t.Helper()
 	f, _ := pkbf.New(4, l)
-	if _, err := f.AddKey(mustRead(t, key("p256.pub"))); err != nil {
+	if _, err := f.AddKey(testkit.ReadFile(t, key("p256.pub"))); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
@@ -110,9 +111,9 @@ func TestUpdateCommand(t *testing.T) {
 	}
 	// An older revision is refused, and installed with --force.
 	pub.set(publishedFilter(t, 1, 14, 30))
-	before := mustRead(t, p)
+	before := testkit.ReadFile(t, p)
 	r = runWith(t, nil, "update", ts.URL, p)
-	if r.code != 2 || !strings.Contains(r.stderr, "older than the installed one: revision 1") || !bytes.Equal(mustRead(t, p), before) {
+	if r.code != 2 || !strings.Contains(r.stderr, "older than the installed one: revision 1") || !bytes.Equal(testkit.ReadFile(t, p), before) {
 		t.Errorf("update to an older revision: %+v", r)
 	}
 	if r := runWith(t, nil, "update", "--force", ts.URL, p); r.code != 0 || !strings.Contains(r.stdout, "revision 2 -> 1") {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // pkbf update processes killed with SIGKILL at random points, while
@@ -103,7 +104,7 @@ func TestUpdateKilled(t *testing.T) {
 // spkiOf is the SPKI of a test key file.
 func spkiOf(t *testing.T, name string) []byte {
 	t.Helper()
-	spki, err := pkbf.SPKI(mustRead(t, key(name)))
+	spki, err := pkbf.SPKI(testkit.ReadFile(t, key(name)))
 	if err != nil {
 		t.Fatal(err)
 	}

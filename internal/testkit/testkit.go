@@ -24,6 +24,16 @@ func SeedFiles(f *testing.F, patterns ...string) {
 	}
 }
 
+// ReadFile returns the file's bytes, or fails the test.
+func ReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // CheckErr fails the test unless err wraps sentinel and its message starts
 // with "pkbf: ", as every error pkbf returns does.
 func CheckErr(t testing.TB, err, sentinel error) {
