@@ -181,7 +181,7 @@ func open(path string, writable bool) (*Filter, error) {
 		case fi.IsDir():
 			return nil, fileError(path, fmt.Errorf("%w: is a directory, not a filter file", ErrInvalidFile))
 		case writable:
-			return nil, fileError(path, fmt.Errorf("%w: not a regular file (%s): only a regular file can be edited in place", ErrInvalidFile, fileKind(fi.Mode())))
+			return nil, fileError(path, fmt.Errorf("%w: not a regular file (%s): only a regular file can be edited in place", ErrInvalidFile, mapfile.Kind(fi.Mode())))
 		}
 		return readStream(file, path, fi.Mode())
 	}
@@ -208,7 +208,7 @@ func readStream(file *os.File, path string, mode fs.FileMode) (*Filter, error) {
 	if err == nil {
 		var extra [1]byte
 		if n, _ := io.ReadFull(file, extra[:]); n > 0 {
-			err = fmt.Errorf("%w: %s holds more than the filter its header declares", ErrInvalidFile, fileKind(mode))
+			err = fmt.Errorf("%w: %s holds more than the filter its header declares", ErrInvalidFile, mapfile.Kind(mode))
 		}
 	}
 	if err != nil {
@@ -221,21 +221,6 @@ func readStream(file *os.File, path string, mode fs.FileMode) (*Filter, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// fileKind names the type of a file that is not a regular file.
-func fileKind(mode fs.FileMode) string {
-	switch {
-	case mode&fs.ModeNamedPipe != 0:
-		return "a pipe or FIFO"
-	case mode&fs.ModeSocket != 0:
-		return "a socket"
-	case mode&fs.ModeCharDevice != 0:
-		return "a character device"
-	case mode&fs.ModeDevice != 0:
-		return "a block device"
-	}
-	return "not a regular file"
 }
 
 // checkFile validates an open filter file: a regular file whose header is
@@ -339,36 +324,44 @@ func (f *Filter) Close() error {
 //
 // FileChanged reads the header under a shared flock(2). It is safe to call
 // concurrently with queries, and cheap enough to call after every batch.
-func (f *Filter) FileChanged() (err error) {
+func (f *Filter) FileChanged() error {
+	_, err := f.fileHeader()
+	return err
+}
+
+// fileHeader reads the header in the file behind a mapped filter now,
+// under a shared flock(2), and checks it as FileChanged documents. For
+// filters not mapped from a file it returns the header as opened.
+func (f *Filter) fileHeader() (h Header, err error) {
 	m := f.mapped
 	if m == nil || !m.Mapped() {
-		return nil
+		return f.hdr, nil
 	}
 	if err := m.Lock(false); err != nil {
-		return err
+		return Header{}, err
 	}
 	defer m.Unlock()
 	fi, err := m.Stat()
 	if err != nil {
-		return err
+		return Header{}, err
 	}
 	path := m.Path()
 	if fi.Size() != int64(m.Size()) {
-		return &fileChangedError{path: path, detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), m.Size())}
+		return Header{}, &fileChangedError{path: path, detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), m.Size())}
 	}
 	defer m.RecoverFault(debug.SetPanicOnFault(true), &err)
 	h, perr := ParseHeader(m.Bytes())
 	was := f.opened
 	switch {
 	case perr != nil:
-		return &fileChangedError{path: path, detail: "its header is no longer valid: " + strings.TrimPrefix(perr.Error(), ErrInvalidFile.Error()+": ")}
+		return Header{}, &fileChangedError{path: path, detail: "its header is no longer valid: " + strings.TrimPrefix(perr.Error(), ErrInvalidFile.Error()+": ")}
 	case h.HashCount != was.HashCount || h.HashLength != was.HashLength:
-		return &fileChangedError{path: path, detail: fmt.Sprintf("hash count and length are now %d and %d, were %d and %d", h.HashCount, h.HashLength, was.HashCount, was.HashLength)}
-	case h.Revision < was.Revision || h.EntryCount < was.EntryCount || h.Updated.Before(was.Updated):
-		return &fileChangedError{path: path, detail: fmt.Sprintf("revision %d, %d entries, updated %s; it had revision %d, %d entries, updated %s",
+		return Header{}, &fileChangedError{path: path, detail: fmt.Sprintf("hash count and length are now %d and %d, were %d and %d", h.HashCount, h.HashLength, was.HashCount, was.HashLength)}
+	case h.Revision < was.Revision || h.EntryCount < was.EntryCount || uint64(h.Updated.Unix()) < uint64(was.Updated.Unix()):
+		return Header{}, &fileChangedError{path: path, detail: fmt.Sprintf("revision %d, %d entries, updated %s; it had revision %d, %d entries, updated %s",
 			h.Revision, h.EntryCount, h.Updated.Format(time.RFC3339), was.Revision, was.EntryCount, was.Updated.Format(time.RFC3339))}
 	}
-	return nil
+	return h, nil
 }
 
 // Header returns the filter's header. For a filter edited in place it is

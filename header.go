@@ -143,9 +143,9 @@ func (h Header) AppendBinary(b []byte) ([]byte, error) {
 func magicHint(b []byte) string {
 	switch {
 	case bytes.HasPrefix(b, []byte("-----BEGIN")), bytes.HasPrefix(b, []byte("ssh-")), bytes.HasPrefix(b, []byte("ecdsa-")):
-		return ": this looks like a key or certificate, not a filter (the filter comes first: pkbf check FILTER FILE...)"
+		return ": this looks like a key or certificate, not a filter"
 	case len(b) > 1 && b[0] == 0x30 && b[1] >= 0x80:
-		return ": this looks like a DER key or certificate, not a filter (the filter comes first: pkbf check FILTER FILE...)"
+		return ": this looks like a DER key or certificate, not a filter"
 	case bytes.HasPrefix(b, []byte{0x1f, 0x8b}):
 		return ": this is gzip-compressed: decompress it first (gunzip)"
 	case bytes.HasPrefix(b, []byte("BZh")):

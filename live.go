@@ -58,15 +58,20 @@ type LiveOptions struct {
 	// OnError, if not nil, is called when a new file cannot be loaded;
 	// the old one stays in use.
 	OnError func(error)
+	// OnChange, if not nil, is called when the current file's header
+	// changes without a new file: keys were added in place, or a newer
+	// filter of the same size was copied over the file (which no reader
+	// can tell apart; see [Filter.FileChanged]).
+	OnChange func(old, new Header)
 }
 
 // LiveStats describes a Live filter's life so far.
 type LiveStats struct {
-	Header    Header    // the current file's header, as opened
+	Header    Header    // the current file's header, as last read (see Reload)
 	LoadedAt  time.Time // when the current file was loaded
 	Reloads   int64     // switches to a new file
 	Errors    int64     // new files that could not be loaded
-	LastError error     // the last of those, or nil
+	LastError error     // the last of those since the current file was loaded, or nil
 	// PendingCloses counts retired files still being closed: the kernel
 	// can take seconds to release a large file that was renamed over.
 	PendingCloses int64
@@ -104,7 +109,8 @@ type liveFilter struct {
 	}
 	retired atomic.Bool
 	closed  atomic.Bool
-	live    *Live // that follows it
+	live    *Live                  // that follows it
+	header  atomic.Pointer[Header] // as last read from the file
 }
 
 // inUse returns the number of references, summed over the shards: only
@@ -188,7 +194,10 @@ func (l *Live) load() (*liveFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &liveFilter{f: f, id: id, loadedAt: time.Now(), live: l}, nil
+	lf := &liveFilter{f: f, id: id, loadedAt: time.Now(), live: l}
+	h := f.Header()
+	lf.header.Store(&h)
+	return lf, nil
 }
 
 func statID(path string) (fileID, error) {
@@ -218,9 +227,19 @@ func (l *Live) Reload() error {
 		return l.fail(id, err)
 	}
 	l.statErr = ""
+	if id.same(old.id) {
+		if h, err := old.f.fileHeader(); err == nil {
+			// The same file; keys added in place show through the mapping.
+			if was := old.header.Load(); h != *was {
+				old.header.Store(&h)
+				if l.opts.OnChange != nil {
+					l.opts.OnChange(*was, h)
+				}
+			}
+			return nil
+		}
+	}
 	switch {
-	case id.same(old.id) && old.f.FileChanged() == nil:
-		return nil // the same file; keys added in place show through the mapping
 	case l.failed.fi != nil && id.unchanged(l.failed):
 		return nil // this file failed already; try again when it changes
 	}
@@ -235,6 +254,7 @@ func (l *Live) Reload() error {
 	}
 	l.reloads.Add(1)
 	l.failed = fileID{}
+	l.lastErr.Store(nil)
 	if l.opts.OnReload != nil {
 		l.opts.OnReload(lf.f.Header())
 	}
@@ -315,7 +335,7 @@ func (l *Live) Path() string { return l.path }
 func (l *Live) Stats() LiveStats {
 	lf, shard := l.acquire()
 	defer lf.release(shard)
-	s := LiveStats{Header: lf.f.Header(), LoadedAt: lf.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load(), PendingCloses: l.closing.Load()}
+	s := LiveStats{Header: *lf.header.Load(), LoadedAt: lf.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load(), PendingCloses: l.closing.Load()}
 	if e := l.lastErr.Load(); e != nil {
 		s.LastError = *e
 	}

@@ -242,3 +242,55 @@ func liveSlowCloseBlocksNothing(t *testing.T) {
 	l.Close()
 	waitClosed(t, l)
 }
+
+// A same-size filter copied over the file in place changes the answers
+// without a new file: OnChange says so, and Stats has the new header.
+// A reload error is forgotten once a good file is loaded.
+func TestLiveChangeInPlace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.pkbf")
+	writeVersion(t, path, 1)
+	var changes []string
+	l, err := OpenLive(path, LiveOptions{Interval: -1, OnChange: func(was, h Header) {
+		changes = append(changes, fmt.Sprintf("%d->%d", was.EntryCount, h.EntryCount))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	newer := filepath.Join(dir, "newer")
+	writeVersion(t, newer, 3)
+	b, _ := os.ReadFile(newer)
+	fw, err := os.OpenFile(path, os.O_WRONLY, 0) // cp over it: same inode, same size
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.WriteAt(b, 0)
+	fw.Close()
+	if err := l.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 1 || changes[0] != "3->5" {
+		t.Errorf("changes %q, want one from 3 to 5 entries", changes)
+	}
+	if st := l.Stats(); st.Header.EntryCount != 5 || st.Reloads != 0 {
+		t.Errorf("stats after the change in place: %+v", st)
+	}
+	l.Reload()
+	if len(changes) != 1 {
+		t.Errorf("a reload with nothing new reported a change: %q", changes)
+	}
+
+	os.WriteFile(path+".bad", []byte("not a filter"), 0o644)
+	os.Rename(path+".bad", path)
+	if err := l.Reload(); err == nil || l.Stats().LastError == nil {
+		t.Fatal("a bad file loaded")
+	}
+	writeVersion(t, path, 2)
+	if err := l.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Stats(); st.LastError != nil || st.Errors != 1 || st.Reloads != 1 {
+		t.Errorf("after a good file followed a bad one: %+v", st)
+	}
+}

@@ -7,11 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
-	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -224,13 +223,19 @@ func (f *Filter) WriteFile(path string) error {
 }
 
 // writeFileAtomic puts what write writes at path, replacing the file there
-// (whose mode it keeps) or making one with mode 0644.
+// (whose mode it keeps) or making one with mode 0644. A symbolic link at
+// path stays, and the file it leads to is replaced; a directory, FIFO or
+// device there is refused.
 func writeFileAtomic(path string, write func(io.Writer) error) error {
+	target, fi, err := mapfile.ReplaceTarget(path)
+	if err != nil {
+		return fmt.Errorf("pkbf: %w", err)
+	}
 	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
+	if fi != nil {
 		mode = fi.Mode().Perm()
 	}
-	return makeFileAtomic(path, false, func(tmp *os.File) error {
+	return makeFileAtomic(target, false, func(tmp *os.File) error {
 		bw := bufio.NewWriterSize(tmp, 1<<20)
 		if err := write(bw); err != nil {
 			return err
@@ -247,9 +252,10 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 // which is then synced, closed and renamed to path, and the directory
 // synced. With noReplace the rename refuses an existing path, at that
 // moment (errors.Is(err, fs.ErrExist)). A failure removes the temporary
-// file.
+// file; one left by a writer that was killed is removed by a later call
+// (see mapfile.CreateTemp).
 func makeFileAtomic(path string, noReplace bool, fill func(tmp *os.File) error) (err error) {
-	tmp, err := createTemp(path)
+	tmp, err := mapfile.CreateTemp(path)
 	if err != nil {
 		return err
 	}
@@ -266,8 +272,13 @@ func makeFileAtomic(path string, noReplace bool, fill func(tmp *os.File) error) 
 		return err
 	}
 	createHook("synced")
-	if err := tmp.Close(); err != nil {
-		return err
+	// Renamed while still open, and so locked, where the system allows:
+	// a sweep (mapfile.SweepTemps) removes only unlocked files.
+	closeFirst := runtime.GOOS == "windows" // no rename of an open file
+	if closeFirst {
+		if err := tmp.Close(); err != nil {
+			return err
+		}
 	}
 	rename := os.Rename
 	if noReplace {
@@ -278,6 +289,11 @@ func makeFileAtomic(path string, noReplace bool, fill func(tmp *os.File) error) 
 			return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
 		}
 		return err
+	}
+	if !closeFirst {
+		if err := tmp.Close(); err != nil {
+			return err
+		}
 	}
 	return mapfile.SyncDir(filepath.Dir(path))
 }
@@ -324,21 +340,6 @@ func Create(path string, hashCount, hashLength int) error {
 // createHook is called at each stage of Create ("synced" comes from
 // makeFileAtomic, for WriteFile too), for tests that crash it.
 var createHook = func(stage string) {}
-
-// createTemp creates a new file for path's content under a temporary name
-// in the same directory, with mode 0644 less the umask, as os.Create gives
-// (os.CreateTemp gives 0600).
-func createTemp(path string) (*os.File, error) {
-	dir, base := filepath.Split(path)
-	for range 10000 {
-		name := filepath.Join(dir, "."+base+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
-		file, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-		if !errors.Is(err, fs.ErrExist) {
-			return file, err
-		}
-	}
-	return nil, &fs.PathError{Op: "create", Path: path, Err: errors.New("no free temporary name beside it")}
-}
 
 // Edit opens the filter file at path for editing in place, for filters too
 // big to rewrite. Changes made by [Filter.Add] go straight to the file

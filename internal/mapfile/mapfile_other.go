@@ -24,6 +24,9 @@ func (m *File) Sync() error { return nil }
 
 func munmap([]byte) error { return nil }
 
+// haveFlock is false: there are no file locks here.
+const haveFlock = false
+
 func lock(*os.File, bool) error { return nil }
 
 func unlock(*os.File) {}

@@ -51,6 +51,9 @@ func (m *File) Sync() error {
 
 func munmap(b []byte) error { return unix.Munmap(b) }
 
+// haveFlock is true: flock(2) locks files.
+const haveFlock = true
+
 func lock(file *os.File, exclusive bool) error {
 	how := unix.LOCK_SH
 	if exclusive {
