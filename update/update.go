@@ -16,9 +16,17 @@
 //     costs one full download.
 //   - .FILTER.update.lock: the lock that keeps two updates of FILTER from
 //     running at once (flock(2); the second waits for the first).
+//
+// Update never replaces what it did not make: a file at FILTER that is not
+// a readable pkbfv1 filter is refused before any request (unless
+// [Options.ReplaceInvalid]), and a directory, FIFO, socket or device is
+// refused always. A symbolic link at FILTER is followed: the file it leads
+// to is replaced, in its own directory, and the three files above sit
+// beside that file.
 package update
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -34,6 +42,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkbf/pkbf"
@@ -42,15 +51,28 @@ import (
 
 // Defaults of Options' zero values.
 const (
-	DefaultMaxSize = 64 << 30 // bytes: a filter with hash length 39
-	DefaultRetries = 4
-	DefaultStall   = time.Minute
+	DefaultMaxSize    = 64 << 30 // bytes: a filter with hash length 39
+	DefaultRetries    = 4
+	DefaultStall      = time.Minute
+	DefaultMinRate    = 1 << 10 // bytes a second, over DefaultRateWindow
+	DefaultRateWindow = 30 * time.Second
+	DefaultMaxTime    = 2 * time.Hour
 )
 
 // ErrOlder is wrapped by the error Update returns when the server's filter
 // is older than the installed one (a lower revision, or the same revision
 // with an earlier update time) and Options.Force is not set.
 var ErrOlder = errors.New("pkbf: the server's filter is older than the installed one")
+
+// ErrSameHeader is wrapped by the error Update returns when the server's
+// filter has the installed one's header but other bits, and Options.Force
+// is not set: one of them was changed without a new revision.
+var ErrSameHeader = errors.New("pkbf: the server's filter has the installed one's header but other bits")
+
+// ErrNotFilter is wrapped by the error Update returns, before any request,
+// when the file at the filter's path is not a readable pkbfv1 filter and
+// Options.ReplaceInvalid is not set.
+var ErrNotFilter = errors.New("pkbf: the file to be replaced is not a readable filter")
 
 // Options adjust Update. The zero value is ready to use.
 type Options struct {
@@ -64,8 +86,12 @@ type Options struct {
 	// messages, and are not sent to another host a redirect leads to.
 	Header http.Header
 	// Force installs the server's filter even if it is older than the
-	// installed one.
+	// installed one, or has its header but other bits.
 	Force bool
+	// ReplaceInvalid lets Update replace a file at the filter's path that
+	// is not a readable pkbfv1 filter (a file cut short, say). Without it
+	// such a file is refused before any request (ErrNotFilter).
+	ReplaceInvalid bool
 	// MaxSize refuses a filter larger than this many bytes, before it is
 	// downloaded; 0 means DefaultMaxSize.
 	MaxSize int64
@@ -78,6 +104,15 @@ type Options struct {
 	// Stall abandons an attempt when no byte arrives for this long; 0
 	// means DefaultStall.
 	Stall time.Duration
+	// MinRate abandons an attempt whose body arrives at fewer than this
+	// many bytes a second over a RateWindow; 0 means DefaultMinRate and
+	// DefaultRateWindow.
+	MinRate    int64
+	RateWindow time.Duration
+	// MaxTime bounds the whole call, waiting for another update, retries
+	// and their pauses included; 0 means DefaultMaxTime. The download so
+	// far is kept, to be resumed.
+	MaxTime time.Duration
 	// Progress, if set, is called as the filter arrives, with the bytes of
 	// the file received (counting a resumed download's earlier part) and
 	// its size (0 until the header has arrived).
@@ -125,21 +160,68 @@ type Result struct {
 func Update(ctx context.Context, rawURL, path string, opts Options) (Result, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Result{}, fmt.Errorf("pkbf: update: %q is not an http or https URL", rawURL)
+		return Result{}, fmt.Errorf("pkbf: update: %q is not an http or https URL%s", rawURL, swappedHint(path))
 	}
-	up := &updater{opts: opts, url: u, path: path}
-	up.setDefaults()
-	dir, base := filepath.Split(path)
-	up.download = filepath.Join(dir, "."+base+".download")
-	up.statePath = filepath.Join(dir, "."+base+".update.json")
-	unlock, err := lockUpdate(ctx, filepath.Join(dir, "."+base+".update.lock"), path, up.logf)
-	if err != nil {
+	if err := opts.check(); err != nil {
 		return Result{}, err
 	}
+	target, _, err := mapfile.ReplaceTarget(path)
+	if err != nil {
+		return Result{}, fmt.Errorf("pkbf: update: %w", err)
+	}
+	up := &updater{opts: opts, url: u, path: target}
+	up.setDefaults()
+	ctx, cancel := context.WithTimeoutCause(ctx, up.opts.MaxTime, errMaxTime)
+	defer cancel()
+	dir, base := filepath.Split(target)
+	up.download = filepath.Join(dir, "."+base+".download")
+	up.statePath = filepath.Join(dir, "."+base+".update.json")
+	unlock, err := lockUpdate(ctx, filepath.Join(dir, "."+base+".update.lock"), target, up.logf)
+	if err != nil {
+		return Result{}, up.deadline(ctx, err)
+	}
 	defer unlock()
-	up.readInstalled()
-	up.state = loadState(up.statePath, up.url.String())
+	if err := up.readInstalled(); err != nil {
+		return Result{}, err
+	}
+	up.state = loadState(up.statePath)
 	return up.run(ctx)
+}
+
+// swappedHint says that the arguments look swapped: a path given where
+// the URL goes and a URL where the path goes.
+func swappedHint(path string) string {
+	if u, err := url.Parse(path); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return fmt.Sprintf(" (%s is a URL: the URL comes first, then the filter's path)", redactURL(u))
+	}
+	return ""
+}
+
+// check refuses negative options: 0 is "the default", a negative value
+// is a mistake.
+func (o *Options) check() error {
+	for _, v := range []struct {
+		name  string
+		value int64
+	}{{"MaxSize", o.MaxSize}, {"Stall", int64(o.Stall)}, {"MinRate", o.MinRate}, {"RateWindow", int64(o.RateWindow)}, {"MaxTime", int64(o.MaxTime)}} {
+		if v.value < 0 {
+			return fmt.Errorf("pkbf: update: Options.%s is negative; 0 means the default", v.name)
+		}
+	}
+	return nil
+}
+
+// errMaxTime is the cause of the context of an update that ran out of
+// Options.MaxTime.
+var errMaxTime = errors.New("out of time")
+
+// deadline words err, an attempt's failure, as running out of MaxTime
+// when that is what ended it.
+func (up *updater) deadline(ctx context.Context, err error) error {
+	if context.Cause(ctx) != errMaxTime {
+		return err
+	}
+	return up.errorf("gave up after %s, the time an update may take (%v); the download so far is kept for the next update", up.opts.MaxTime, err)
 }
 
 // updater is one Update call.
@@ -169,6 +251,15 @@ func (up *updater) setDefaults() {
 	if o.Stall == 0 {
 		o.Stall = DefaultStall
 	}
+	if o.MinRate == 0 {
+		o.MinRate = DefaultMinRate
+	}
+	if o.RateWindow == 0 {
+		o.RateWindow = DefaultRateWindow
+	}
+	if o.MaxTime == 0 {
+		o.MaxTime = DefaultMaxTime
+	}
 	if o.Client == nil {
 		o.Client = defaultClient()
 	}
@@ -196,10 +287,13 @@ func defaultClient() *http.Client {
 }
 
 // dropHeaderOnRedirect removes the caller's headers from a request a
-// redirect sends to another host, then applies next (the client's own
-// policy, or the default of at most 10 redirects).
+// redirect sends to another host, and the Referer from every redirected
+// request (net/http sets it to the URL before, query and all, which may
+// hold a token), then applies next (the client's own policy, or the
+// default of at most 10 redirects).
 func dropHeaderOnRedirect(next func(*http.Request, []*http.Request) error, h http.Header) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
+		req.Header.Del("Referer")
 		if req.URL.Host != via[0].URL.Host {
 			for name := range h {
 				req.Header.Del(name)
@@ -252,46 +346,67 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// readInstalled reads the installed filter's header, if path holds a valid
-// filter.
-func (up *updater) readInstalled() {
+// readInstalled reads the installed filter's header. A file there that is
+// not a readable filter is refused, unless Options.ReplaceInvalid.
+func (up *updater) readInstalled() error {
 	f, err := pkbf.Open(up.path)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			up.logf("the installed %s is not a valid filter (%v): it will be replaced", up.path, err)
-		}
-		return
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil && up.opts.ReplaceInvalid:
+		up.logf("%v: replacing it", err)
+		return nil
+	case err != nil:
+		return &notFilterError{err}
 	}
 	defer f.Close()
 	h := f.Header()
-	if fi, err := os.Stat(up.path); err == nil {
-		up.old, up.oldInfo = &h, fi
-		up.res.Old = &h
+	fi, err := os.Stat(up.path)
+	if err != nil {
+		return fmt.Errorf("pkbf: update: %w", err)
 	}
+	up.old, up.oldInfo = &h, fi
+	up.res.Old = &h
+	return nil
 }
+
+// notFilterError refuses to replace a file that is not a filter; err says
+// what is wrong with it, naming it.
+type notFilterError struct{ err error }
+
+func (e *notFilterError) Error() string {
+	return e.err.Error() + "; an update replaces only a filter (nothing was downloaded)"
+}
+func (e *notFilterError) Unwrap() error        { return e.err }
+func (e *notFilterError) Is(target error) bool { return target == ErrNotFilter }
 
 // state is what .FILTER.update.json remembers.
 type state struct {
-	URL string `json:"url"`
-	// Of the installed file: the server's validators, and the header they
-	// go with (hex), so that a file replaced by other means is not
-	// mistaken for the one they describe.
+	// Of the installed file: the URL it came from, the server's validators
+	// and the header they go with (hex), so that a file replaced by other
+	// means is not mistaken for the one they describe. They stay until
+	// another file is installed, whatever happens to other downloads.
+	URL          string `json:"url"`
 	ETag         string `json:"etag,omitempty"`
 	LastModified string `json:"last_modified,omitempty"`
 	Header       string `json:"header,omitempty"`
-	// Of .FILTER.download: the validators of the response it is part of.
+	// Of .FILTER.download: the URL and validators of the response it is
+	// part of.
+	PartialURL          string `json:"partial_url,omitempty"`
 	PartialETag         string `json:"partial_etag,omitempty"`
 	PartialLastModified string `json:"partial_last_modified,omitempty"`
 }
 
-// loadState reads the state file; one for another URL, or unreadable, is
-// no state.
-func loadState(path, url string) state {
+// loadState reads the state file; an unreadable one is no state.
+func loadState(path string) state {
 	var st state
-	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &st) == nil && st.URL == url {
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &st) == nil {
+		if st.PartialURL == "" { // written before the partial had a URL of its own
+			st.PartialURL = st.URL
+		}
 		return st
 	}
-	return state{URL: url}
+	return state{}
 }
 
 func (up *updater) saveState() {
@@ -316,6 +431,9 @@ func (up *updater) run(ctx context.Context) (Result, error) {
 			return up.res, nil
 		}
 		if ctx.Err() != nil {
+			if context.Cause(ctx) == errMaxTime {
+				return up.res, up.deadline(ctx, err)
+			}
 			return up.res, ctx.Err()
 		}
 		var re *retryError
@@ -328,8 +446,11 @@ func (up *updater) run(ctx context.Context) (Result, error) {
 			wait = re.after
 		}
 		up.logf("%v; retrying in %s (%d of %d)", err, wait.Round(time.Millisecond), attempt+1, up.opts.Retries)
-		if err := up.opts.sleep(ctx, wait); err != nil {
-			return up.res, err
+		if serr := up.opts.sleep(ctx, wait); serr != nil {
+			if context.Cause(ctx) == errMaxTime {
+				return up.res, up.deadline(ctx, err)
+			}
+			return up.res, serr
 		}
 	}
 }
@@ -348,10 +469,12 @@ func retry(err error) error { return &retryError{err: err} }
 
 // where names the URL in messages: without its query or user
 // information, which may hold credentials.
-func (up *updater) where() string {
-	u := *up.url
-	u.RawQuery, u.User, u.Fragment = "", nil, ""
-	return u.String()
+func (up *updater) where() string { return redactURL(up.url) }
+
+func redactURL(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.User, c.Fragment = "", nil, ""
+	return c.String()
 }
 
 func (up *updater) errorf(format string, args ...any) error {
@@ -376,7 +499,7 @@ func (up *updater) attempt(ctx context.Context) error {
 	case have > 0:
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
 		req.Header.Set("If-Range", firstSet(up.state.PartialETag, up.state.PartialLastModified))
-	case up.old != nil && up.state.Header == headerHex(*up.old):
+	case up.old != nil && up.state.URL == up.url.String() && up.state.Header == headerHex(*up.old):
 		// The installed file is the one the server described: its time is
 		// the server's Last-Modified (a file put there by other means has
 		// a time of its own, and would be taken for current).
@@ -387,18 +510,23 @@ func (up *updater) attempt(ctx context.Context) error {
 			req.Header.Set("If-Modified-Since", up.oldInfo.ModTime().UTC().Format(http.TimeFormat))
 		}
 	}
+	conditional := req.Header.Get("If-None-Match") != "" || req.Header.Get("If-Modified-Since") != ""
 	resp, err := up.opts.Client.Do(req)
 	if err != nil {
 		return retry(up.errorf("%v", redact(err)))
 	}
 	defer resp.Body.Close()
 	switch code := resp.StatusCode; {
-	case code == http.StatusNotModified && up.old != nil:
+	case code == http.StatusNotModified && conditional:
 		up.res.New, up.res.Size = *up.old, up.oldInfo.Size()
 		return nil
+	case code == http.StatusNotModified:
+		return up.errorf("%s to a request that was not conditional: the server did not send a filter (nothing installed can be current: none is known to come from it)", resp.Status)
 	case code == http.StatusOK: // the whole file, even if a range was asked for
 		have, up.res.Resumed = 0, false
-	case code == http.StatusPartialContent && have > 0:
+	case code == http.StatusPartialContent && have == 0:
+		return up.errorf("%s to a request for the whole file: the server sent a part nobody asked for", resp.Status)
+	case code == http.StatusPartialContent:
 		start, total, ok := contentRange(resp.Header.Get("Content-Range"))
 		if !ok || start != have {
 			os.Remove(up.download)
@@ -419,6 +547,7 @@ func (up *updater) attempt(ctx context.Context) error {
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
 		return up.errorf("the response is %s-encoded, though the bytes as they are were asked for", enc)
 	}
+	up.state.PartialURL = up.url.String()
 	up.state.PartialETag, up.state.PartialLastModified = strongETag(resp.Header.Get("ETag")), resp.Header.Get("Last-Modified")
 	up.saveState()
 	if err := up.receive(ctx, cancel, resp, have); err != nil {
@@ -455,7 +584,7 @@ func (up *updater) partialSize() int64 {
 	if err != nil {
 		return 0
 	}
-	if up.state.PartialETag == "" && up.state.PartialLastModified == "" {
+	if up.state.PartialURL != up.url.String() || up.state.PartialETag == "" && up.state.PartialLastModified == "" {
 		os.Remove(up.download)
 		return 0
 	}
@@ -533,11 +662,16 @@ func (up *updater) receive(ctx context.Context, cancel context.CancelCauseFunc, 
 	timer := time.AfterFunc(up.opts.Stall, func() { cancel(stalled) })
 	defer timer.Stop()
 	body := &resetReader{r: resp.Body, timer: timer, after: up.opts.Stall}
+	stopRate := watchRate(&body.n, up.opts.MinRate, up.opts.RateWindow, func(err error) { cancel(err) })
 	_, err = io.Copy(w, body)
+	stopRate()
 	up.res.Received += w.done - have
+	var slow *slowError
 	switch {
 	case context.Cause(ctx) == stalled:
 		return retry(up.errorf("no data for %s after %d bytes", up.opts.Stall, w.done))
+	case errors.As(context.Cause(ctx), &slow):
+		return retry(up.errorf("%v after %d bytes", slow, w.done))
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case w.err != nil:
@@ -553,19 +687,71 @@ func (up *updater) receive(ctx context.Context, cancel context.CancelCauseFunc, 
 	return file.Close()
 }
 
-// resetReader pushes a stall timer back whenever bytes arrive.
+// resetReader pushes a stall timer back whenever bytes arrive, and
+// counts them for watchRate.
 type resetReader struct {
 	r     io.Reader
 	timer *time.Timer
 	after time.Duration
+	n     atomic.Int64
 }
 
 func (r *resetReader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	if n > 0 {
 		r.timer.Reset(r.after)
+		r.n.Add(int64(n))
 	}
 	return n, err
+}
+
+// slowError is a body that arrived too slowly: got bytes in a window.
+type slowError struct {
+	got, min int64
+	window   time.Duration
+}
+
+func (e *slowError) Error() string {
+	return fmt.Sprintf("%s/s for %s, below the minimum of %s/s", rate(float64(e.got)/e.window.Seconds()), e.window, rate(float64(e.min)))
+}
+
+// rate words a number of bytes a second: "0.9 B", "12.5 KiB".
+func rate(v float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB"}
+	i := 0
+	for ; v >= 1024 && i < len(units)-1; i++ {
+		v /= 1024
+	}
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d %s", int64(v), units[i])
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
+}
+
+// watchRate calls fail once if fewer than minRate bytes a second were
+// counted in n over any window (windows follow one another from the
+// start). Call the returned function to stop watching.
+func watchRate(n *atomic.Int64, minRate int64, window time.Duration, fail func(error)) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(window)
+		defer tick.Stop()
+		var last int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				now := n.Load()
+				if got := now - last; float64(got) < float64(minRate)*window.Seconds() {
+					fail(&slowError{got: got, min: minRate, window: window})
+					return
+				}
+				last = now
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // checker writes the download, reading the filter's header on the way to
@@ -659,16 +845,35 @@ func (up *updater) install(resp *http.Response) error {
 		up.state = state{URL: up.url.String(), ETag: resp.Header.Get("ETag"), LastModified: lastModified, Header: headerHex(h)}
 		up.saveState()
 	}
+	defer func() {
+		// A refused download is gone: its validators go too, and the
+		// installed file's stay.
+		if _, err := os.Stat(up.download); errors.Is(err, fs.ErrNotExist) && up.state.PartialURL != "" {
+			up.state.PartialURL, up.state.PartialETag, up.state.PartialLastModified = "", "", ""
+			up.saveState()
+		}
+	}()
 	if old := up.old; old != nil {
 		switch {
 		case *old == h:
-			os.Remove(up.download)
-			remember() // the server's validators now describe the installed file
-			return nil
-		case !up.opts.Force && (h.Revision < old.Revision || h.Revision == old.Revision && h.Updated.Before(old.Updated)):
+			same, err := sameContent(up.download, up.path)
+			if err != nil {
+				return fmt.Errorf("pkbf: update: comparing the download with the installed filter: %w", err)
+			}
+			if same {
+				os.Remove(up.download)
+				remember() // the server's validators now describe the installed file
+				return nil
+			}
+			if !up.opts.Force {
+				os.Remove(up.download)
+				return fmt.Errorf("%w: revision %d updated %s, in both; one was changed without a new revision; %s not replaced (force installs it)",
+					ErrSameHeader, h.Revision, formatTime(h), up.path)
+			}
+		case !up.opts.Force && (h.Revision < old.Revision || h.Revision == old.Revision && unixTime(h) < unixTime(*old)):
 			os.Remove(up.download)
 			return fmt.Errorf("%w: revision %d updated %s, installed revision %d updated %s; %s not replaced (force installs it)",
-				ErrOlder, h.Revision, h.Updated.Format(time.RFC3339), old.Revision, old.Updated.Format(time.RFC3339), up.path)
+				ErrOlder, h.Revision, formatTime(h), old.Revision, formatTime(*old), up.path)
 		}
 		if err := os.Chmod(up.download, up.oldInfo.Mode().Perm()); err != nil {
 			return fmt.Errorf("pkbf: update: %w", err)
@@ -686,4 +891,47 @@ func (up *updater) install(resp *http.Response) error {
 	up.res.Updated = true
 	remember()
 	return nil
+}
+
+// unixTime is a header's update time as the file stores it: unsigned, so
+// that times past 2^63 seconds order after the others.
+func unixTime(h pkbf.Header) uint64 { return uint64(h.Updated.Unix()) }
+
+// formatTime words a header's update time: RFC 3339, or the seconds
+// where no date can show them.
+func formatTime(h pkbf.Header) string {
+	if h.Updated.Unix() < 0 && !h.Updated.IsZero() {
+		return fmt.Sprintf("%d seconds after 1970 (past any date)", unixTime(h))
+	}
+	return h.Updated.Format(time.RFC3339)
+}
+
+// sameContent reports whether the files a and b hold the same bytes.
+func sameContent(a, b string) (bool, error) {
+	fa, err := os.Open(a)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	ba, bb := make([]byte, 1<<20), make([]byte, 1<<20)
+	for {
+		na, erra := io.ReadFull(fa, ba)
+		nb, errb := io.ReadFull(fb, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		switch {
+		case erra == io.EOF || erra == io.ErrUnexpectedEOF:
+			return errb == io.EOF || errb == io.ErrUnexpectedEOF, nil
+		case erra != nil:
+			return false, erra
+		case errb != nil && errb != io.EOF && errb != io.ErrUnexpectedEOF:
+			return false, errb
+		}
+	}
 }

@@ -3,8 +3,10 @@ package update
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -560,5 +562,278 @@ func TestBadArguments(t *testing.T) {
 	}
 	if got := retryAfter("99999"); got != 5*time.Minute {
 		t.Errorf("retryAfter(99999) = %v, want the 5-minute cap", got)
+	}
+}
+
+// A file at the path that is not a filter is never replaced, and no
+// request is made for it; a directory, FIFO or socket is refused whatever
+// the options say; a symbolic link is followed, and its target replaced.
+func TestRefusesWhatItDidNotMake(t *testing.T) {
+	body := makeFilter(t, 1, 1e9, 12, "k")
+	s, ts := newServer(t, body)
+
+	t.Run("text file", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "notes.txt")
+		os.WriteFile(path, []byte("notes\n"), 0o644)
+		before := s.hits.Load()
+		_, err := Update(context.Background(), ts.URL, path, fastOpts(nil))
+		if !errors.Is(err, ErrNotFilter) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "nothing was downloaded") {
+			t.Fatalf("%v, want ErrNotFilter naming %s", err, path)
+		}
+		if s.hits.Load() != before {
+			t.Error("a request was made for a path that cannot be replaced")
+		}
+		if got := string(testkit.ReadFile(t, path)); got != "notes\n" {
+			t.Errorf("the text became %q", got)
+		}
+		opts := fastOpts(nil)
+		opts.ReplaceInvalid = true
+		if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), body) {
+			t.Errorf("with ReplaceInvalid: %+v, %v", res, err)
+		}
+	})
+
+	t.Run("directory", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "filter.pkbf")
+		os.Mkdir(path, 0o755)
+		before := s.hits.Load()
+		opts := fastOpts(nil)
+		opts.ReplaceInvalid, opts.Force = true, true
+		_, err := Update(context.Background(), ts.URL, path, opts)
+		if err == nil || !strings.Contains(err.Error(), "is a directory") {
+			t.Fatalf("%v, want a refusal naming a directory", err)
+		}
+		if s.hits.Load() != before {
+			t.Error("a request was made")
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("files left beside it: %v", entries)
+		}
+	})
+
+	t.Run("socket", func(t *testing.T) {
+		dir, err := os.MkdirTemp("", "s") // short: a socket path has a small limit
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "f")
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			t.Skip("no unix sockets here:", err)
+		}
+		defer ln.Close()
+		opts := fastOpts(nil)
+		opts.ReplaceInvalid = true
+		if _, err := Update(context.Background(), ts.URL, path, opts); err == nil || !strings.Contains(err.Error(), "is a socket") {
+			t.Fatalf("%v, want a refusal naming a socket", err)
+		}
+	})
+
+	t.Run("symbolic link", func(t *testing.T) {
+		dir := t.TempDir()
+		realDir := filepath.Join(dir, "real")
+		os.Mkdir(realDir, 0o755)
+		target := filepath.Join(realDir, "filter.pkbf")
+		os.WriteFile(target, makeFilter(t, 0, 1, 12), 0o640)
+		link := filepath.Join(dir, "filter.pkbf")
+		if err := os.Symlink("real/filter.pkbf", link); err != nil {
+			t.Skip("no symbolic links here:", err)
+		}
+		if res, err := Update(context.Background(), ts.URL, link, fastOpts(nil)); err != nil || !res.Updated {
+			t.Fatalf("%+v, %v", res, err)
+		}
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("the link was replaced: %v, %v", fi, err)
+		}
+		if fi, _ := os.Stat(target); !bytes.Equal(testkit.ReadFile(t, target), body) || fi.Mode().Perm() != 0o640 {
+			t.Errorf("the link's target was not replaced in place of the old one (mode %v)", fi.Mode())
+		}
+		if _, err := os.Stat(filepath.Join(realDir, ".filter.pkbf.update.json")); err != nil {
+			t.Errorf("the state is not beside the target: %v", err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+			t.Errorf("files beside the link: %v", entries)
+		}
+	})
+}
+
+// A body arriving below the minimum rate is abandoned after a window,
+// and retried; MaxTime bounds the whole update, retries included.
+func TestTrickleAndDeadline(t *testing.T) {
+	body := makeFilter(t, 1, 1e9, 16, "t")
+	trickle := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		for _, b := range body {
+			if _, err := w.Write([]byte{b}); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+	s, ts := newServer(t, body)
+	s.handler = trickle
+	path := filepath.Join(t.TempDir(), "filter.pkbf")
+	opts := fastOpts(nil)
+	opts.Retries, opts.MinRate, opts.RateWindow = -1, 1000, 300*time.Millisecond
+	start := time.Now()
+	_, err := Update(context.Background(), ts.URL, path, opts)
+	if err == nil || !strings.Contains(err.Error(), "B/s for 300ms, below the minimum of 1000 B/s") {
+		t.Fatalf("trickle: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("gave up after %v", took)
+	}
+
+	opts = Options{Retries: 100, MinRate: 1, RateWindow: time.Hour, MaxTime: 400 * time.Millisecond}
+	_, err = Update(context.Background(), ts.URL, path, opts)
+	if err == nil || !strings.Contains(err.Error(), "gave up after 400ms") {
+		t.Fatalf("deadline: %v", err)
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Error("running out of time reads as an interrupt")
+	}
+
+	for _, bad := range []Options{{MinRate: -1}, {RateWindow: -time.Second}, {MaxTime: -1}, {Stall: -time.Second}, {MaxSize: -1}} {
+		if _, err := Update(context.Background(), ts.URL, path, bad); err == nil || !strings.Contains(err.Error(), "is negative") {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}
+
+// A redirect to another host carries no Referer, so the query of the
+// URL the user gave (a token, a signature) stays with the host named.
+func TestNoQueryToAnotherHost(t *testing.T) {
+	body := makeFilter(t, 1, 1e9, 12, "r")
+	var saw atomic.Value
+	mirror := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		r.Header.Write(&b)
+		saw.Store(r.URL.String() + "\n" + b.String())
+		w.Write(body)
+	}))
+	defer mirror.Close()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, strings.Replace(mirror.URL, "127.0.0.1", "localhost", 1)+"/f", http.StatusFound)
+	}))
+	defer origin.Close()
+	path := filepath.Join(t.TempDir(), "filter.pkbf")
+	if _, err := Update(context.Background(), origin.URL+"/feed?token=SECRET", path, fastOpts(nil)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := saw.Load().(string)
+	if got == "" {
+		t.Fatal("the mirror was not asked")
+	}
+	if strings.Contains(got, "SECRET") || strings.Contains(got, "Referer") {
+		t.Errorf("the other host got:\n%s", got)
+	}
+}
+
+// Answers that do not fit the request are errors: a 304 to a request
+// that was not conditional, a 206 to one for the whole file.
+func TestAnswersThatDoNotFit(t *testing.T) {
+	installed := makeFilter(t, 3, 1e9, 12, "i")
+	for _, c := range []struct {
+		status int
+		want   string
+	}{
+		{http.StatusNotModified, "304 Not Modified to a request that was not conditional"},
+		{http.StatusPartialContent, "206 Partial Content to a request for the whole file"},
+	} {
+		s, ts := newServer(t, installed)
+		s.handler = func(w http.ResponseWriter, r *http.Request) {
+			if c.status == http.StatusPartialContent {
+				w.Header().Set("Content-Range", fmt.Sprintf("bytes 0-9/%d", len(installed)))
+			}
+			w.WriteHeader(c.status)
+		}
+		dir := t.TempDir()
+		path := filepath.Join(dir, "filter.pkbf")
+		os.WriteFile(path, installed, 0o644) // put there by other means: no state
+		_, err := Update(context.Background(), ts.URL, path, fastOpts(nil))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%d: %v, want %q", c.status, err, c.want)
+		}
+		if s.lastRequest().Get("If-None-Match") != "" || s.lastRequest().Get("If-Modified-Since") != "" {
+			t.Errorf("%d: the request was conditional", c.status)
+		}
+	}
+}
+
+// A filter with the installed one's header but other bits is refused
+// unless forced: the header alone does not say two files are the same.
+func TestSameHeaderOtherBits(t *testing.T) {
+	installed := makeFilter(t, 4, 1e9, 12, "a")
+	other := makeFilter(t, 4, 1e9, 12, "b")
+	if bytes.Equal(installed, other) || !bytes.Equal(installed[:pkbf.HeaderSize], other[:pkbf.HeaderSize]) {
+		t.Fatal("the test needs two filters with one header and other bits")
+	}
+	_, ts := newServer(t, other)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "filter.pkbf")
+	os.WriteFile(path, installed, 0o644)
+	_, err := Update(context.Background(), ts.URL, path, fastOpts(nil))
+	if !errors.Is(err, ErrSameHeader) || !strings.Contains(err.Error(), "force installs it") {
+		t.Fatalf("%v, want ErrSameHeader", err)
+	}
+	if !bytes.Equal(testkit.ReadFile(t, path), installed) {
+		t.Fatal("replaced without Force")
+	}
+	checkFiles(t, dir, false)
+	opts := fastOpts(nil)
+	opts.Force = true
+	if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), other) {
+		t.Fatalf("with Force: %+v, %v", res, err)
+	}
+}
+
+// An update from another URL that fails leaves the installed file's
+// validators, so the next update from its URL is still conditional.
+func TestFailedUpdateKeepsValidators(t *testing.T) {
+	body := makeFilter(t, 1, 1e9, 12, "v")
+	s, ts := newServer(t, body)
+	path := filepath.Join(t.TempDir(), "filter.pkbf")
+	if _, err := Update(context.Background(), ts.URL+"/a", path, fastOpts(nil)); err != nil {
+		t.Fatal(err)
+	}
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"other"`)
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.Write(body[:100]) // cut short: the part is kept
+	}))
+	defer broken.Close()
+	opts := fastOpts(nil)
+	opts.Retries = -1
+	if _, err := Update(context.Background(), broken.URL, path, opts); err == nil {
+		t.Fatal("the broken server's update succeeded")
+	}
+	res, err := Update(context.Background(), ts.URL+"/a", path, fastOpts(nil))
+	if err != nil || res.Updated {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if h := s.lastRequest(); h.Get("If-None-Match") != s.etag {
+		t.Errorf("the request after a failed one was not conditional: If-None-Match %q", h.Get("If-None-Match"))
+	}
+}
+
+// Update times past 2^63 seconds order after the others, as the file's
+// unsigned field does (time.Time's Before would put them before 1970).
+func TestTimesPastSigned(t *testing.T) {
+	installed := makeFilter(t, 2, 1e9, 12, "x")
+	binary.BigEndian.PutUint64(installed[10:], 1<<63+5)
+	_, ts := newServer(t, makeFilter(t, 2, 100, 12, "y"))
+	path := filepath.Join(t.TempDir(), "filter.pkbf")
+	os.WriteFile(path, installed, 0o644)
+	_, err := Update(context.Background(), ts.URL, path, fastOpts(nil))
+	if !errors.Is(err, ErrOlder) || !strings.Contains(err.Error(), "9223372036854775813 seconds after 1970") {
+		t.Fatalf("%v, want ErrOlder with the installed time in seconds", err)
 	}
 }
