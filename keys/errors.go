@@ -27,6 +27,12 @@ var ErrUnsupportedKey = errors.New("pkbf: unsupported key")
 // passphrase.
 var ErrEncryptedKey = errors.New("pkbf: encrypted key")
 
+// ErrNoPassphrase is wrapped, beside [ErrEncryptedKey], by the errors
+// that report an encrypted key that a passphrase given with
+// [Scanner.SetPassphrases] could open: a PKCS#12 file, when none of the
+// passphrases given opens it.
+var ErrNoPassphrase = errors.New("pkbf: no passphrase opens the key")
+
 // kindError is an error of a kind callers branch on, wrapping ErrInvalidKey
 // too.
 type kindError struct {
@@ -44,4 +50,9 @@ func unsupportedErrorf(format string, args ...any) error {
 
 func encryptedErrorf(format string, args ...any) error {
 	return &kindError{ErrEncryptedKey, keyErrorf(format, args...)}
+}
+
+// passphraseErrorf reports an encrypted key that a passphrase could open.
+func passphraseErrorf(format string, args ...any) error {
+	return &kindError{ErrNoPassphrase, encryptedErrorf(format, args...)}
 }

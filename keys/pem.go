@@ -200,7 +200,7 @@ func pemType(text []byte) string {
 // content of a preceding "EC PARAMETERS" block, or nil.
 func pemBlockSPKI(block pemBlock, ecParams []byte) ([]byte, error) {
 	if strings.Contains(block.procType, "ENCRYPTED") {
-		return nil, encryptedErrorf("%s is encrypted (Proc-Type %s): its public key cannot be read without the passphrase", block.typ, block.procType)
+		return nil, encryptedErrorf("%s is encrypted (Proc-Type %s): pkbf decrypts no private keys but PKCS#12 files: check its public key or certificate instead", block.typ, block.procType)
 	}
 	return typedSPKI(block.typ, block.der, ecParams)
 }
@@ -217,7 +217,7 @@ func typedSPKI(typ string, b []byte, ecParams []byte) ([]byte, error) {
 	case "PRIVATE KEY":
 		return pkcs8SPKI(b)
 	case "ENCRYPTED PRIVATE KEY":
-		return nil, encryptedErrorf("ENCRYPTED PRIVATE KEY is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
+		return nil, encryptedErrorf("ENCRYPTED PRIVATE KEY is an encrypted PKCS#8 key: pkbf decrypts no private keys but PKCS#12 files: check its public key or certificate instead")
 	case "EC PRIVATE KEY", "SM2 PRIVATE KEY": // OpenSSL labels SM2 keys so
 		return sec1SPKI(b, ecParams)
 	case "OPENSSH PRIVATE KEY":

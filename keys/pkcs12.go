@@ -96,9 +96,9 @@ func pkcs12Parts(der []byte, passphrases []string) ([]part, error) {
 		}
 		if !ok {
 			if len(passphrases) == 0 {
-				return nil, encryptedErrorf("PKCS#12 file is protected by a password: give it with a passphrase option")
+				return nil, passphraseErrorf("PKCS#12 file is protected by a password, and no passphrase was given")
 			}
-			return nil, encryptedErrorf("PKCS#12 file's integrity check fails with the passphrase given: wrong passphrase, or a damaged file")
+			return nil, passphraseErrorf("PKCS#12 file's integrity check fails with the passphrases given: wrong passphrase, or a damaged file")
 		}
 		candidates = []string{pw}
 	}
@@ -308,9 +308,9 @@ func (r *pkcs12Reader) decrypt(alg, data []byte, what string) ([]byte, error) {
 		}
 	}
 	if len(r.passwords) == 1 && r.passwords[0] == "" {
-		return nil, encryptedErrorf("PKCS#12 %s is encrypted with a password: give it with a passphrase option", what)
+		return nil, passphraseErrorf("PKCS#12 %s is encrypted with a password, and no passphrase was given", what)
 	}
-	return nil, encryptedErrorf("PKCS#12 %s does not decrypt with the passphrase given: wrong passphrase, or damaged data", what)
+	return nil, passphraseErrorf("PKCS#12 %s does not decrypt with the passphrases given: wrong passphrase, or damaged data", what)
 }
 
 // pkcs12MACPassword finds which of candidates makes the PKCS#12 MAC

@@ -71,7 +71,7 @@ func pkcs8SPKI(der []byte) ([]byte, error) {
 	case bytes.Equal(algorithm, oidDSA), bytes.Equal(algorithm, oidDHPKCS3), bytes.Equal(algorithm, oidDHX942):
 		return modpSPKI(algorithm, params, priv)
 	case bytes.Equal(algorithm, oidPBES2):
-		return nil, encryptedErrorf("PKCS#8 key is encrypted: its public key cannot be read without the passphrase")
+		return nil, encryptedErrorf("PKCS#8 key is encrypted: pkbf decrypts no private keys but PKCS#12 files: check its public key or certificate instead")
 	}
 	return nil, unsupportedErrorf("PKCS#8 private key of algorithm %s carries no public key, and pkbf cannot compute one", name)
 }

@@ -156,7 +156,7 @@ func derSPKIInfo(encoded []byte, info *spkiInfo) ([]byte, error) {
 		}
 		return nil, keyErrorf("DER signed structure is neither a certificate nor a certificate request")
 	case firstTag == der.TagSequence && secondTag == der.TagOctetString:
-		return nil, encryptedErrorf("DER input is an encrypted PKCS#8 key: its public key cannot be read without the passphrase")
+		return nil, encryptedErrorf("DER input is an encrypted PKCS#8 key: pkbf decrypts no private keys but PKCS#12 files: check its public key or certificate instead")
 	case firstTag == der.TagInteger && secondTag == der.TagSequence:
 		if isPKCS12(body) {
 			return singleSPKI(pkcs12Parts(encoded, nil))
