@@ -17,37 +17,39 @@ import (
 // add: keys into a filter file, in place, under the reference's lock
 // protocol.
 
-func addCommand(stdout, stderr io.Writer) (*command, *string) {
-	c := newCommand("add", "add [--passphrase-file FILE] FILTER [FILE...]", stdout, stderr)
+func addCommand(stdout, stderr io.Writer) (*command, *string, *bool) {
+	c := newCommand("add", "add [--passphrase-file FILE] [-r] FILTER [FILE...]", stdout, stderr)
 	passphraseFile := c.String("passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")")
-	return c, passphraseFile
+	recursive := c.Bool("recursive", false, "add the keys of every file under the directories given (as grep -r: links inside them are not followed)")
+	c.alias("r", "recursive")
+	return c, passphraseFile, recursive
 }
 
 func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, passphraseFile := addCommand(stdout, stderr)
+	c, passphraseFile, recursive := addCommand(stdout, stderr)
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
 	}
 	pws, err := passphrases(*passphraseFile)
 	if err != nil {
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
 	path := c.Arg(0)
 	f, err := pkbf.Edit(path)
 	if err != nil {
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
 	interrupt := stopOnInterrupt()
 	defer interrupt.release()
-	inputs := inputsOf(c.Args()[1:], stdin, pws)
+	inputs := inputsOf(c.Args()[1:], stdin, pws, *recursive)
 	scr := newScreen(stdout, stderr)
 	prog := startProgress(scr, inputs)
 	r := addInputs(f, inputs, &interrupt.stopping, scr, prog)
 	prog.stop()
 	if err := f.Close(); err != nil {
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s", message(err))
 		fmt.Fprintf(stderr, "pkbf: %d keys read before the error; see above for what became of them\n", r.keys)
 		return exitTrouble
 	}
@@ -137,7 +139,7 @@ func addInputs(f *pkbf.Filter, inputs []input, stopping *atomic.Bool, scr *scree
 		}
 		if it.err != nil {
 			r.troubled = true
-			scr.errorf("%s", it.errorMessage())
+			scr.errorf("%s%s", it.errorMessage(), passphraseHint(it.err))
 			return true
 		}
 		r.keys++

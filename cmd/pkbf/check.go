@@ -162,9 +162,9 @@ const lookupChunk = 64
 
 // checkFlags are check's options.
 type checkFlags struct {
-	json, confirm, allowEmpty, strict, quiet *bool
-	api, passphraseFile                      *string
-	timeout                                  *time.Duration
+	json, confirm, allowEmpty, strict, quiet, recursive *bool
+	api, passphraseFile                                 *string
+	timeout                                             *time.Duration
 }
 
 func checkCommand(stdout, stderr io.Writer) (*command, *checkFlags) {
@@ -176,12 +176,14 @@ func checkCommand(stdout, stderr io.Writer) (*command, *checkFlags) {
 		timeout:        c.Duration("timeout", defaultConfirmTimeout, "with --confirm: give up on the API after `DURATION` in all (0: never); keys left are unconfirmed"),
 		passphraseFile: c.String("passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")"),
 		allowEmpty:     c.Bool("allow-empty", false, "exit 0, not 2, when the input holds no key at all"),
-		strict:         c.Bool("strict", false, "exit 2 also for keys that cannot be checked: unsupported or encrypted"),
-		quiet:          c.Bool("quiet", false, "no summary and no warnings on standard error; errors still"),
+		strict:         c.Bool("strict", false, "accepted for scripts that give it: every object not checked exits 2 anyway"),
+		quiet:          c.Bool("quiet", false, "no summary on standard error; errors still"),
+		recursive:      c.Bool("recursive", false, "check every file under the directories given (as grep -r: links inside them are not followed)"),
 	}
 	c.alias("j", "json")
 	c.alias("c", "confirm")
 	c.alias("q", "quiet")
+	c.alias("r", "recursive")
 	return c, fl
 }
 
@@ -192,16 +194,16 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	f, err := openFilter(c.Arg(0), stdin)
 	if err != nil {
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s%s", message(err), filterFirstHint(err, c.Args()[1:]))
 		return exitTrouble
 	}
 	defer f.Close()
 	pws, err := passphrases(*fl.passphraseFile)
 	if err != nil {
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
-	inputs := inputsOf(c.Args()[1:], stdin, pws)
+	inputs := inputsOf(c.Args()[1:], stdin, pws, *fl.recursive)
 	if c.Arg(0) == "-" || c.Arg(0) == "/dev/stdin" {
 		for _, in := range inputs {
 			if in.name == "-" {
@@ -215,7 +217,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	interrupt := stopOnInterrupt()
 	defer interrupt.release()
 	scr := newScreen(stdout, stderr)
-	p := &checkPrinter{fl: fl, scr: scr}
+	p := &checkPrinter{fl: fl, scr: scr, hint: passphraseHint}
 	prog := startProgress(scr, inputs)
 	pipeline(pipelineOptions{inputs: inputs, workers: workers, work: work, emit: p.emit, idle: func() { scr.flush() }, stop: interrupt.stop, progress: prog})
 	prog.stop()
@@ -231,7 +233,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err := f.FileChanged(); err != nil && !p.filterFailed {
 		// Answers may have come from another file than the one opened.
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s", message(err))
 		p.filterFailed = true
 	}
 	return p.finish(stderr)
@@ -292,6 +294,7 @@ type checkPrinter struct {
 	sum                 summary
 	found, filterFailed bool
 	line                []byte
+	hint                func(error) string // what to add to an item's error
 }
 
 // emit prints one item's verdict or error; it returns false to stop.
@@ -302,26 +305,22 @@ func (p *checkPrinter) emit(it *item) bool {
 		// The filter file changed under us: what was done stands, the
 		// rest cannot be answered.
 		p.filterFailed = true
-		p.scr.errorf("%s", displayErr(it.filterErr))
+		p.scr.errorf("%s", message(it.filterErr))
 		return false
 	}
 	switch {
 	case it.err != nil:
-		kind := p.sum.addError(it.err)
-		if kind == "unreadable" || *fl.strict {
-			p.scr.errorf("%s", it.errorMessage())
-		} else if !*fl.quiet {
-			p.scr.warnf("%s", it.errorMessage())
-		}
+		p.sum.addError(it.err)
+		p.scr.errorf("%s%s", it.errorMessage(), p.hint(it.err))
 		if *fl.json {
-			p.line = appendJSONError(p.line, it)
+			p.line = appendJSONError(p.line, it, p.hint(it.err))
 		}
 	default:
 		p.sum.keys++
 		if it.confirmErr != nil {
 			p.sum.unconfirmed++
 			fp, _, _ := it.fingerprints()
-			p.scr.errorf("%s: confirming %s: %s", it.source(), fp[:], displayErr(it.confirmErr))
+			p.scr.errorf("%s: confirming %s: %s", it.source(), fp[:], message(it.confirmErr))
 		}
 		if it.probably {
 			p.sum.probably++
@@ -334,7 +333,7 @@ func (p *checkPrinter) emit(it *item) bool {
 		if *fl.json {
 			p.line = appendJSONVerdict(p.line, it, *fl.confirm)
 		} else {
-			p.line = appendTextVerdict(p.line, it, *fl.confirm)
+			p.line = appendTextVerdict(p.line, it, *fl.confirm, p.scr.perLine)
 		}
 	}
 	if len(p.line) > 0 {
@@ -345,7 +344,19 @@ func (p *checkPrinter) emit(it *item) bool {
 	return true
 }
 
-// finish prints the summary and returns check's exit code.
+// checkExitTable is check's exit status for every mix of what it saw, in
+// the order the rows are tried; --help and the README show it.
+const checkExitTable = `  1    a key is probably compromised (--confirm: a verified one), whatever
+       else happened: a hit is never hidden behind an error
+  2    no hit, but something was not checked: an input or object that could
+       not be read, an unsupported or encrypted key, an unconfirmed answer,
+       a filter that failed while in use; or no key at all in the input
+       (unless --allow-empty); or bad usage
+  0    every object was checked and no key is probably compromised
+  130  interrupted (Ctrl-C), after printing the verdicts made`
+
+// finish prints the summary and returns check's exit code: the first row
+// of checkExitTable that applies.
 func (p *checkPrinter) finish(stderr io.Writer) int {
 	fl, sum := p.fl, &p.sum
 	empty := sum.keys == 0 && sum.errors() == 0
@@ -353,17 +364,46 @@ func (p *checkPrinter) finish(stderr io.Writer) int {
 		sum.print(stderr, "")
 	}
 	switch {
-	case p.filterFailed: // the answers are incomplete or from another file
-		return exitTrouble
 	case p.found:
 		return exitFound
-	case sum.unreadable > 0 || sum.unconfirmed > 0 || *fl.strict && sum.errors() > 0:
+	case p.filterFailed || sum.errors() > 0 || sum.unconfirmed > 0:
 		return exitTrouble
 	case empty && !*fl.allowEmpty:
 		errorf(stderr, "no key, certificate or request in the input (--allow-empty accepts that)")
 		return exitTrouble
 	}
 	return exitOK
+}
+
+// passphraseHint is what check and add add to an error that a flag could
+// mend: an encrypted key that a passphrase could open, a directory.
+func passphraseHint(err error) string {
+	switch {
+	case errors.Is(err, keys.ErrNoPassphrase):
+		return " (give the passphrase with --passphrase-file FILE or $" + passphraseEnv + ")"
+	case errors.Is(err, errDirectory):
+		return ": give -r to read every file in it"
+	}
+	return ""
+}
+
+// filterFirstHint adds to an error opening the filter a hint that the
+// arguments are in the wrong order, when one of the other arguments is
+// a filter.
+func filterFirstHint(err error, others []string) string {
+	if !errors.Is(err, pkbf.ErrInvalidFile) {
+		return ""
+	}
+	for _, name := range others {
+		if name == "-" {
+			continue
+		}
+		if f, err := pkbf.Open(name); err == nil {
+			f.Close()
+			return fmt.Sprintf(" (%s is a filter: the filter comes first, then the files to check)", name)
+		}
+	}
+	return ""
 }
 
 // summary counts what check saw, for the line it prints at the end.

@@ -49,7 +49,7 @@ func TestEmptyInputAndProse(t *testing.T) {
 		{"empty input allowed", "", []string{"--allow-empty"}, exitOK, "checked 0 keys"},
 		{"prose only", "ssh-rsa keys are old\nuse ed25519\n", nil, exitTrouble, "no key"},
 		{"prose and a key", "ssh-rsa keys are old\n" + string(testkit.ReadFile(t, key("p384.pub"))), nil, exitOK, "checked 1 key: 0 probably, 1 no\n"},
-		{"unsupported key line", "ssh-xmss@openssh.com AAAAFHNzaC14bXNzQG9wZW5zc2guY29tAAAA\n" + string(testkit.ReadFile(t, key("p384.pub"))), nil, exitOK, "1 unsupported"},
+		{"unsupported key line", "ssh-xmss@openssh.com AAAAFHNzaC14bXNzQG9wZW5zc2guY29tAAAA\n" + string(testkit.ReadFile(t, key("p384.pub"))), nil, exitTrouble, "1 unsupported"},
 		{"unsupported key line, strict", "ssh-xmss@openssh.com AAAAFHNzaC14bXNzQG9wZW5zc2guY29tAAAA\n" + string(testkit.ReadFile(t, key("p384.pub"))), []string{"--strict"}, exitTrouble, "pkbf: error:"},
 		{"damaged key line", "ssh-ed25519 AAAAC3NzaC1lZDI1\n", nil, exitTrouble, "1 unreadable"},
 		{"quiet", string(testkit.ReadFile(t, key("p384.pub"))), []string{"-q"}, exitOK, ""},
@@ -69,7 +69,7 @@ func TestHintsAndMessages(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"check", key("p256.cert.pem"), exampleFilter}, key("p256.cert.pem") + ": invalid filter file: magic is \"-----B\", want \"pkbfv1\": this looks like a key or certificate, not a filter (the filter comes first"},
+		{[]string{"check", key("p256.cert.pem"), exampleFilter}, key("p256.cert.pem") + ": invalid filter file: magic is \"-----B\", want \"pkbfv1\": this looks like a key or certificate, not a filter (" + exampleFilter + " is a filter: the filter comes first, then the files to check)"},
 		{[]string{"check", key("p256.cert.der"), exampleFilter}, "looks like a DER key or certificate"},
 		{[]string{"info", gz}, gz + ": invalid filter file: magic is \"\\x1f\\x8b\\b\\x00\\x00\\x00\", want \"pkbfv1\": this is gzip-compressed: decompress it first"},
 	} {

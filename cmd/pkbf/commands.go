@@ -39,18 +39,18 @@ none, or for -): PEM or DER objects and bundles, PKCS#7 and PKCS#12 files,
 authorized_keys and known_hosts files, OpenSSH, RFC 4716 and PuTTY keys.
 Each key is looked up under every encoding a filter may hold it in.
 
-Output: one line per key, fields separated by tabs: verdict (probably or
-no; with --confirm compromised, false-positive or unconfirmed), the SHA-256
+Output: one line per key, fields separated by single tabs (for awk -F'\t'
+and cut; columns are padded only on a terminal): verdict (probably or no;
+with --confirm compromised, false-positive or unconfirmed), the SHA-256
 fingerprint of the key's canonical SPKI, where it was found, and for SSH
 keys the SHA256: fingerprint ssh-keygen -l shows and the comment. With
---json, one object per line. Verdicts stream out as they are made. A
-summary goes to standard error at the end.
+--json, one object per line. Verdicts stream out as they are made. Every
+object that could not be checked is an error on standard error, and a
+summary goes there at the end. A directory is read file by file with -r.
+Ctrl-C prints the verdicts made, then exits 130.
 
-Exit 1 if a key is probably compromised (--confirm: verified), else 2 if
-no key was found (unless --allow-empty) or an input could not be read,
-else 0. Keys that are valid but cannot be checked (an unsupported
-algorithm, an encrypted key) are warnings, counted in the summary; with
---strict they exit 2 too. Ctrl-C prints the verdicts made, then exits 130.`,
+Exit status, the first row that applies:
+` + checkExitTable,
 			flags: func(o, e io.Writer) *command { c, _ := checkCommand(o, e); return c }, run: runCheck,
 		},
 		{
@@ -71,7 +71,7 @@ flock protocol (EC keys under both point encodings). A first Ctrl-C stops
 after the key in progress, a second quits at once; the filter stays valid.
 Exit 2 if an input could not be read (the other keys are still added), or
 if the filter was replaced or cut short while keys were being added.`,
-			flags: func(o, e io.Writer) *command { c, _ := addCommand(o, e); return c }, run: runAdd,
+			flags: func(o, e io.Writer) *command { c, _, _ := addCommand(o, e); return c }, run: runAdd,
 		},
 		{
 			name: "merge", synopsis: "merge [--force] OUT FILTER...",

@@ -103,10 +103,10 @@ func TestCheckConfirm(t *testing.T) {
 	files := []string{key("p256.pub"), key("rsa2048.pub"), key("p384.pub"), key("rsa512.spki.pem")}
 	r := runWith(t, nil, append([]string{"check", "-confirm", "-api", s.URL, exampleFilter}, files...)...)
 	want := []string{
-		"compromised   \t" + fpOf(t, "p256.pub") + "\t" + key("p256.pub") + ": line 1\t" + sshFP(t, "p256.pub"),
+		"compromised\t" + fpOf(t, "p256.pub") + "\t" + key("p256.pub") + ": line 1\t" + sshFP(t, "p256.pub"),
 		"false-positive\t" + fpOf(t, "rsa2048.pub") + "\t" + key("rsa2048.pub") + ": line 1\t" + sshFP(t, "rsa2048.pub"),
-		"no            \t" + fpOf(t, "p384.pub") + "\t" + key("p384.pub") + ": line 1\t" + sshFP(t, "p384.pub"),
-		"unconfirmed   \t" + fpOf(t, "rsa512.spki.pem") + "\t" + key("rsa512.spki.pem") + ": block 1 (line 1)",
+		"no\t" + fpOf(t, "p384.pub") + "\t" + key("p384.pub") + ": line 1\t" + sshFP(t, "p384.pub"),
+		"unconfirmed\t" + fpOf(t, "rsa512.spki.pem") + "\t" + key("rsa512.spki.pem") + ": block 1 (line 1)",
 	}
 	if got := strings.Split(strings.TrimSpace(r.stdout), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("check -confirm:\n%s\nwant\n%s", r.stdout, strings.Join(want, "\n"))

@@ -59,13 +59,13 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 	if bySize {
 		var err error
 		if k, l, err = pkbf.Parameters(*entries, *rate); err != nil {
-			errorf(stderr, "%s", displayErr(err))
+			errorf(stderr, "%s", message(err))
 			return exitTrouble
 		}
 	}
 	path := c.Arg(0)
 	if err := pkbf.Create(path, k, l); err != nil {
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
 	h := pkbf.Header{HashCount: uint8(k), HashLength: uint8(l)}

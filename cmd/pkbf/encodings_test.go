@@ -110,7 +110,7 @@ func TestCheckPKCS12Passphrase(t *testing.T) {
 	more := filepath.Join(keysDir, "more")
 	p12 := filepath.Join(more, "chain-password.p12")
 	r := runWith(t, nil, "check", exampleFilter, p12)
-	if r.code != exitOK || !strings.Contains(r.stderr, "pkbf: warning: ") || !strings.Contains(r.stderr, "password") || !strings.Contains(r.stderr, "1 encrypted") {
+	if r.code != exitTrouble || !strings.Contains(r.stderr, "pkbf: error: ") || !strings.Contains(r.stderr, "no passphrase was given (give the passphrase with --passphrase-file FILE or $PKBF_PASSPHRASE)") || !strings.Contains(r.stderr, "1 encrypted") {
 		t.Errorf("without the passphrase: %+v", r)
 	}
 	if r := runWith(t, nil, "check", "--strict", exampleFilter, p12); r.code != exitTrouble || !strings.Contains(r.stderr, "pkbf: error: ") {

@@ -30,7 +30,7 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	path := c.Arg(0)
 	f, err := openFilter(path, stdin)
 	if err != nil {
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
 	defer f.Close()
@@ -43,7 +43,7 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = f.FileChanged()
 	}
 	if err != nil {
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
 	info := struct {
@@ -58,7 +58,7 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		FalsePositiveRate float64  `json:"false_positive_rate"`
 		FillRatio         *float64 `json:"fill_ratio,omitempty"`
 		EstimatedEntries  *float64 `json:"estimated_entries,omitempty"`
-	}{path, h.Revision, h.Updated.UTC().Format(time.RFC3339), h.EntryCount, h.HashCount, h.HashLength,
+	}{path, h.Revision, updatedText(h), h.EntryCount, h.HashCount, h.HashLength,
 		h.Bits(), int64(h.FileSize()), f.FalsePositiveRate(), fill, distinct}
 	if asJSON {
 		b, _ := json.Marshal(info)
@@ -142,4 +142,14 @@ func (c *bitCounter) Write(b []byte) (int, error) {
 		c.progress(c.done)
 	}
 	return n, nil
+}
+
+// updatedText words a header's update time: RFC 3339, or where the
+// file's unsigned seconds are past what a date can show (2^63 and up),
+// the number of seconds.
+func updatedText(h pkbf.Header) string {
+	if secs := h.Updated.Unix(); secs < 0 && !h.Updated.IsZero() {
+		return fmt.Sprintf("%d seconds after 1970 (past any date)", uint64(secs))
+	}
+	return h.Updated.UTC().Format(time.RFC3339)
 }

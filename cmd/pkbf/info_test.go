@@ -87,3 +87,21 @@ func TestInfo(t *testing.T) {
 		}
 	}
 }
+
+// An update time of 2^63 seconds or more (the field is unsigned) shows as
+// its seconds, not as a date before 1970.
+func TestInfoTimePastSigned(t *testing.T) {
+	b, err := os.ReadFile(exampleFilter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []byte{0x80, 0, 0, 0, 0, 0, 0, 5} {
+		b[10+i] = v
+	}
+	p := filepath.Join(t.TempDir(), "f.pkbf")
+	os.WriteFile(p, b, 0o644)
+	r := runWith(t, nil, "info", p)
+	if r.code != 0 || !strings.Contains(r.stdout, "updated:             9223372036854775813 seconds after 1970 (past any date)") || strings.Contains(r.stdout, "1969") {
+		t.Errorf("%+v", r)
+	}
+}

@@ -55,10 +55,11 @@ Examples:
   pkbf add mine.pkbf compromised/*.pem ~/.ssh/known_bad.pub
   pkbf info --json mine.pkbf
 
-Exit codes: 0 success (check: nothing found); 1 check found a probably
-compromised key (with --confirm: a verified one); 2 bad usage, no key in
-the input, an input that could not be read, or a filter that could not
-be read or changed while in use; 130 interrupted.
+Exit codes: 0 success (check: every object checked, none probably
+compromised); 1 check found a probably compromised key (with --confirm: a
+verified one), whatever else happened; 2 bad usage or trouble (check: no
+hit, but an input, object or answer was not checked, the filter failed,
+or no key at all; see 'pkbf help check'); 130 interrupted.
 `
 
 // usage is the general usage, made from the table of subcommands.

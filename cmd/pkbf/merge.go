@@ -43,7 +43,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		errorf(stderr, "interrupted: %s was not written", out)
 		return exitSignaled
 	case err != nil:
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
 	fmt.Fprintf(stdout, "merged %s into %s: revision %d, %d entries (a key in several filters counted once for each), hash count %d, hash length %d, %s, %s\n",
@@ -54,7 +54,9 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 
 // refuseExisting refuses an existing out that is not one of the inputs,
 // which would be a slip of the order of the arguments: "pkbf merge a b c"
-// would replace the shard a by the union of b and c.
+// would replace the shard a by the union of b and c. The error says what
+// out is. (A directory, FIFO or device is refused even with --force, by
+// pkbf.Merge.)
 func refuseExisting(out string, inputs []string) error {
 	fo, err := os.Stat(out)
 	if err != nil {
@@ -65,5 +67,11 @@ func refuseExisting(out string, inputs []string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s exists and is not one of the filters merged: give --force to replace it (the first argument is the output)", out)
+	what := "a filter that is not one of the filters merged"
+	if f, err := pkbf.Open(out); err != nil {
+		what = "not a readable filter (" + message(err) + ")"
+	} else {
+		f.Close()
+	}
+	return fmt.Errorf("%s exists and is %s: give --force to replace it (the first argument is the output)", out, what)
 }

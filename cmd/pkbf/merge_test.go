@@ -99,7 +99,7 @@ func TestMergeRefusals(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"merge", a, b}, 2, "a exists and is not one of the filters merged: give --force"},
+		{[]string{"merge", a, b}, 2, "a exists and is a filter that is not one of the filters merged: give --force"},
 		{[]string{"merge", filepath.Join(dir, "x"), a, c}, 2, "c has hash count 4 and hash length 12, " + a + " has 3 and 12"},
 		{[]string{"merge", filepath.Join(dir, "x")}, 2, "missing arguments"},
 		{[]string{"merge", filepath.Join(dir, "x"), filepath.Join(dir, "nope")}, 2, "no such file"},

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +20,7 @@ type input struct {
 	name        string // as the user wrote it; "-" is standard input
 	stdin       io.Reader
 	passphrases []string // for encrypted containers, after the empty one
+	recursive   bool     // a directory is read file by file, as grep -r
 }
 
 // display is how the input is named in output.
@@ -27,16 +31,19 @@ func (in input) display() string {
 	return in.name
 }
 
-func inputsOf(names []string, stdin io.Reader, passphrases []string) []input {
+func inputsOf(names []string, stdin io.Reader, passphrases []string, recursive bool) []input {
 	if len(names) == 0 {
 		names = []string{"-"}
 	}
 	inputs := make([]input, len(names))
 	for i, name := range names {
-		inputs[i] = input{name: name, stdin: stdin, passphrases: passphrases}
+		inputs[i] = input{name: name, stdin: stdin, passphrases: passphrases, recursive: recursive}
 	}
 	return inputs
 }
+
+// errDirectory is an input that is a directory, read without -r.
+var errDirectory = errors.New("is a directory")
 
 // passphraseEnv names the environment variable that may hold a passphrase
 // for encrypted PKCS#12 files, beside -passphrase-file.
@@ -103,9 +110,9 @@ func (it *item) appendSource(b []byte) []byte {
 // an input already names it.
 func (it *item) errorMessage() string {
 	if it.key.Index == 0 {
-		return displayErr(it.err)
+		return message(it.err)
 	}
-	return it.source() + ": " + displayErr(it.err)
+	return it.source() + ": " + message(it.err)
 }
 
 // batch is a run of items from one input, processed by one worker and
@@ -266,17 +273,26 @@ func pipeline(o pipelineOptions) {
 // readInput frames the keys of one input into batches and sends them.
 // New batches come from get.
 func readInput(in input, get func() *batch, send func(*batch) bool, prog *progress) bool {
+	fail := func(err error) bool {
+		b := get()
+		b.items = append(b.items, item{input: in.display(), err: err})
+		return send(b)
+	}
 	var file *os.File
 	if in.name == "-" {
 		file, _ = in.stdin.(*os.File)
 	} else {
 		f, err := os.Open(in.name)
 		if err != nil {
-			b := get()
-			b.items = append(b.items, item{input: in.display(), err: err})
-			return send(b)
+			return fail(err)
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			if !in.recursive {
+				return fail(fmt.Errorf("%s %w", in.name, errDirectory))
+			}
+			return readDirectory(in, get, send, prog, fail)
+		}
 		file = f
 	}
 	var r io.Reader = file
@@ -315,6 +331,31 @@ func readInput(in input, get func() *batch, send func(*batch) bool, prog *progre
 		b.items = append(b.items, item{input: in.display(), err: fmt.Errorf("reading %s: %w", in.display(), err)})
 	}
 	flush()
+	return ok
+}
+
+// readDirectory reads every regular file under the directory in.name, in
+// lexical order, as grep -r does: links found inside are not followed,
+// and other special files are skipped.
+func readDirectory(in input, get func() *batch, send func(*batch) bool, prog *progress, fail func(error) bool) bool {
+	ok := true
+	err := filepath.WalkDir(in.name, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			ok = fail(err)
+		case d.Type().IsRegular():
+			file := in
+			file.name = path
+			ok = readInput(file, get, send, prog)
+		}
+		if !ok {
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil && ok {
+		ok = fail(err)
+	}
 	return ok
 }
 

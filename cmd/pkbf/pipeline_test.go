@@ -82,7 +82,7 @@ func TestCheckReusesBatches(t *testing.T) {
 		}
 		input = append(input, spki...)
 		sum := sha256.Sum256(spki)
-		verdict := "no      "
+		verdict := "no"
 		if i%3 != 2 {
 			verdict = "probably"
 		}

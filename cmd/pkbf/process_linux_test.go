@@ -67,7 +67,7 @@ func TestFullFileSystem(t *testing.T) {
 }
 
 // startServe runs pkbf serve on a free port and returns its address.
-func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *syncBuffer) {
+func startServe(t testing.TB, args ...string) (*exec.Cmd, string, *syncBuffer) {
 	cmd := pkbfProcess(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	logs := &syncBuffer{}
 	stderr, _ := cmd.StderrPipe()

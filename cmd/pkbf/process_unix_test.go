@@ -81,7 +81,9 @@ func TestCheckFilterTruncatedUnderIt(t *testing.T) {
 	rest, _ := io.ReadAll(lines)
 	stdout := bytes.NewBufferString(first + string(rest))
 	code := exitCode(t, cmd)
-	if code != exitTrouble || !strings.HasPrefix(stdout.String(), "probably") ||
+	// The hit found before the filter failed is real: a hit wins (exit 1),
+	// and the failure is said on stderr.
+	if code != exitFound || !strings.HasPrefix(stdout.String(), "probably") ||
 		!strings.Contains(stderr.String(), p+" was truncated or changed while in use") ||
 		!strings.Contains(stderr.String(), "renaming a new file over them") || strings.Contains(stderr.String(), "goroutine") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
@@ -205,5 +207,23 @@ func TestCheckInterrupted(t *testing.T) {
 	stdin.Close()
 	if code != exitSignaled || len(rest) != 0 || !strings.Contains(stderr.String(), "pkbf: interrupted: checked 3 keys: 0 probably, 3 no") {
 		t.Errorf("exit %d, more output %q, stderr %q", code, rest, stderr.String())
+	}
+}
+
+// The text output through awk, as the README shows it: the padding that
+// lined up columns made $1 "no      " and matched nothing.
+func TestCheckThroughAwk(t *testing.T) {
+	if _, err := exec.LookPath("awk"); err != nil {
+		t.Skip("no awk here")
+	}
+	script := `"$0" -- check -q "$1" "$2" "$3" | awk -F'\t' '$1=="no" { print $3 }'`
+	cmd := exec.Command("sh", "-c", script, os.Args[0], exampleFilter, key("p384.pub"), key("p256.pub"))
+	cmd.Env = append(os.Environ(), "PKBF_RUN_AS_COMMAND=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(out), key("p384.pub")+": line 1\n"; got != want {
+		t.Errorf("awk printed %q, want %q", got, want)
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -28,7 +30,9 @@ import (
 type serveFlags struct {
 	listen      *string
 	poll        *time.Duration
-	maxBody     *int64
+	maxBody     *sizeFlag
+	maxMemory   *sizeFlag
+	maxConns    *int
 	maxInFlight *int
 	maxKeys     *int
 }
@@ -38,10 +42,14 @@ func serveCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
 	fl := &serveFlags{
 		listen:      c.String("listen", "127.0.0.1:8080", "listen on `ADDR` (host:port; :0 picks a free port)"),
 		poll:        c.Duration("poll", time.Second, "check the filter path for a new file every `DURATION` (SIGHUP checks at once)"),
-		maxBody:     c.Int64("max-body", 8<<20, "refuse request bodies over `BYTES` (413)"),
+		maxBody:     newSizeFlag(8 << 20),
+		maxMemory:   newSizeFlag(64 << 20),
+		maxConns:    c.Int("max-conns", 1024, "hold at most `N` connections at once; more are answered 503 and closed"),
 		maxInFlight: c.Int("max-in-flight", 32, "check at most `N` requests at once; others wait"),
 		maxKeys:     c.Int("max-keys", 10000, "refuse requests holding more than `N` keys, certificates and requests (413)"),
 	}
+	c.Var(fl.maxBody, "max-body", "refuse request bodies over `SIZE` (413, before reading them)")
+	c.Var(fl.maxMemory, "max-body-memory", "hold at most `SIZE` of request bodies at once, all connections together; a request over it gets 503 (before its body is read when its length is declared)")
 	c.alias("l", "listen")
 	return c, fl
 }
@@ -74,9 +82,20 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if ok, code := c.parse(args, 1, 1); !ok {
 		return code
 	}
-	if *fl.maxBody < 1 || *fl.maxInFlight < 1 || *fl.maxKeys < 1 {
-		_, code := c.fail("--max-body, --max-in-flight and --max-keys must be positive")
+	l := limits{body: int64(*fl.maxBody), memory: int64(*fl.maxMemory), conns: *fl.maxConns, inFlight: *fl.maxInFlight, keys: *fl.maxKeys}
+	if l.body < 1 || l.memory < 1 || l.conns < 1 || l.inFlight < 1 || l.keys < 1 {
+		_, code := c.fail("--max-body, --max-body-memory, --max-conns, --max-in-flight and --max-keys must be positive")
 		return code
+	}
+	if l.body > l.memory {
+		_, code := c.fail(fmt.Sprintf("--max-body %s is more than --max-body-memory %s: no body that size could ever be taken", fl.maxBody, fl.maxMemory))
+		return code
+	}
+	if os.Getenv("GOGC") == "" {
+		// What serve holds is bounded by its limits; collect as often as
+		// Go's default, not as check's throughput setting (main), so that
+		// memory stays near them.
+		debug.SetGCPercent(100)
 	}
 	logger := log.New(stderr, "pkbf: serve: ", log.LstdFlags)
 	path := c.Arg(0)
@@ -85,25 +104,29 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		OnReload: func(h pkbf.Header) {
 			logger.Printf("reloaded %s: revision %d, %d entries", path, h.Revision, h.EntryCount)
 		},
-		OnError: func(err error) { logger.Printf("%s", displayErr(err)) },
+		OnChange: func(was, h pkbf.Header) {
+			logger.Printf("%s changed in place: revision %d -> %d, %d -> %d entries, updated %s (keys added in place, or a filter copied over it)",
+				path, was.Revision, h.Revision, was.EntryCount, h.EntryCount, updatedText(h))
+		},
+		OnError: func(err error) { logger.Printf("%s", message(err)) },
 	})
 	if err != nil {
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
 	defer live.Close()
 	ln, err := net.Listen("tcp", *fl.listen)
 	if err != nil {
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
-	h := newService(live, limits{body: *fl.maxBody, inFlight: *fl.maxInFlight, keys: *fl.maxKeys})
+	h := newService(live, l)
 	srv := newHTTPServer(h, logger)
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
 	defer signal.Stop(signals)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(h.limitConns(ln)) }()
 	logger.Printf("serving %s on http://%s", path, ln.Addr())
 	for {
 		select {
@@ -117,23 +140,36 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 				}
 				continue
 			}
-			logger.Printf("%v: shutting down, letting requests in flight finish", sig)
-			h.shuttingDown.Store(true)
-			ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-			err := srv.Shutdown(ctx)
-			cancel()
-			if err != nil {
-				errorf(stderr, "shutdown: %v", err)
-				return exitTrouble
-			}
-			return exitOK
+			return h.shutdown(srv, sig, logger)
 		}
 	}
 }
 
-// limits bound what one request may ask of the service.
+// shutdown stops srv on sig: no new connections, requests in flight given
+// shutdownGrace to finish, then the rest cut off, saying what they were
+// doing. Being asked to stop and stopping is a success, whatever was cut.
+func (s *service) shutdown(srv *http.Server, sig os.Signal, logger *log.Logger) int {
+	logger.Printf("%v: shutting down, letting requests in flight finish (at most %v)", sig, shutdownGrace)
+	s.shuttingDown.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err == nil {
+		logger.Printf("stopped")
+		return exitOK
+	}
+	receiving, waiting, checking := s.receiving.Load(), s.waiting.Load(), s.checking.Load()
+	srv.Close()
+	logger.Printf("stopped after %v: cut off %s receiving a body, %s waiting to be checked, %s being checked (their clients get no answer)",
+		shutdownGrace, plural(int(receiving), "request", "requests"), plural(int(waiting), "request", "requests"), plural(int(checking), "request", "requests"))
+	return exitOK
+}
+
+// limits bound what one request, and all of them together, may ask of
+// the service.
 type limits struct {
 	body     int64 // bytes in a request body
+	memory   int64 // bytes of request bodies held at once
+	conns    int   // connections held at once
 	inFlight int   // requests checked at once
 	keys     int   // objects in a request body
 }
@@ -147,16 +183,27 @@ type service struct {
 	live         *pkbf.Live
 	limits       limits
 	slots        chan struct{}
+	bodies       *budget // the bytes of request bodies held
+	conns        atomic.Int64
 	started      time.Time
 	shuttingDown atomic.Bool
 	mux          *http.ServeMux
 
+	// What requests are doing now, for shutdown's report.
+	receiving, waiting, checking atomic.Int64
+
 	// Counters, exposed by /metrics.
-	requests, badRequests, keys, hits, keyErrors, filterErrors, abandoned atomic.Int64
+	requests, badRequests, keys, hits, keyErrors, filterErrors, abandoned, busy, connsRefused atomic.Int64
 }
 
 func newService(live *pkbf.Live, l limits) *service {
-	s := &service{live: live, limits: l, slots: make(chan struct{}, l.inFlight), started: time.Now(), mux: http.NewServeMux()}
+	if l.memory == 0 { // tests that do not care
+		l.memory = max(l.body, 64<<20)
+	}
+	if l.conns == 0 {
+		l.conns = 1024
+	}
+	s := &service{live: live, limits: l, slots: make(chan struct{}, l.inFlight), bodies: newBudget(l.memory), started: time.Now(), mux: http.NewServeMux()}
 	s.mux.HandleFunc("/v1/check", s.check)
 	s.mux.HandleFunc("/healthz", s.healthz)
 	s.mux.HandleFunc("/readyz", s.readyz)
@@ -193,19 +240,25 @@ func (s *service) check(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, http.StatusMethodNotAllowed, "POST keys, certificates or requests to /v1/check")
 		return
 	}
-	body, ok := s.readBody(w, r)
+	body, release, ok := s.readBody(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
+	s.waiting.Add(1)
 	select {
 	case s.slots <- struct{}{}:
+		s.waiting.Add(-1)
 		defer func() { <-s.slots }()
 	case <-ctx.Done():
+		s.waiting.Add(-1)
 		s.stopped(w, ctx)
 		return
 	}
+	s.checking.Add(1)
+	defer s.checking.Add(-1)
 	items, err := scanItems(ctx, body, s.limits.keys)
 	switch {
 	case errors.Is(err, errTooManyKeys):
@@ -215,7 +268,7 @@ func (s *service) check(w http.ResponseWriter, r *http.Request) {
 		s.stopped(w, ctx)
 		return
 	case err != nil:
-		s.httpError(w, http.StatusBadRequest, displayErr(err))
+		s.httpError(w, http.StatusBadRequest, message(err))
 		return
 	case len(items) == 0:
 		s.httpError(w, http.StatusBadRequest, "no key, certificate or request in the request body")
@@ -227,7 +280,7 @@ func (s *service) check(w http.ResponseWriter, r *http.Request) {
 	} else if err != nil {
 		s.filterErrors.Add(1)
 		s.live.Reload()
-		s.httpError(w, http.StatusServiceUnavailable, displayErr(err)+"; reloading: try again")
+		s.httpError(w, http.StatusServiceUnavailable, message(err)+"; reloading: try again")
 		return
 	}
 	out, found := s.answer(items)
@@ -244,26 +297,171 @@ func (s *service) check(w http.ResponseWriter, r *http.Request) {
 	w.Write(out)
 }
 
-// readBody reads a request's body, or answers the error and reports false.
-func (s *service) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	var buf bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= s.limits.body {
-		buf.Grow(int(r.ContentLength))
+// readBody reads a request's body within the service's budget, or
+// answers the error and reports false. Call release once done with the
+// body. A body over the limit, or one the budget has no room for, is
+// refused before a byte of it is read when its length is declared: no
+// "100 Continue" goes to a client that asked, and the connection is
+// closed rather than drained.
+func (s *service) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
+	n := r.ContentLength
+	if n > s.limits.body {
+		w.Header().Set("Connection", "close")
+		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is larger than %d bytes", n, s.limits.body))
+		return nil, nil, false
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.limits.body))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.limits.body))
-		return nil, false
-	case err != nil:
-		s.httpError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
-		return nil, false
-	case len(bytes.TrimSpace(buf.Bytes())) == 0:
-		s.httpError(w, http.StatusBadRequest, "the request body is empty: POST keys, certificates or requests")
-		return nil, false
+	s.receiving.Add(1)
+	defer s.receiving.Add(-1)
+	held := int64(0)
+	release = func() { s.bodies.give(held) }
+	refuse := func(code int, msg string) ([]byte, func(), bool) {
+		release()
+		w.Header().Set("Connection", "close")
+		if code == http.StatusServiceUnavailable {
+			s.busy.Add(1)
+			w.Header().Set("Retry-After", "1")
+		}
+		s.httpError(w, code, msg)
+		return nil, nil, false
 	}
-	return buf.Bytes(), true
+	busy := fmt.Sprintf("the server holds as many request bodies as it may (%d bytes in all): try again shortly", s.limits.memory)
+	if n >= 0 { // the length is declared: take it all at once
+		if !s.bodies.take(n) {
+			return refuse(http.StatusServiceUnavailable, busy)
+		}
+		held = n
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			return refuse(http.StatusBadRequest, "reading the request body: "+err.Error())
+		}
+		body = buf
+	} else { // chunked: take the budget as the body grows
+		var buf bytes.Buffer
+		lr := http.MaxBytesReader(w, r.Body, s.limits.body)
+		for {
+			if buf.Available() == 0 {
+				step := int64(min(max(buf.Cap(), 64<<10), 1<<20))
+				if !s.bodies.take(step) {
+					return refuse(http.StatusServiceUnavailable, busy)
+				}
+				held += step
+				buf.Grow(int(step))
+			}
+			m, err := lr.Read(buf.AvailableBuffer()[:buf.Available()])
+			buf.Write(buf.AvailableBuffer()[:m])
+			if err == io.EOF {
+				break
+			}
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.limits.body))
+			}
+			if err != nil {
+				return refuse(http.StatusBadRequest, "reading the request body: "+err.Error())
+			}
+		}
+		body = buf.Bytes()
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return refuse(http.StatusBadRequest, "the request body is empty: POST keys, certificates or requests")
+	}
+	return body, release, true
+}
+
+// budget is a number of bytes shared by all requests: a request takes
+// its body's size before reading it and gives it back when done. Bodies
+// of more than smallBody bytes may take only largeShare of it, so that
+// small requests always find room while large uploads fill the rest.
+type budget struct {
+	mu         sync.Mutex
+	used, size int64
+}
+
+const (
+	smallBody  = 64 << 10
+	largeShare = 0.875
+)
+
+func newBudget(size int64) *budget { return &budget{size: size} }
+
+func (b *budget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	limit := b.size
+	if n > smallBody {
+		limit = int64(float64(b.size) * largeShare)
+	}
+	if b.used+n > limit && n > 0 {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *budget) held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+}
+
+// limitConns wraps ln so that at most limits.conns connections are held
+// at once; one more is answered 503 and closed at once, instead of
+// waiting for a free one with its memory held.
+func (s *service) limitConns(ln net.Listener) net.Listener {
+	return &connLimiter{Listener: ln, s: s}
+}
+
+type connLimiter struct {
+	net.Listener
+	s *service
+}
+
+func (l *connLimiter) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.s.conns.Add(1) <= int64(l.s.limits.conns) {
+			return &countedConn{Conn: c, s: l.s}, nil
+		}
+		l.s.conns.Add(-1)
+		l.s.connsRefused.Add(1)
+		refuseConn(c)
+	}
+}
+
+// tooManyConns is the whole answer to a connection over the limit.
+var tooManyConns = func() string {
+	body := `{"error":"too many connections: try again shortly"}` + "\n"
+	return "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n" +
+		"Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}()
+
+// refuseConn answers 503 on c and closes it, without waiting for the
+// client: the write is small enough for the socket's buffer.
+func refuseConn(c net.Conn) {
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	io.WriteString(c, tooManyConns)
+	c.Close()
+}
+
+// countedConn gives its place back when closed.
+type countedConn struct {
+	net.Conn
+	s    *service
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.s.conns.Add(-1) })
+	return c.Conn.Close()
 }
 
 // stopped answers a request whose work stopped: 503 if it ran out of
@@ -285,7 +483,7 @@ func (s *service) answer(items []item) (out []byte, found int) {
 		}
 		if it.err != nil {
 			s.keyErrors.Add(1)
-			out = appendJSONError(out, it)
+			out = appendJSONError(out, it, serveHint(it.err))
 			continue
 		}
 		found++
@@ -296,6 +494,14 @@ func (s *service) answer(items []item) (out []byte, found int) {
 		out = appendJSONVerdict(out, it, false)
 	}
 	return out, found
+}
+
+// serveHint is what serve adds to a key's error: it takes no passphrase.
+func serveHint(err error) string {
+	if errors.Is(err, keys.ErrEncryptedKey) {
+		return "; pkbf serve takes no passphrase: send the public key or the certificate"
+	}
+	return ""
 }
 
 // errTooManyKeys stops scanning a request body past its key limit.
@@ -329,18 +535,35 @@ func (s *service) lookup(ctx context.Context, items []item) (err error) {
 	return lookupItems(ctx, items, nil, s.live.ProbablyBatch)
 }
 
-// healthz answers 200 while the process has a filter, which a Live filter
-// always has once started.
+// filterErr reports whether the filter in use can answer: nil, or why not
+// (its file was cut short or overwritten in place, and no valid file has
+// been renamed over it yet).
+func (s *service) filterErr() (err error) {
+	s.live.Do(func(f *pkbf.Filter) { err = f.FileChanged() })
+	return err
+}
+
+// healthz answers 200 while the filter can answer checks, else 503 with
+// the reason.
 func (s *service) healthz(w http.ResponseWriter, r *http.Request) {
+	if err := s.filterErr(); err != nil {
+		s.httpError(w, http.StatusServiceUnavailable, "the filter cannot answer: "+message(err))
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain")
 	io.WriteString(w, "ok\n")
 }
 
-// readyz answers 200 until shutdown begins, then 503, so that a load
-// balancer stops sending requests.
+// readyz answers 200 while the service takes requests and its filter can
+// answer them; 503, with the reason, while the filter cannot and once
+// shutdown begins, so that a load balancer stops sending requests.
 func (s *service) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.shuttingDown.Load() {
 		s.httpError(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
+	if err := s.filterErr(); err != nil {
+		s.httpError(w, http.StatusServiceUnavailable, "the filter cannot answer: "+message(err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
@@ -352,14 +575,18 @@ func (s *service) status(w http.ResponseWriter, r *http.Request) {
 	st := s.live.Stats()
 	h := st.Header
 	v := map[string]any{
-		"file": s.live.Path(), "revision": h.Revision, "updated": h.Updated.UTC().Format(time.RFC3339),
+		"file": s.live.Path(), "revision": h.Revision, "updated": updatedText(h),
 		"entries": h.EntryCount, "hash_count": h.HashCount, "hash_length": h.HashLength, "bits": h.Bits(),
 		"size": h.FileSize(), "loaded_at": st.LoadedAt.UTC().Format(time.RFC3339), "reloads": st.Reloads,
 		"reload_errors": st.Errors, "pending_closes": st.PendingCloses, "started_at": s.started.UTC().Format(time.RFC3339),
 	}
 	if st.LastError != nil {
-		v["last_reload_error"] = displayErr(st.LastError)
+		v["last_reload_error"] = message(st.LastError)
 	}
+	if err := s.filterErr(); err != nil {
+		v["filter_error"] = message(err)
+	}
+	v["connections"], v["body_bytes_held"] = s.conns.Load(), s.bodies.held()
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
 }
@@ -379,6 +606,10 @@ func (s *service) metrics(w http.ResponseWriter, r *http.Request) {
 		{"pkbf_key_errors_total", "counter", "Objects in request bodies that could not be read as keys.", float64(s.keyErrors.Load())},
 		{"pkbf_filter_errors_total", "counter", "Requests that failed because the filter file changed under the server.", float64(s.filterErrors.Load())},
 		{"pkbf_requests_stopped_total", "counter", "Requests whose work stopped because the client went away or time ran out.", float64(s.abandoned.Load())},
+		{"pkbf_requests_busy_total", "counter", "Requests refused with 503 because request bodies held all of --max-body-memory.", float64(s.busy.Load())},
+		{"pkbf_connections_refused_total", "counter", "Connections refused with 503 because --max-conns were open.", float64(s.connsRefused.Load())},
+		{"pkbf_connections", "gauge", "Connections open.", float64(s.conns.Load())},
+		{"pkbf_body_bytes_held", "gauge", "Bytes of request bodies held, of --max-body-memory.", float64(s.bodies.held())},
 		{"pkbf_reloads_total", "counter", "Switches to a new filter file.", float64(st.Reloads)},
 		{"pkbf_reload_errors_total", "counter", "New filter files that could not be loaded.", float64(st.Errors)},
 		{"pkbf_filter_pending_closes", "gauge", "Replaced filter files still being released (the kernel can take seconds for a large one).", float64(st.PendingCloses)},

@@ -24,11 +24,15 @@ const updateHeaderEnv = "PKBF_UPDATE_HEADER"
 
 func updateCommand(stdout, stderr io.Writer) *command {
 	c := newCommand("update", "update [--force] [--header-file FILE] [flags] URL FILTER", stdout, stderr)
-	c.Bool("force", false, "install the server's filter even if it is older than the installed one")
+	c.Bool("force", false, "install the server's filter even if it is older than the installed one, or has its header but other bits")
+	c.Bool("replace-invalid", false, "replace a file at FILTER that is not a readable filter (a directory, FIFO or device is never replaced)")
 	c.String("header-file", "", "read request headers (\"Name: value\" lines, credentials) from `FILE`; else from $"+updateHeaderEnv)
-	c.Int64("max-size", update.DefaultMaxSize, "refuse a filter larger than `BYTES`")
-	c.Int("retries", update.DefaultRetries, "retry a failed download `N` times (network errors, 429, 5xx), resuming it")
+	c.Var(newSizeFlag(update.DefaultMaxSize), "max-size", "refuse a filter larger than `SIZE` (bytes, or with KiB, MiB, GiB, TiB)")
+	c.Int("retries", update.DefaultRetries, "retry a failed download `N` times (network errors, 429, 5xx, too slow), resuming it")
 	c.Duration("stall", update.DefaultStall, "retry when no data arrives for `D`")
+	c.Var(newSizeFlag(update.DefaultMinRate), "min-rate", "retry when the body arrives slower than `SIZE` a second over --rate-window")
+	c.Duration("rate-window", update.DefaultRateWindow, "the window `D` over which --min-rate is measured")
+	c.Duration("max-time", update.DefaultMaxTime, "give up after `D` in all, retries included (the download is kept for the next run)")
 	c.Bool("quiet", false, "print nothing when the filter is already current")
 	c.alias("f", "force")
 	c.alias("q", "quiet")
@@ -41,10 +45,30 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	get := func(name string) any { return c.Lookup(name).Value.(flag.Getter).Get() }
+	for _, f := range []struct {
+		name string
+		bad  bool
+	}{
+		{"max-size", get("max-size").(int64) < 1},
+		{"retries", get("retries").(int) < 0},
+		{"stall", get("stall").(time.Duration) <= 0},
+		{"min-rate", get("min-rate").(int64) < 1},
+		{"rate-window", get("rate-window").(time.Duration) <= 0},
+		{"max-time", get("max-time").(time.Duration) <= 0},
+	} {
+		if f.bad {
+			what := "positive"
+			if f.name == "retries" {
+				what = "0 or more"
+			}
+			_, code := c.fail(fmt.Sprintf("--%s %s: must be %s", f.name, c.Lookup(f.name).Value, what))
+			return code
+		}
+	}
 	rawURL, path := c.Arg(0), c.Arg(1)
 	header, err := requestHeader(get("header-file").(string))
 	if err != nil {
-		errorf(stderr, "%s", displayErr(err))
+		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
 	retries := get("retries").(int)
@@ -57,10 +81,11 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 		p.line = func(elapsed time.Duration) string { return downloadProgress(done.Load(), total.Load(), elapsed) }
 	})
 	opts := update.Options{
-		Header: header, Force: get("force").(bool), MaxSize: get("max-size").(int64), Retries: retries,
-		Stall:    get("stall").(time.Duration),
+		Header: header, Force: get("force").(bool), ReplaceInvalid: get("replace-invalid").(bool),
+		MaxSize: get("max-size").(int64), Retries: retries, Stall: get("stall").(time.Duration),
+		MinRate: get("min-rate").(int64), RateWindow: get("rate-window").(time.Duration), MaxTime: get("max-time").(time.Duration),
 		Progress: func(d, t int64) { done.Store(d); total.Store(t) },
-		Logf:     func(format string, args ...any) { scr.warnf(format, args...) },
+		Logf:     func(format string, args ...any) { scr.warnf("%s", message(fmt.Errorf(format, args...))) },
 	}
 	// A first Ctrl-C stops the download (kept, to be resumed); a second
 	// quits at once. Either way the installed filter is untouched.
@@ -73,12 +98,15 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, context.Canceled):
 		scr.errorf("interrupted: %s was not changed; the download so far is kept, and the next update resumes it", path)
 		return exitSignaled
+	case errors.Is(err, update.ErrNotFilter):
+		scr.errorf("%s; give --replace-invalid to replace it", message(err))
+		return exitTrouble
 	case err != nil:
-		scr.errorf("%s", displayErr(err))
+		scr.errorf("%s", message(err))
 		return exitTrouble
 	case !res.Updated:
 		if !get("quiet").(bool) {
-			fmt.Fprintf(stdout, "up to date: %s, revision %d, updated %s\n", path, res.New.Revision, res.New.Updated.Format(time.RFC3339))
+			fmt.Fprintf(stdout, "up to date: %s, revision %d, updated %s\n", path, res.New.Revision, updatedText(res.New))
 		}
 		return exitOK
 	}

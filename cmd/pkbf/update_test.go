@@ -154,3 +154,77 @@ func TestDownloadProgressText(t *testing.T) {
 		t.Errorf("groupDigits = %q", got)
 	}
 }
+
+// What update refuses says what was wrong and which flag, if any, lets
+// it go ahead; nothing is downloaded for a path it would not replace.
+func TestUpdateRefusals(t *testing.T) {
+	pub := &publisher{}
+	pub.set(publishedFilter(t, 1, 14, 10))
+	var hits atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		r.Header.Set("X-Api-Key", "k3y")
+		pub.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notes, []byte("notes\n"), 0o644)
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o755)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"text file", []string{"update", ts.URL, notes}, notes + ": invalid filter file: file is 6 bytes, shorter than the 24-byte header"},
+		{"text file hint", []string{"update", ts.URL, notes}, "; give --replace-invalid to replace it"},
+		{"directory", []string{"update", "--replace-invalid", "--force", ts.URL, sub}, sub + " is a directory, not a filter file: it is never replaced"},
+		{"swapped", []string{"update", notes, ts.URL}, "is a URL: the URL comes first, then the filter's path"},
+		{"max-size 0", []string{"update", "--max-size", "0", ts.URL, notes}, "--max-size 0: must be positive"},
+		{"max-size -1", []string{"update", "--max-size", "-1", ts.URL, notes}, "--max-size -1: must be positive"},
+		{"max-size words", []string{"update", "--max-size", "lots", ts.URL, notes}, "not a size"},
+		{"retries -1", []string{"update", "--retries", "-1", ts.URL, notes}, "--retries -1: must be 0 or more"},
+		{"stall 0", []string{"update", "--stall", "0", ts.URL, notes}, "--stall 0s: must be positive"},
+		{"stall -1s", []string{"update", "--stall", "-1s", ts.URL, notes}, "--stall -1s: must be positive"},
+		{"min-rate 0", []string{"update", "--min-rate", "0", ts.URL, notes}, "--min-rate 0: must be positive"},
+		{"rate-window 0", []string{"update", "--rate-window", "0s", ts.URL, notes}, "--rate-window 0s: must be positive"},
+		{"max-time -1h", []string{"update", "--max-time", "-1h", ts.URL, notes}, "--max-time -1h0m0s: must be positive"},
+	} {
+		r := runWith(t, nil, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "pkbf: warning: pkbf:") || strings.Contains(r.stderr, "error: pkbf:") {
+			t.Errorf("%s: %+v, want exit 2 and %q", c.name, r, c.want)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Errorf("%d requests made for paths update refuses", hits.Load())
+	}
+	if got := string(testkit.ReadFile(t, notes)); got != "notes\n" {
+		t.Errorf("notes.txt became %q", got)
+	}
+	if entries, _ := os.ReadDir(sub); len(entries) != 0 {
+		t.Errorf("files left in the directory: %v", entries)
+	}
+	r := runWith(t, nil, "update", "--replace-invalid", "--max-size", "1MiB", "--min-rate", "1KiB", ts.URL, notes)
+	if r.code != 0 || !strings.Contains(r.stdout, "updated: "+notes) || !strings.Contains(r.stderr, "pkbf: warning: "+notes+": invalid filter file") {
+		t.Errorf("--replace-invalid: %+v", r)
+	}
+}
+
+func TestSizeFlag(t *testing.T) {
+	for in, want := range map[string]int64{"1024": 1024, "1KiB": 1024, "64 GiB": 64 << 30, "1M": 1 << 20, "2k": 2048, "7B": 7, "-1": -1} {
+		var f sizeFlag
+		if err := f.Set(in); err != nil || int64(f) != want {
+			t.Errorf("Set(%q) = %d, %v; want %d", in, f, err, want)
+		}
+	}
+	for _, in := range []string{"", "KiB", "1.5MiB", "9999999999TiB", "1 PiB"} {
+		var f sizeFlag
+		if err := f.Set(in); err == nil {
+			t.Errorf("Set(%q) accepted: %d", in, f)
+		}
+	}
+	if s := newSizeFlag(64 << 30).String(); s != "64GiB" {
+		t.Errorf("String() = %q", s)
+	}
+}

@@ -26,12 +26,6 @@ func (it *item) verdict(confirm bool) string {
 	return verdictFalsePositive
 }
 
-// displayErr drops the package prefix from library errors, which the
-// command's own "pkbf: error:" already gives.
-func displayErr(err error) string {
-	return strings.TrimPrefix(err.Error(), "pkbf: ")
-}
-
 func fingerprint(spki []byte) [2 * sha256.Size]byte {
 	var out [2 * sha256.Size]byte
 	sum := sha256.Sum256(spki)
@@ -42,17 +36,21 @@ func fingerprint(spki []byte) [2 * sha256.Size]byte {
 // appendTextVerdict appends "VERDICT<TAB>FINGERPRINT<TAB>SOURCE", then for
 // SSH keys a tab, the ssh-keygen fingerprint and the comment, and where
 // the input's encoding is not the canonical one, a tab and the other
-// fingerprint (see fingerprints). Fields are separated by tabs (awk -F'\t'); the verdict is
-// padded to the widest one in use so that columns line up.
-func appendTextVerdict(b []byte, it *item, confirm bool) []byte {
-	v, width := it.verdict(confirm), len(verdictProbably)
-	if confirm {
-		width = len(verdictFalsePositive)
-	}
+// fingerprint (see fingerprints). Fields are separated by single tabs,
+// for awk -F'\t' and cut; only on a terminal (align) is the verdict
+// padded to the widest one in use, so that columns line up for the eye.
+func appendTextVerdict(b []byte, it *item, confirm, align bool) []byte {
+	v := it.verdict(confirm)
 	fp, other, label := it.fingerprints()
 	b = append(b, v...)
-	for range width - len(v) {
-		b = append(b, ' ')
+	if align {
+		width := len(verdictProbably)
+		if confirm {
+			width = len(verdictFalsePositive)
+		}
+		for range width - len(v) {
+			b = append(b, ' ')
+		}
 	}
 	b = append(b, '\t')
 	b = append(b, fp[:]...)
@@ -130,16 +128,16 @@ func appendJSONVerdict(b []byte, it *item, confirm bool) []byte {
 		b = append(b, '"')
 		if it.confirmErr != nil {
 			b = append(b, `,"error":`...)
-			b = appendJSONString(b, displayErr(it.confirmErr))
+			b = appendJSONString(b, message(it.confirmErr))
 		}
 	}
 	return append(b, "}\n"...)
 }
 
-func appendJSONError(b []byte, it *item) []byte {
+func appendJSONError(b []byte, it *item, hint string) []byte {
 	b = appendJSONSource(b, it)
 	b = append(b, `,"error":`...)
-	b = appendJSONString(b, displayErr(it.err))
+	b = appendJSONString(b, message(it.err)+hint)
 	return append(b, "}\n"...)
 }
 

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
+)
+
+// Memory held for request bodies, and connections, are bounded across
+// all clients (issue 34, item 6).
+
+// rawRequest sends text on a new connection and returns it, open.
+func rawRequest(t *testing.T, addr, text string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := io.WriteString(conn, text); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// reply reads what the server sends on conn within a second.
+func reply(conn net.Conn) string {
+	conn.SetReadDeadline(time.Now().Add(time.Second))
+	b, _ := io.ReadAll(conn)
+	return string(b)
+}
+
+// A body over the limit is refused from its declared length alone: a
+// client that asked for "100 Continue" never gets it.
+func TestServeExpectContinueRefusedEarly(t *testing.T) {
+	srv, _ := hostileService(t, limits{body: 8 << 20, inFlight: 4, keys: 10000})
+	conn := rawRequest(t, srv.Listener.Addr().String(),
+		"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\nExpect: 100-continue\r\n\r\n")
+	got := reply(conn)
+	if !strings.HasPrefix(got, "HTTP/1.1 413 ") || strings.Contains(got, "100 Continue") || !strings.Contains(got, "100000000 bytes is larger than 8388608") {
+		t.Errorf("reply %q, want a 413 and no 100 Continue", got)
+	}
+}
+
+// Bodies take their declared length from the budget before they are
+// read: one more than it holds gets 503 at once, a small request still
+// goes through, and the bytes come back when the requests end.
+func TestServeBodyBudget(t *testing.T) {
+	srv, s := hostileService(t, limits{body: 1 << 20, memory: 4 << 20, inFlight: 4, keys: 10000})
+	addr := srv.Listener.Addr().String()
+	var held []net.Conn
+	for range 3 { // 3 MiB of the 3.5 large bodies may take
+		held = append(held, rawRequest(t, addr, "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\nssh-"))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.bodies.held() != 3<<20 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := s.bodies.held(); got != 3<<20 {
+		t.Fatalf("%d bytes held by three bodies in progress, want %d", got, 3<<20)
+	}
+	over := rawRequest(t, addr, "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\nExpect: 100-continue\r\n\r\n")
+	if got := reply(over); !strings.HasPrefix(got, "HTTP/1.1 503 ") || !strings.Contains(got, "Retry-After: 1") || strings.Contains(got, "100 Continue") {
+		t.Errorf("a fourth large body: %q, want 503 with Retry-After", got)
+	}
+	chunked := rawRequest(t, addr, "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+	fmt.Fprintf(chunked, "%x\r\n%s\r\n", 600<<10, bytes.Repeat([]byte("a"), 600<<10))
+	if got := reply(chunked); !strings.HasPrefix(got, "HTTP/1.1 503 ") {
+		t.Errorf("a chunked body past the budget: %.100q, want 503", got)
+	}
+	if code, out := post(t, srv.URL+"/v1/check", testkit.ReadFile(t, key("p384.pub"))); code != 200 || !strings.Contains(out, `"probably":`) {
+		t.Errorf("a small request beside the large ones: %d %q", code, out)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	for s.bodies.held() != 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := s.bodies.held(); got != 0 {
+		t.Errorf("%d bytes still held after every request ended", got)
+	}
+	if s.busy.Load() != 2 {
+		t.Errorf("busy counter %d, want 2", s.busy.Load())
+	}
+}
+
+// One connection more than --max-conns is answered 503 and closed, not
+// left waiting with its memory held.
+func TestServeConnectionLimit(t *testing.T) {
+	live, err := pkbf.OpenLive(exampleFilter, pkbf.LiveOptions{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	s := newService(live, limits{body: 1 << 20, memory: 8 << 20, conns: 3, inFlight: 4, keys: 10000})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(s, log.New(io.Discard, "", 0))
+	go srv.Serve(s.limitConns(ln))
+	defer srv.Close()
+	addr := ln.Addr().String()
+	for range 3 {
+		rawRequest(t, addr, "") // idle, held
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.conns.Load() != 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	extra := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if got := reply(extra); !strings.HasPrefix(got, "HTTP/1.1 503 ") || !strings.Contains(got, "too many connections") {
+		t.Errorf("a fourth connection: %q", got)
+	}
+	if s.conns.Load() != 3 || s.connsRefused.Load() != 1 {
+		t.Errorf("%d connections, %d refused; want 3 and 1", s.conns.Load(), s.connsRefused.Load())
+	}
+}
+
+// A filter truncated in place cannot answer: healthz and readyz say so,
+// and recover once a good file is renamed over it; status describes the
+// state now, not past reload errors.
+func TestServeHealthFollowsFilter(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.pkbf")
+	good := testkit.ReadFile(t, exampleFilter)
+	os.WriteFile(path, good, 0o644)
+	live, err := pkbf.OpenLive(path, pkbf.LiveOptions{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	srv := httptest.NewServer(newService(live, limits{body: 1 << 20, inFlight: 4, keys: 10000}))
+	defer srv.Close()
+	get := func(p string) (int, string) {
+		resp, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	os.Truncate(path, 100)
+	live.Reload() // fails: the file there is not valid
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if code, body := get(p); code != 503 || !strings.Contains(body, "the filter cannot answer") || !strings.Contains(body, "it is 100 bytes") {
+			t.Errorf("%s with the filter truncated: %d %q", p, code, body)
+		}
+	}
+	if _, body := get("/v1/status"); !strings.Contains(body, `"filter_error"`) || !strings.Contains(body, `"last_reload_error"`) {
+		t.Errorf("status with the filter truncated: %s", body)
+	}
+	tmp := filepath.Join(dir, "new")
+	os.WriteFile(tmp, good, 0o644)
+	os.Rename(tmp, path)
+	if err := live.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if code, body := get(p); code != 200 {
+			t.Errorf("%s after a good file replaced it: %d %q", p, code, body)
+		}
+	}
+	_, body := get("/v1/status")
+	var st map[string]any
+	json.Unmarshal([]byte(body), &st)
+	if _, ok := st["last_reload_error"]; ok || st["filter_error"] != nil || st["reloads"] != float64(1) || st["reload_errors"] != float64(1) {
+		t.Errorf("status after a good reload: %s", body)
+	}
+}
+
+// SIGTERM with a client mid-upload: the grace passes, the request is cut
+// off, and the log says what was cut; stopping as asked exits 0.
+func TestServeShutdownSaysWhatWasCut(t *testing.T) {
+	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
+	shutdownGrace = 200 * time.Millisecond
+	live, err := pkbf.OpenLive(exampleFilter, pkbf.LiveOptions{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	s := newService(live, limits{body: 1 << 20, inFlight: 4, keys: 10000})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	logger := log.New(writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) }), "", 0)
+	srv := newHTTPServer(s, logger)
+	go srv.Serve(s.limitConns(ln))
+	conn := rawRequest(t, ln.Addr().String(), "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nssh-")
+	for s.receiving.Load() != 1 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	code := s.shutdown(srv, os.Interrupt, logger)
+	took := time.Since(start)
+	mu.Lock()
+	text := logs.String()
+	mu.Unlock()
+	if code != exitOK || !strings.Contains(text, "cut off 1 request receiving a body, 0 requests waiting to be checked, 0 requests being checked") {
+		t.Errorf("exit %d, log:\n%s", code, text)
+	}
+	if took > 5*time.Second {
+		t.Errorf("shutdown took %v with a grace of %v", took, shutdownGrace)
+	}
+	if _, err := bufio.NewReader(conn).ReadByte(); err == nil {
+		t.Error("the cut-off client's connection is still open")
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// An encrypted key in a request gets an error that says what to send
+// instead, not a passphrase option serve does not have.
+func TestServeEncryptedKeyHint(t *testing.T) {
+	srv, _ := hostileService(t, limits{body: 1 << 20, inFlight: 4, keys: 10000})
+	code, out := post(t, srv.URL+"/v1/check", testkit.ReadFile(t, filepath.Join(keysDir, "more", "chain-password.p12")))
+	if code != http.StatusBadRequest || !strings.Contains(out, "pkbf serve takes no passphrase: send the public key or the certificate") || strings.Contains(out, "--passphrase-file") {
+		t.Errorf("%d %s", code, out)
+	}
+}
