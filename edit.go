@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/pkbf/pkbf/internal/mapfile"
+	"github.com/pkbf/pkbf/internal/perr"
 )
 
 // inPlace is the state of a filter file being edited in place: the file,
@@ -85,18 +86,18 @@ func (p *inPlace) unlock() { p.m.Unlock() }
 func (p *inPlace) checkPath() error {
 	fi, err := os.Stat(p.m.Path())
 	if errors.Is(err, fs.ErrNotExist) {
-		return &fileChangedError{path: p.m.Path(), what: "was removed or renamed away while keys were being added in place",
-			advice: "keys added from then on went to the old file, which has no name now; add them to the file that is there now"}
+		return fileChanged{path: p.m.Path(), what: "was removed or renamed away while keys were being added in place",
+			advice: "keys added from then on went to the old file, which has no name now; add them to the file that is there now"}.err()
 	}
 	if err != nil {
 		return err
 	}
 	if !os.SameFile(fi, p.opened) {
-		return &fileChangedError{path: p.m.Path(), what: "was replaced by another file (renamed over it) while keys were being added in place",
-			advice: "keys added from then on went to the old file; add them to the new one"}
+		return fileChanged{path: p.m.Path(), what: "was replaced by another file (renamed over it) while keys were being added in place",
+			advice: "keys added from then on went to the old file; add them to the new one"}.err()
 	}
 	if fi.Size() != int64(p.m.Size()) {
-		return &fileChangedError{path: p.m.Path(), detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), p.m.Size())}
+		return fileChanged{path: p.m.Path(), detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), p.m.Size())}.err()
 	}
 	p.checked = time.Now()
 	return nil
@@ -109,10 +110,10 @@ func (p *inPlace) refresh(f *Filter) (err error) {
 	defer p.m.RecoverFault(debug.SetPanicOnFault(true), &err)
 	h, err := ParseHeader(p.m.Bytes())
 	if err == nil && (h.HashCount != f.hdr.HashCount || h.HashLength != f.hdr.HashLength) {
-		err = fmt.Errorf("%w: hash count or length changed from %d, %d to %d, %d", ErrInvalidFile, f.hdr.HashCount, f.hdr.HashLength, h.HashCount, h.HashLength)
+		err = perr.Errorf("%w: hash count or length changed from %d, %d to %d, %d", ErrInvalidFile, f.hdr.HashCount, f.hdr.HashLength, h.HashCount, h.HashLength)
 	}
 	if err != nil {
-		return &fileChangedError{path: p.m.Path(), detail: err.Error()}
+		return fileChanged{path: p.m.Path(), detail: perr.Text(err)}.err()
 	}
 	f.hdr = h
 	return nil

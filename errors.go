@@ -1,15 +1,12 @@
 package pkbf
 
-import (
-	"errors"
-	"strings"
-)
+import "github.com/pkbf/pkbf/internal/perr"
 
 // ErrInvalidFile is wrapped by every error that reports a malformed filter:
 // from [ParseHeader], [Parse], [Open] and [ReadFilter]. The message says
 // what is wrong, for example
 // "pkbf: invalid filter file: data is 511 bytes, header says 512".
-var ErrInvalidFile = errors.New("pkbf: invalid filter file")
+var ErrInvalidFile = perr.New("invalid filter file")
 
 // ErrFileChanged is wrapped by the errors that report that the file behind
 // a filter from [Open] or [Edit] changed in a way no writer following
@@ -23,44 +20,32 @@ var ErrInvalidFile = errors.New("pkbf: invalid filter file")
 // pkbf turns that fault into a panic whose value is an error wrapping
 // ErrFileChanged (see [Filter.Probably]), which a caller may recover.
 // [Filter.FileChanged] reports the other changes as an error, without a fault.
-var ErrFileChanged = errors.New("pkbf: filter file was truncated or changed while in use")
+var ErrFileChanged = perr.New("filter file was truncated or changed while in use")
 
-// fileChangedError names the file and what happened to it.
-type fileChangedError struct {
+// fileChanged describes what happened to a filter's file, naming it; its
+// error wraps ErrFileChanged.
+type fileChanged struct {
 	path   string
 	detail string // what was seen, or ""
 	what   string // what happened; "" is "was truncated or changed while in use"
 	advice string // "" is "replace filters by renaming a new file over them"
 }
 
-func (e *fileChangedError) Error() string {
-	what, advice := e.what, e.advice
+func (c fileChanged) err() error {
+	what, advice := c.what, c.advice
 	if what == "" {
 		what = "was truncated or changed while in use"
 	}
 	if advice == "" {
 		advice = "replace filters by renaming a new file over them"
 	}
-	msg := "pkbf: filter file " + e.path + " " + what
-	if e.detail != "" {
-		msg += " (" + e.detail + ")"
+	detail := ""
+	if c.detail != "" {
+		detail = " (" + c.detail + ")"
 	}
-	return msg + ": " + advice
+	return perr.Kind(ErrFileChanged, perr.Errorf("filter file %s %s%s: %s", c.path, what, detail, advice))
 }
 
-func (e *fileChangedError) Is(target error) bool { return target == ErrFileChanged }
-
-// pathError names the file an error is about, first: "pkbf: PATH: invalid
-// filter file: ...". It wraps the error.
-type pathError struct {
-	path string
-	err  error
-}
-
-func (e *pathError) Error() string {
-	return "pkbf: " + e.path + ": " + strings.TrimPrefix(e.err.Error(), "pkbf: ")
-}
-
-func (e *pathError) Unwrap() error { return e.err }
-
-func fileError(path string, err error) error { return &pathError{path, err} }
+// fileError names the file err is about, first: "pkbf: PATH: invalid
+// filter file: ...". It wraps err.
+func fileError(path string, err error) error { return perr.Errorf("%s: %w", path, err) }

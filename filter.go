@@ -62,7 +62,6 @@ import (
 	"math/bits"
 	"os"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +69,7 @@ import (
 	"github.com/pkbf/pkbf/internal/declared"
 	"github.com/pkbf/pkbf/internal/hugemem"
 	"github.com/pkbf/pkbf/internal/mapfile"
+	"github.com/pkbf/pkbf/internal/perr"
 )
 
 // Filter is a pkbfv1 bloom filter.
@@ -116,13 +116,13 @@ func newFilter(h Header, data []byte) *Filter {
 func checkDataSize(h Header, have uint64) error {
 	want := h.DataSize()
 	if want > dataSizeLimit {
-		return fmt.Errorf("%w: hash length %d needs %d data bytes, more than this platform can address", ErrInvalidFile, h.HashLength, want)
+		return perr.Errorf("%w: hash length %d needs %d data bytes, more than this platform can address", ErrInvalidFile, h.HashLength, want)
 	}
 	switch {
 	case have < want:
-		return fmt.Errorf("%w: data is %d bytes, header says %d: truncated: %w", ErrInvalidFile, have, want, io.ErrUnexpectedEOF)
+		return perr.Errorf("%w: data is %d bytes, header says %d: truncated: %w", ErrInvalidFile, have, want, io.ErrUnexpectedEOF)
 	case have > want:
-		return fmt.Errorf("%w: data is %d bytes, header says %d: %d trailing bytes", ErrInvalidFile, have, want, have-want)
+		return perr.Errorf("%w: data is %d bytes, header says %d: %d trailing bytes", ErrInvalidFile, have, want, have-want)
 	}
 	return nil
 }
@@ -179,9 +179,9 @@ func open(path string, writable bool) (*Filter, error) {
 		defer file.Close()
 		switch {
 		case fi.IsDir():
-			return nil, fileError(path, fmt.Errorf("%w: is a directory, not a filter file", ErrInvalidFile))
+			return nil, fileError(path, perr.Errorf("%w: is a directory, not a filter file", ErrInvalidFile))
 		case writable:
-			return nil, fileError(path, fmt.Errorf("%w: not a regular file (%s): only a regular file can be edited in place", ErrInvalidFile, mapfile.Kind(fi.Mode())))
+			return nil, fileError(path, perr.Errorf("%w: not a regular file (%s): only a regular file can be edited in place", ErrInvalidFile, mapfile.Kind(fi.Mode())))
 		}
 		return readStream(file, path, fi.Mode())
 	}
@@ -190,7 +190,7 @@ func open(path string, writable bool) (*Filter, error) {
 		h, size, err = checkFile(file, path)
 		return size, err
 	}
-	fault := &fileChangedError{path: path, detail: "its memory could not be read or written: the file is shorter than when it was opened, or its file system is full"}
+	fault := fileChanged{path: path, detail: "its memory could not be read or written: the file is shorter than when it was opened, or its file system is full"}.err()
 	m, err := mapfile.Map(file, path, writable, check, fault)
 	if err != nil {
 		file.Close()
@@ -208,12 +208,12 @@ func readStream(file *os.File, path string, mode fs.FileMode) (*Filter, error) {
 	if err == nil {
 		var extra [1]byte
 		if n, _ := io.ReadFull(file, extra[:]); n > 0 {
-			err = fmt.Errorf("%w: %s holds more than the filter its header declares", ErrInvalidFile, mapfile.Kind(mode))
+			err = perr.Errorf("%w: %s holds more than the filter its header declares", ErrInvalidFile, mapfile.Kind(mode))
 		}
 	}
 	if err != nil {
 		if mode&fs.ModeNamedPipe != 0 && errors.Is(err, io.ErrUnexpectedEOF) {
-			err = fmt.Errorf("%w; a FIFO gives nothing unless a writer has it open", err)
+			err = perr.Errorf("%w; a FIFO gives nothing unless a writer has it open", err)
 		}
 		if _, ok := err.(*fs.PathError); !ok {
 			err = fileError(path, err)
@@ -235,7 +235,7 @@ func checkFile(file *os.File, path string) (Header, int, error) {
 	var hb [headerSize]byte
 	if n, err := file.ReadAt(hb[:], 0); n < headerSize {
 		if err == io.EOF {
-			return Header{}, 0, fileError(path, fmt.Errorf("%w: file is %d bytes, shorter than the %d-byte header: %w", ErrInvalidFile, n, headerSize, io.ErrUnexpectedEOF))
+			return Header{}, 0, fileError(path, perr.Errorf("%w: file is %d bytes, shorter than the %d-byte header: %w", ErrInvalidFile, n, headerSize, io.ErrUnexpectedEOF))
 		}
 		return Header{}, 0, err
 	}
@@ -283,7 +283,7 @@ func readHeader(r io.Reader) (Header, error) {
 	var hb [headerSize]byte
 	if n, err := io.ReadFull(r, hb[:]); err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return Header{}, fmt.Errorf("%w: input is %d bytes, shorter than the %d-byte header: %w", ErrInvalidFile, n, headerSize, io.ErrUnexpectedEOF)
+			return Header{}, perr.Errorf("%w: input is %d bytes, shorter than the %d-byte header: %w", ErrInvalidFile, n, headerSize, io.ErrUnexpectedEOF)
 		}
 		return Header{}, err
 	}
@@ -347,19 +347,19 @@ func (f *Filter) fileHeader() (h Header, err error) {
 	}
 	path := m.Path()
 	if fi.Size() != int64(m.Size()) {
-		return Header{}, &fileChangedError{path: path, detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), m.Size())}
+		return Header{}, fileChanged{path: path, detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), m.Size())}.err()
 	}
 	defer m.RecoverFault(debug.SetPanicOnFault(true), &err)
-	h, perr := ParseHeader(m.Bytes())
+	h, herr := ParseHeader(m.Bytes())
 	was := f.opened
 	switch {
-	case perr != nil:
-		return Header{}, &fileChangedError{path: path, detail: "its header is no longer valid: " + strings.TrimPrefix(perr.Error(), ErrInvalidFile.Error()+": ")}
+	case herr != nil:
+		return Header{}, fileChanged{path: path, detail: "its header is no longer valid: " + perr.Text(herr)}.err()
 	case h.HashCount != was.HashCount || h.HashLength != was.HashLength:
-		return Header{}, &fileChangedError{path: path, detail: fmt.Sprintf("hash count and length are now %d and %d, were %d and %d", h.HashCount, h.HashLength, was.HashCount, was.HashLength)}
+		return Header{}, fileChanged{path: path, detail: fmt.Sprintf("hash count and length are now %d and %d, were %d and %d", h.HashCount, h.HashLength, was.HashCount, was.HashLength)}.err()
 	case h.Revision < was.Revision || h.EntryCount < was.EntryCount || uint64(h.Updated.Unix()) < uint64(was.Updated.Unix()):
-		return Header{}, &fileChangedError{path: path, detail: fmt.Sprintf("revision %d, %d entries, updated %s; it had revision %d, %d entries, updated %s",
-			h.Revision, h.EntryCount, h.Updated.Format(time.RFC3339), was.Revision, was.EntryCount, was.Updated.Format(time.RFC3339))}
+		return Header{}, fileChanged{path: path, detail: fmt.Sprintf("revision %d, %d entries, updated %s; it had revision %d, %d entries, updated %s",
+			h.Revision, h.EntryCount, h.Updated.Format(time.RFC3339), was.Revision, was.EntryCount, was.Updated.Format(time.RFC3339))}.err()
 	}
 	return h, nil
 }

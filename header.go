@@ -3,10 +3,11 @@ package pkbf
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"io"
 	"math"
 	"time"
+
+	"github.com/pkbf/pkbf/internal/perr"
 )
 
 // The pkbfv1 file layout. Every integer is big-endian.
@@ -85,10 +86,10 @@ func (h Header) FileSize() uint64 { return uint64(headerSize) + h.DataSize() }
 // validate checks the parameters: it does not look at any data.
 func (h Header) validate() error {
 	if h.HashCount < minHashCount {
-		return fmt.Errorf("%w: hash count is 0, must be at least %d", ErrInvalidFile, minHashCount)
+		return perr.Errorf("%w: hash count is 0, must be at least %d", ErrInvalidFile, minHashCount)
 	}
 	if h.HashLength < minHashLength || h.HashLength > maxHashLength {
-		return fmt.Errorf("%w: hash length is %d, must be %d to %d", ErrInvalidFile, h.HashLength, minHashLength, maxHashLength)
+		return perr.Errorf("%w: hash length is %d, must be %d to %d", ErrInvalidFile, h.HashLength, minHashLength, maxHashLength)
 	}
 	return nil
 }
@@ -100,10 +101,10 @@ func (h Header) validate() error {
 // or the hash length is outside 3 to 63.
 func ParseHeader(b []byte) (Header, error) {
 	if len(b) < headerSize {
-		return Header{}, fmt.Errorf("%w: header is %d bytes, need %d: %w", ErrInvalidFile, len(b), headerSize, io.ErrUnexpectedEOF)
+		return Header{}, perr.Errorf("%w: header is %d bytes, need %d: %w", ErrInvalidFile, len(b), headerSize, io.ErrUnexpectedEOF)
 	}
 	if string(b[offMagic:offMagic+magicLen]) != magic {
-		return Header{}, fmt.Errorf("%w: magic is %q, want %q%s", ErrInvalidFile, b[offMagic:offMagic+magicLen], magic, magicHint(b))
+		return Header{}, perr.Errorf("%w: magic is %q, want %q%s", ErrInvalidFile, b[offMagic:offMagic+magicLen], magic, magicHint(b))
 	}
 	h := Header{
 		Revision:   binary.BigEndian.Uint32(b[offRevision:]),

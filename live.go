@@ -1,13 +1,13 @@
 package pkbf
 
 import (
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pkbf/pkbf/internal/perr"
 )
 
 // A Live filter follows a filter path for the life of a program: its
@@ -213,7 +213,7 @@ func statID(path string) (fileID, error) {
 // the switch was made, and the error otherwise (the old file stays in use).
 func (l *Live) Reload() error {
 	if l.closed.Load() {
-		return errors.New("pkbf: Reload on a closed Live filter")
+		return perr.New("Reload on a closed Live filter")
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -262,7 +262,7 @@ func (l *Live) Reload() error {
 }
 
 func (l *Live) fail(id fileID, err error) error {
-	err = fmt.Errorf("pkbf: reloading %s (the filter loaded before stays in use): %w", l.path, err)
+	err = perr.Errorf("reloading %s (the filter loaded before stays in use): %w", l.path, err)
 	l.failed = id
 	l.errs.Add(1)
 	l.lastErr.Store(&err)

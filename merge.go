@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/pkbf/pkbf/internal/mapfile"
+	"github.com/pkbf/pkbf/internal/perr"
 )
 
 // mergeChunk is how much of each input Merge reads at a time: its memory
@@ -46,7 +46,7 @@ const mergeChunk = 1 << 20
 // Errors name the file they are about.
 func Merge(ctx context.Context, out string, inputs ...string) (Header, error) {
 	if len(inputs) == 0 {
-		return Header{}, errors.New("pkbf: merge: no input filters")
+		return Header{}, perr.New("merge: no input filters")
 	}
 	ins := make([]*mergeInput, 0, len(inputs))
 	defer func() {
@@ -61,7 +61,7 @@ func Merge(ctx context.Context, out string, inputs ...string) (Header, error) {
 		}
 		ins = append(ins, in)
 		if first := ins[0]; in.hdr.HashCount != first.hdr.HashCount || in.hdr.HashLength != first.hdr.HashLength {
-			return Header{}, fmt.Errorf("pkbf: merge: %s has hash count %d and hash length %d, %s has %d and %d: only filters with the same parameters can be merged",
+			return Header{}, perr.Errorf("merge: %s has hash count %d and hash length %d, %s has %d and %d: only filters with the same parameters can be merged",
 				in.path, in.hdr.HashCount, in.hdr.HashLength, first.path, first.hdr.HashCount, first.hdr.HashLength)
 		}
 	}
@@ -177,7 +177,7 @@ func (in *mergeInput) start() error {
 		return err
 	}
 	if fi.IsDir() {
-		return fileError(in.path, fmt.Errorf("%w: is a directory, not a filter file", ErrInvalidFile))
+		return fileError(in.path, perr.Errorf("%w: is a directory, not a filter file", ErrInvalidFile))
 	}
 	if !fi.Mode().IsRegular() {
 		in.stream, in.data = true, in.file
@@ -206,9 +206,9 @@ func (in *mergeInput) read(b []byte) error {
 	case err != io.EOF && err != io.ErrUnexpectedEOF:
 		return err
 	case in.stream:
-		return fileError(in.path, fmt.Errorf("%w: the data ends early, header says %d bytes: truncated: %w", ErrInvalidFile, in.hdr.DataSize(), io.ErrUnexpectedEOF))
+		return fileError(in.path, perr.Errorf("%w: the data ends early, header says %d bytes: truncated: %w", ErrInvalidFile, in.hdr.DataSize(), io.ErrUnexpectedEOF))
 	}
-	return &fileChangedError{path: in.path, detail: "it was cut short while being merged"}
+	return fileChanged{path: in.path, detail: "it was cut short while being merged"}.err()
 }
 
 // finish checks, after the data, that a stream holds nothing more and that
@@ -218,12 +218,12 @@ func (in *mergeInput) finish() error {
 	if in.stream {
 		var extra [1]byte
 		if n, _ := io.ReadFull(in.file, extra[:]); n > 0 {
-			return fileError(in.path, fmt.Errorf("%w: input holds more than the filter its header declares", ErrInvalidFile))
+			return fileError(in.path, perr.Errorf("%w: input holds more than the filter its header declares", ErrInvalidFile))
 		}
 		return nil
 	}
 	if h, _, err := checkFile(in.file, in.path); err != nil || h != in.hdr {
-		return &fileChangedError{path: in.path, detail: "it was overwritten while being merged"}
+		return fileChanged{path: in.path, detail: "it was overwritten while being merged"}.err()
 	}
 	return nil
 }
@@ -251,7 +251,7 @@ func (f *Filter) Union(g *Filter) (err error) {
 	}
 	gh := g.Header()
 	if f.hdr.HashCount != gh.HashCount || f.hdr.HashLength != gh.HashLength {
-		return fmt.Errorf("pkbf: union of filters with hash count %d and length %d, and %d and %d: only filters with the same parameters combine",
+		return perr.Errorf("union of filters with hash count %d and length %d, and %d and %d: only filters with the same parameters combine",
 			f.hdr.HashCount, f.hdr.HashLength, gh.HashCount, gh.HashLength)
 	}
 	if g == f {

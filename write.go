@@ -3,7 +3,6 @@ package pkbf
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"math"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/pkbf/pkbf/internal/hugemem"
 	"github.com/pkbf/pkbf/internal/mapfile"
+	"github.com/pkbf/pkbf/internal/perr"
 )
 
 // Limits on the parameters of filters this package creates. Reading accepts
@@ -34,13 +34,13 @@ const warmBeforeLock = 1 << 20
 
 func checkParameters(hashCount, hashLength int) error {
 	if hashCount < minHashCount || hashCount > maxHashCount {
-		return fmt.Errorf("pkbf: hash count %d out of range %d to %d", hashCount, minHashCount, maxHashCount)
+		return perr.Errorf("hash count %d out of range %d to %d", hashCount, minHashCount, maxHashCount)
 	}
 	if hashLength < minHashLength || hashLength > maxCreateHashLength {
-		return fmt.Errorf("pkbf: hash length %d out of range %d to %d", hashLength, minHashLength, maxCreateHashLength)
+		return perr.Errorf("hash length %d out of range %d to %d", hashLength, minHashLength, maxCreateHashLength)
 	}
 	if uint64(1)<<hashLength/8 > dataSizeLimit {
-		return fmt.Errorf("pkbf: hash length %d needs more memory than this platform can address", hashLength)
+		return perr.Errorf("hash length %d needs more memory than this platform can address", hashLength)
 	}
 	return nil
 }
@@ -186,7 +186,7 @@ func (f *Filter) WriteTo(w io.Writer) (n int64, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.data == nil {
-		return 0, errors.New("pkbf: WriteTo on a closed Filter")
+		return 0, perr.New("WriteTo on a closed Filter")
 	}
 	if f.mapped != nil {
 		defer f.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
@@ -229,7 +229,7 @@ func (f *Filter) WriteFile(path string) error {
 func writeFileAtomic(path string, write func(io.Writer) error) error {
 	target, fi, err := mapfile.ReplaceTarget(path)
 	if err != nil {
-		return fmt.Errorf("pkbf: %w", err)
+		return perr.Errorf("%w", err)
 	}
 	mode := fs.FileMode(0o644)
 	if fi != nil {
@@ -322,7 +322,7 @@ func Create(path string, hashCount, hashLength int) error {
 		h := Header{HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
 		size := int64(h.FileSize())
 		if err := mapfile.Reserve(tmp, size); err != nil {
-			return fmt.Errorf("pkbf: create %s: reserving %d bytes for the filter: %w", path, size, err)
+			return perr.Errorf("create %s: reserving %d bytes for the filter: %w", path, size, err)
 		}
 		if err := tmp.Truncate(size); err != nil {
 			return err
@@ -372,11 +372,11 @@ func Parameters(entries uint64, fpRate float64) (hashCount, hashLength int, err 
 	ln2 := math.Log(2) // a float64, as the reference's Math.log(2)
 	switch {
 	case !(fpRate > 0 && fpRate < 1):
-		return 0, 0, fmt.Errorf("pkbf: false-positive rate %v is not between 0 and 1", fpRate)
+		return 0, 0, perr.Errorf("false-positive rate %v is not between 0 and 1", fpRate)
 	case entries == 0:
-		return 0, 0, errors.New("pkbf: a filter for 0 entries has no parameters")
+		return 0, 0, perr.New("a filter for 0 entries has no parameters")
 	case entries > maxEntryCount:
-		return 0, 0, fmt.Errorf("pkbf: %d entries is more than a filter header can count (%d)", entries, uint64(maxEntryCount))
+		return 0, 0, perr.Errorf("%d entries is more than a filter header can count (%d)", entries, uint64(maxEntryCount))
 	}
 	// As the reference computes it, at run time in float64: divided by
 	// ln 2 twice. The compile-time constant ln²2 differs in the last bit,
@@ -386,7 +386,7 @@ func Parameters(entries uint64, fpRate float64) (hashCount, hashLength int, err 
 	bits := -n * math.Log(fpRate) / ln2 / ln2
 	hashLength = max(minHashLength, int(math.Ceil(math.Log2(bits))))
 	if hashLength > maxCreateHashLength {
-		return 0, 0, fmt.Errorf("pkbf: %d entries at rate %v need hash length %d, more than %d", entries, fpRate, hashLength, maxCreateHashLength)
+		return 0, 0, perr.Errorf("%d entries at rate %v need hash length %d, more than %d", entries, fpRate, hashLength, maxCreateHashLength)
 	}
 	m := float64(uint64(1) << hashLength)
 	for k := minHashCount; k <= maxHashCount; k++ {
@@ -394,5 +394,5 @@ func Parameters(entries uint64, fpRate float64) (hashCount, hashLength int, err 
 			return k, hashLength, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("pkbf: no hash count up to %d reaches rate %v for %d entries in 2^%d bits", maxHashCount, fpRate, entries, hashLength)
+	return 0, 0, perr.Errorf("no hash count up to %d reaches rate %v for %d entries in 2^%d bits", maxHashCount, fpRate, entries, hashLength)
 }

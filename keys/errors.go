@@ -1,58 +1,44 @@
 package keys
 
-import (
-	"errors"
-	"fmt"
-)
+import "github.com/pkbf/pkbf/internal/perr"
 
 func keyErrorf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidKey}, args...)...)
+	return perr.Errorf("%w: "+format, append([]any{ErrInvalidKey}, args...)...)
 }
 
 // ErrInvalidKey is wrapped by every error that reports a key, certificate
 // or CSR that could not be read: from [SPKI], [Canonical], [Encodings],
 // [Forms] and [Key.SPKI].
-var ErrInvalidKey = errors.New("pkbf: invalid key")
+var ErrInvalidKey = perr.New("invalid key")
 
 // ErrUnsupportedKey is wrapped, beside [ErrInvalidKey], by the errors that
 // report a key that is valid as far as pkbf can tell but that pkbf cannot
 // give the SPKI of: an OpenSSH key type or an algorithm it does not know,
 // a private key on a curve it cannot compute on that does not carry its
 // public key, a container in a form it does not read.
-var ErrUnsupportedKey = errors.New("pkbf: unsupported key")
+var ErrUnsupportedKey = perr.New("unsupported key")
 
 // ErrEncryptedKey is wrapped, beside [ErrInvalidKey], by the errors that
 // report a key whose public key cannot be read without a passphrase: an
 // encrypted PKCS#8 or PEM key, a PKCS#12 file without (or with the wrong)
 // passphrase.
-var ErrEncryptedKey = errors.New("pkbf: encrypted key")
+var ErrEncryptedKey = perr.New("encrypted key")
 
 // ErrNoPassphrase is wrapped, beside [ErrEncryptedKey], by the errors
 // that report an encrypted key that a passphrase given with
 // [Scanner.SetPassphrases] could open: a PKCS#12 file, when none of the
 // passphrases given opens it.
-var ErrNoPassphrase = errors.New("pkbf: no passphrase opens the key")
-
-// kindError is an error of a kind callers branch on, wrapping ErrInvalidKey
-// too.
-type kindError struct {
-	kind error
-	err  error
-}
-
-func (e *kindError) Error() string { return e.err.Error() }
-
-func (e *kindError) Unwrap() []error { return []error{e.err, e.kind} }
+var ErrNoPassphrase = perr.New("no passphrase opens the key")
 
 func unsupportedErrorf(format string, args ...any) error {
-	return &kindError{ErrUnsupportedKey, keyErrorf(format, args...)}
+	return perr.Kind(ErrUnsupportedKey, keyErrorf(format, args...))
 }
 
 func encryptedErrorf(format string, args ...any) error {
-	return &kindError{ErrEncryptedKey, keyErrorf(format, args...)}
+	return perr.Kind(ErrEncryptedKey, keyErrorf(format, args...))
 }
 
 // passphraseErrorf reports an encrypted key that a passphrase could open.
 func passphraseErrorf(format string, args ...any) error {
-	return &kindError{ErrNoPassphrase, encryptedErrorf(format, args...)}
+	return perr.Kind(ErrNoPassphrase, encryptedErrorf(format, args...))
 }

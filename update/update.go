@@ -47,6 +47,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/mapfile"
+	"github.com/pkbf/pkbf/internal/perr"
 )
 
 // Defaults of Options' zero values.
@@ -62,17 +63,17 @@ const (
 // ErrOlder is wrapped by the error Update returns when the server's filter
 // is older than the installed one (a lower revision, or the same revision
 // with an earlier update time) and Options.Force is not set.
-var ErrOlder = errors.New("pkbf: the server's filter is older than the installed one")
+var ErrOlder = perr.New("the server's filter is older than the installed one")
 
 // ErrSameHeader is wrapped by the error Update returns when the server's
 // filter has the installed one's header but other bits, and Options.Force
 // is not set: one of them was changed without a new revision.
-var ErrSameHeader = errors.New("pkbf: the server's filter has the installed one's header but other bits")
+var ErrSameHeader = perr.New("the server's filter has the installed one's header but other bits")
 
 // ErrNotFilter is wrapped by the error Update returns, before any request,
 // when the file at the filter's path is not a readable pkbfv1 filter and
 // Options.ReplaceInvalid is not set.
-var ErrNotFilter = errors.New("pkbf: the file to be replaced is not a readable filter")
+var ErrNotFilter = perr.New("the file to be replaced is not a readable filter")
 
 // Options adjust Update. The zero value is ready to use.
 type Options struct {
@@ -160,14 +161,14 @@ type Result struct {
 func Update(ctx context.Context, rawURL, path string, opts Options) (Result, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Result{}, fmt.Errorf("pkbf: update: %q is not an http or https URL%s", rawURL, swappedHint(path))
+		return Result{}, perr.Errorf("update: %q is not an http or https URL%s", rawURL, swappedHint(path))
 	}
 	if err := opts.check(); err != nil {
 		return Result{}, err
 	}
 	target, _, err := mapfile.ReplaceTarget(path)
 	if err != nil {
-		return Result{}, fmt.Errorf("pkbf: update: %w", err)
+		return Result{}, perr.Errorf("update: %w", err)
 	}
 	up := &updater{opts: opts, url: u, path: target}
 	up.setDefaults()
@@ -205,7 +206,7 @@ func (o *Options) check() error {
 		value int64
 	}{{"MaxSize", o.MaxSize}, {"Stall", int64(o.Stall)}, {"MinRate", o.MinRate}, {"RateWindow", int64(o.RateWindow)}, {"MaxTime", int64(o.MaxTime)}} {
 		if v.value < 0 {
-			return fmt.Errorf("pkbf: update: Options.%s is negative; 0 means the default", v.name)
+			return perr.Errorf("update: Options.%s is negative; 0 means the default", v.name)
 		}
 	}
 	return nil
@@ -314,7 +315,7 @@ func dropHeaderOnRedirect(next func(*http.Request, []*http.Request) error, h htt
 func lockUpdate(ctx context.Context, lockPath, path string, logf func(string, ...any)) (func(), error) {
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("pkbf: update: the lock beside %s: %w", path, err)
+		return nil, perr.Errorf("update: the lock beside %s: %w", path, err)
 	}
 	for waited := false; ; waited = true {
 		ok, err := mapfile.TryLockFile(f)
@@ -357,28 +358,18 @@ func (up *updater) readInstalled() error {
 		up.logf("%v: replacing it", err)
 		return nil
 	case err != nil:
-		return &notFilterError{err}
+		return perr.Kind(ErrNotFilter, perr.Errorf("%w; an update replaces only a filter (nothing was downloaded)", err))
 	}
 	defer f.Close()
 	h := f.Header()
 	fi, err := os.Stat(up.path)
 	if err != nil {
-		return fmt.Errorf("pkbf: update: %w", err)
+		return perr.Errorf("update: %w", err)
 	}
 	up.old, up.oldInfo = &h, fi
 	up.res.Old = &h
 	return nil
 }
-
-// notFilterError refuses to replace a file that is not a filter; err says
-// what is wrong with it, naming it.
-type notFilterError struct{ err error }
-
-func (e *notFilterError) Error() string {
-	return e.err.Error() + "; an update replaces only a filter (nothing was downloaded)"
-}
-func (e *notFilterError) Unwrap() error        { return e.err }
-func (e *notFilterError) Is(target error) bool { return target == ErrNotFilter }
 
 // state is what .FILTER.update.json remembers.
 type state struct {
@@ -478,7 +469,7 @@ func redactURL(u *url.URL) string {
 }
 
 func (up *updater) errorf(format string, args ...any) error {
-	return fmt.Errorf("pkbf: update from %s: "+format, append([]any{up.where()}, args...)...)
+	return perr.Errorf("update from %s: "+format, append([]any{up.where()}, args...)...)
 }
 
 // attempt is one request and what follows it.
@@ -643,14 +634,14 @@ func redact(err error) error {
 func (up *updater) receive(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, have int64) error {
 	file, err := os.OpenFile(up.download, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("pkbf: update: %w", err)
+		return perr.Errorf("update: %w", err)
 	}
 	defer file.Close()
 	if err := file.Truncate(have); err != nil {
-		return fmt.Errorf("pkbf: update: %w", err)
+		return perr.Errorf("update: %w", err)
 	}
 	if _, err := file.Seek(have, io.SeekStart); err != nil {
-		return fmt.Errorf("pkbf: update: %w", err)
+		return perr.Errorf("update: %w", err)
 	}
 	w := &checker{up: up, file: file, done: have, announced: resp.ContentLength}
 	if have > 0 { // the header is in the part already received
@@ -682,7 +673,7 @@ func (up *updater) receive(ctx context.Context, cancel context.CancelCauseFunc, 
 		return retry(up.errorf("the body ended after %d bytes, the filter's header says %d", w.done, w.total))
 	}
 	if err := file.Sync(); err != nil {
-		return fmt.Errorf("pkbf: update: %w", err)
+		return perr.Errorf("update: %w", err)
 	}
 	return file.Close()
 }
@@ -784,7 +775,7 @@ func (c *checker) Write(p []byte) (int, error) {
 	n, err := c.file.Write(p)
 	c.done += int64(n)
 	if err != nil {
-		c.err = fmt.Errorf("pkbf: update: writing %s: %w", c.up.download, err)
+		c.err = perr.Errorf("update: writing %s: %w", c.up.download, err)
 		return n, c.err
 	}
 	if c.up.opts.Progress != nil {
@@ -797,7 +788,7 @@ func (c *checker) Write(p []byte) (int, error) {
 func (c *checker) readHeader(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("pkbf: update: %w", err)
+		return perr.Errorf("update: %w", err)
 	}
 	defer f.Close()
 	b := make([]byte, pkbf.HeaderSize)
@@ -837,7 +828,7 @@ func (up *updater) install(resp *http.Response) error {
 	f.Close()
 	fi, err := os.Stat(up.download)
 	if err != nil {
-		return fmt.Errorf("pkbf: update: %w", err)
+		return perr.Errorf("update: %w", err)
 	}
 	up.res.New, up.res.Size = h, fi.Size()
 	lastModified := resp.Header.Get("Last-Modified")
@@ -858,7 +849,7 @@ func (up *updater) install(resp *http.Response) error {
 		case *old == h:
 			same, err := sameContent(up.download, up.path)
 			if err != nil {
-				return fmt.Errorf("pkbf: update: comparing the download with the installed filter: %w", err)
+				return perr.Errorf("update: comparing the download with the installed filter: %w", err)
 			}
 			if same {
 				os.Remove(up.download)
@@ -867,23 +858,23 @@ func (up *updater) install(resp *http.Response) error {
 			}
 			if !up.opts.Force {
 				os.Remove(up.download)
-				return fmt.Errorf("%w: revision %d updated %s, in both; one was changed without a new revision; %s not replaced (force installs it)",
+				return perr.Errorf("%w: revision %d updated %s, in both; one was changed without a new revision; %s not replaced (force installs it)",
 					ErrSameHeader, h.Revision, formatTime(h), up.path)
 			}
 		case !up.opts.Force && (h.Revision < old.Revision || h.Revision == old.Revision && unixTime(h) < unixTime(*old)):
 			os.Remove(up.download)
-			return fmt.Errorf("%w: revision %d updated %s, installed revision %d updated %s; %s not replaced (force installs it)",
+			return perr.Errorf("%w: revision %d updated %s, installed revision %d updated %s; %s not replaced (force installs it)",
 				ErrOlder, h.Revision, formatTime(h), old.Revision, formatTime(*old), up.path)
 		}
 		if err := os.Chmod(up.download, up.oldInfo.Mode().Perm()); err != nil {
-			return fmt.Errorf("pkbf: update: %w", err)
+			return perr.Errorf("update: %w", err)
 		}
 	}
 	if err := os.Rename(up.download, up.path); err != nil {
-		return fmt.Errorf("pkbf: update: %w", err)
+		return perr.Errorf("update: %w", err)
 	}
 	if err := mapfile.SyncDir(filepath.Dir(up.path)); err != nil {
-		return fmt.Errorf("pkbf: update: %w", err)
+		return perr.Errorf("update: %w", err)
 	}
 	if t, err := http.ParseTime(lastModified); err == nil {
 		os.Chtimes(up.path, t, t) // for If-Modified-Since next time

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/perr"
 )
 
 // The command line, as people expect it from git, openssl or ssh-keygen:
@@ -178,13 +179,10 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// message is how the command shows an error: library errors start with
-// the program's name, "pkbf: ", which the command's own prefix ("pkbf:
-// error: ", "pkbf: warning: ") replaces. It is the one place that
-// happens.
-func message(err error) string {
-	return strings.TrimPrefix(err.Error(), "pkbf: ")
-}
+// message is how the command shows an error after its own prefix ("pkbf:
+// error: ", "pkbf: warning: "): a library error's text, without the
+// "pkbf: " the library gives it (perr.Text).
+func message(err error) string { return perr.Text(err) }
 
 // errorf reports an error on stderr in the command's format.
 func errorf(stderr io.Writer, format string, args ...any) {

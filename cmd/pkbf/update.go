@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/update"
 )
 
@@ -85,7 +86,7 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 		MaxSize: get("max-size").(int64), Retries: retries, Stall: get("stall").(time.Duration),
 		MinRate: get("min-rate").(int64), RateWindow: get("rate-window").(time.Duration), MaxTime: get("max-time").(time.Duration),
 		Progress: func(d, t int64) { done.Store(d); total.Store(t) },
-		Logf:     func(format string, args ...any) { scr.warnf("%s", message(fmt.Errorf(format, args...))) },
+		Logf:     func(format string, args ...any) { scr.warnf("%s", message(perr.Errorf(format, args...))) },
 	}
 	// A first Ctrl-C stops the download (kept, to be resumed); a second
 	// quits at once. Either way the installed filter is untouched.

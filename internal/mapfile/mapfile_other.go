@@ -4,8 +4,9 @@ package mapfile
 
 import (
 	"errors"
-	"fmt"
 	"os"
+
+	"github.com/pkbf/pkbf/internal/perr"
 )
 
 const openFlags = 0
@@ -14,7 +15,7 @@ const openFlags = 0
 // editing in place needs both.
 func (m *File) mmap(writable bool) error {
 	if writable {
-		return fmt.Errorf("pkbf: editing %s in place needs a Unix system: %w", m.path, errors.ErrUnsupported)
+		return perr.Errorf("editing %s in place needs a Unix system: %w", m.path, errors.ErrUnsupported)
 	}
 	return m.read()
 }

@@ -4,10 +4,10 @@ package mapfile
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 
+	"github.com/pkbf/pkbf/internal/perr"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,7 +21,7 @@ func (m *File) mmap(writable bool) error {
 		// Back the whole file now, so that a write to a hole of a sparse
 		// file cannot fail later for want of space (a fault, not an error).
 		if err := Reserve(m.file, int64(m.size)); err != nil {
-			return fmt.Errorf("pkbf: reserving disk space for the whole filter (%d bytes) before editing it in place: %w", m.size, err)
+			return perr.Errorf("reserving disk space for the whole filter (%d bytes) before editing it in place: %w", m.size, err)
 		}
 		// Whole 32-bit words: the last may reach past the end of the file
 		// but not past its last page, which the kernel maps whole.
