@@ -8,9 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pkbf/pkbf/internal/testkit"
-	"github.com/pkbf/pkbf/keys"
 )
 
 // randomKeys returns n distinct keys of 30 to 300 bytes.
@@ -56,7 +53,7 @@ func TestProbablyBatch(t *testing.T) {
 			for _, key := range keys[:500] {
 				f.Add(key)
 			}
-			return f
+			return f.Filter
 		}},
 		{"writable, large path", func(t *testing.T, k, l uint8) *Filter {
 			f, _ := New(int(k), int(l))
@@ -64,7 +61,7 @@ func TestProbablyBatch(t *testing.T) {
 				f.Add(key)
 			}
 			f.large = true
-			return f
+			return f.Filter
 		}},
 		{"mapped, large path", func(t *testing.T, k, l uint8) *Filter {
 			path := filepath.Join(t.TempDir(), "f.pkbf")
@@ -251,61 +248,6 @@ func TestProbablyBatchAllocs(t *testing.T) {
 			f.ProbablyBatch(keys, out)
 		}); a != 0 {
 			t.Errorf("large %v, mean visits %d/16: %v allocations per batch", c.large, c.mean, a)
-		}
-	}
-	// ContainsBatch of canonical RSA and uncompressed EC keys: none either.
-	var spkis [][]byte
-	for _, name := range []string{"rsa2048.spki.der", "rsa1024.cert.der", "p256.spki.der", "p384.cert.pem", "ed25519.pub"} {
-		spki, err := SPKI(testkit.ReadFile(t, filepath.Join(keysDir, name)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		spkis = append(spkis, spki)
-	}
-	if a := testing.AllocsPerRun(20, func() { f.ContainsBatch(spkis, out) }); a != 0 {
-		t.Errorf("ContainsBatch of canonical keys: %v allocations per batch", a)
-	}
-}
-
-// ContainsBatch answers exactly as Contains, for keys in every encoding.
-func TestContainsBatch(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(keysDir, "*"))
-	more, _ := filepath.Glob(filepath.Join(keysDir, "more", "*"))
-	var all [][]byte
-	f, _ := New(4, 18)
-	for i, path := range append(files, more...) {
-		if fi, err := os.Stat(path); err != nil || fi.IsDir() {
-			continue
-		}
-		spki, err := SPKI(testkit.ReadFile(t, path))
-		if err != nil {
-			continue // not a single key, or encrypted
-		}
-		all = append(all, spki)
-		if i%2 == 0 { // half the all in the filter, in their canonical form
-			c, _ := keys.Canonical(spki)
-			f.Add(c)
-		}
-	}
-	if len(all) < 100 {
-		t.Fatalf("only %d all read from %s", len(all), keysDir)
-	}
-	all = append(all, randomKeys(100, 4)...) // not SPKIs at all
-	for _, large := range []bool{false, true} {
-		f.large = large
-		out := make([]bool, len(all))
-		f.ContainsBatch(all, out)
-		hits := 0
-		for i, k := range all {
-			if want := f.Contains(k); out[i] != want {
-				t.Fatalf("large %v: key %d of %d: ContainsBatch %v, Contains %v (%x)", large, i, len(all), out[i], want, k)
-			}
-			if out[i] {
-				hits++
-			}
-		}
-		if hits == 0 || hits == len(all) {
-			t.Fatalf("%d of %d hits: the test does not discriminate", hits, len(all))
 		}
 	}
 }

@@ -311,15 +311,16 @@ func TestChangedUnderAdd(t *testing.T) {
 			path, f := createInPlace(t, 4, 16)
 			keys := testKeys("k", 200)
 			for _, key := range keys[:100] {
-				if !f.Add(key) {
+				if !mustAdd(t, f, key) {
 					t.Fatalf("Add(%q) = false before the change", key)
 				}
 			}
 			tc.change(t, path)
 			time.Sleep(pathCheckEvery) // adds check the path this often
 			for _, key := range keys[100:] {
-				if f.Add(key) {
-					t.Fatalf("Add(%q) = true after the file %s", key, tc.name)
+				added, err := f.Add(key)
+				if added || !errors.Is(err, ErrFileChanged) {
+					t.Fatalf("Add(%q) = %v, %v after the file %s, want false and ErrFileChanged", key, added, err, tc.name)
 				}
 			}
 			err := f.Close()
@@ -339,23 +340,28 @@ func TestTruncatedUnderAdd(t *testing.T) {
 		t.Run(fmt.Sprint(hashLength), func(t *testing.T) {
 			path, f := createInPlace(t, 4, hashLength)
 			keys := testKeys("k", 200)
-			if !f.Add(keys[0]) {
+			if !mustAdd(t, f, keys[0]) {
 				t.Fatal("Add = false before the truncation")
 			}
 			if err := os.Truncate(path, HeaderSize); err != nil {
 				t.Fatal(err)
 			}
-			failed := false
+			var err error
 			for _, key := range keys[1:] {
-				added := f.Add(key)
-				if added && failed {
-					t.Fatalf("Add(%q) = true after an add had failed", key)
+				var added bool
+				added, err = f.Add(key)
+				if err != nil {
+					if added {
+						t.Fatalf("Add(%q) = true with an error", key)
+					}
+					break
 				}
-				failed = failed || !added
 			}
-			err := f.Err()
-			if !failed || !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), path) {
-				t.Fatalf("after the truncation: an add failed: %v; Err = %v, want ErrFileChanged naming the file", failed, err)
+			if !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("after the truncation: Add's error %v, want ErrFileChanged naming the file", err)
+			}
+			if _, again := f.Add(keys[199]); !errors.Is(again, ErrFileChanged) {
+				t.Fatalf("an add after the failure: %v, want the same error", again)
 			}
 			if cerr := f.Close(); !errors.Is(cerr, ErrFileChanged) {
 				t.Errorf("Close = %v, want ErrFileChanged", cerr)
@@ -476,7 +482,7 @@ func TestReplacedJustBeforeClose(t *testing.T) {
 	if err := Create(path, 4, 16); err != nil {
 		t.Fatal(err)
 	}
-	if !f.Add([]byte("k")) {
+	if !mustAdd(t, f, []byte("k")) {
 		t.Fatal("Add = false within the check interval")
 	}
 	if err := f.Close(); !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), "went to the old file") {

@@ -28,7 +28,7 @@ type inPlace struct {
 // that they went to the old file. Sync and Close always check.
 const pathCheckEvery = 50 * time.Millisecond
 
-func openInPlace(path string) (*Filter, error) {
+func openInPlace(path string) (*Writable, error) {
 	f, err := open(path, true)
 	if err != nil {
 		return nil, err
@@ -41,9 +41,9 @@ func openInPlace(path string) (*Filter, error) {
 	}
 	// The mapping is page-aligned, so the data at offset 24 is word-aligned.
 	n := len(f.data)
-	f.words = unsafe.Slice((*uint32)(unsafe.Pointer(&m.Bytes()[offData])), (n+3)/4)
-	f.inPlace = &inPlace{m: m, opened: fi, checked: time.Now()}
-	return f, nil
+	w := newWritable(f, unsafe.Slice((*uint32)(unsafe.Pointer(&m.Bytes()[offData])), (n+3)/4))
+	w.inPlace = &inPlace{m: m, opened: fi, checked: time.Now()}
+	return w, nil
 }
 
 // fail records the first error and reports false.
@@ -56,9 +56,9 @@ func (p *inPlace) fail(err error) bool {
 
 // lock takes the file lock, exclusive for a change or shared to read a
 // consistent snapshot, checks that the path still names the file, and
-// refreshes f's header from the file. It reports false, recording why, if
+// refreshes w's header from the file. It reports false, recording why, if
 // the work must not go ahead.
-func (p *inPlace) lock(f *Filter, exclusive bool) bool {
+func (p *inPlace) lock(w *Writable, exclusive bool) bool {
 	if p.err != nil {
 		return false
 	}
@@ -71,7 +71,7 @@ func (p *inPlace) lock(f *Filter, exclusive bool) bool {
 			return p.fail(err)
 		}
 	}
-	if err := p.refresh(f); err != nil {
+	if err := p.refresh(w); err != nil {
 		p.unlock()
 		return p.fail(err)
 	}
@@ -103,10 +103,11 @@ func (p *inPlace) checkPath() error {
 	return nil
 }
 
-// refresh reads the header in the file into f.hdr: other processes may
+// refresh reads the header in the file into w.hdr: other processes may
 // have added keys. A header that no longer matches the filter's parameters
 // stops all editing.
-func (p *inPlace) refresh(f *Filter) (err error) {
+func (p *inPlace) refresh(w *Writable) (err error) {
+	f := w.Filter
 	defer p.m.RecoverFault(debug.SetPanicOnFault(true), &err)
 	h, err := ParseHeader(p.m.Bytes())
 	if err == nil && (h.HashCount != f.hdr.HashCount || h.HashLength != f.hdr.HashLength) {
@@ -128,11 +129,11 @@ func (p *inPlace) writeHeader(h Header) {
 
 // sync makes the changes durable and checks, a last time, that they went
 // to the file at the path.
-func (p *inPlace) sync(f *Filter) error {
+func (p *inPlace) sync(w *Writable) error {
 	if err := p.m.Sync(); err != nil {
 		p.fail(err)
 	}
-	if f.edited {
+	if w.edited {
 		if err := p.checkPath(); err != nil {
 			p.fail(err)
 		}

@@ -39,7 +39,7 @@ func TestReferenceSemanticsInPlace(t *testing.T) {
 	}
 	checkHeader(t, "created", f.Header(), 0, 0, epoch, epoch)
 	start := time.Now()
-	if !f.Add([]byte("a")) || !f.Add([]byte("b")) || f.Add([]byte("a")) {
+	if !mustAdd(t, f, []byte("a")) || !mustAdd(t, f, []byte("b")) || mustAdd(t, f, []byte("a")) {
 		t.Fatal("session 1: adds of a, b, a did not return true, true, false")
 	}
 	checkHeader(t, "session 1", f.Header(), 1, 2, start, time.Now())
@@ -54,13 +54,13 @@ func TestReferenceSemanticsInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Add([]byte("b")) {
+	if mustAdd(t, f, []byte("b")) {
 		t.Error("session 2: Add(b) = true")
 	}
 	if got := f.Header(); got != h {
 		t.Errorf("session 2: duplicate changed the header to %+v", got)
 	}
-	if !f.Add([]byte("c")) || !f.Add([]byte("d")) {
+	if !mustAdd(t, f, []byte("c")) || !mustAdd(t, f, []byte("d")) {
 		t.Fatal("session 2: Add(c), Add(d) = false")
 	}
 	checkHeader(t, "session 2", f.Header(), 2, 4, start, time.Now())
@@ -156,10 +156,10 @@ func TestFlockHelper(t *testing.T) {
 }
 
 // addKeys adds n test keys to f, closes it and returns how many were new.
-func addKeys(t *testing.T, f *Filter, prefix string, n int) int {
+func addKeys(t *testing.T, f *Writable, prefix string, n int) int {
 	added := 0
 	for _, key := range testKeys(prefix, n) {
-		if f.Add(key) {
+		if mustAdd(t, f, key) {
 			added++
 		}
 	}
@@ -187,7 +187,7 @@ func TestInPlaceWaitsForLockAndRereadsHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan bool)
-	go func() { done <- f.Add([]byte("k")) }()
+	go func() { added, _ := f.Add([]byte("k")); done <- added }()
 	select {
 	case <-done:
 		t.Fatal("Add went ahead while another descriptor held the exclusive lock")

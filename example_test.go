@@ -1,7 +1,10 @@
 package pkbf_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log"
 	"os"
 
@@ -58,10 +61,10 @@ func ExampleNew() {
 	// Output: k 3, L 14: added 2 encodings; 2 entries, revision 1
 }
 
-// Check keys in bulk: one call for many keys overlaps their memory
-// latency on a filter larger than the CPU caches, with the answers of
-// Contains (every encoding of each key).
-func ExampleFilter_ContainsBatch() {
+// Check every key of some files: each key is parsed once, looked up under
+// every encoding, in batches and in parallel, and gets a verdict with its
+// place in its file.
+func ExampleFilter_Check() {
 	filter, err := pkbf.Open("testdata/example.pkbf")
 	if err != nil {
 		log.Fatal(err)
@@ -69,28 +72,17 @@ func ExampleFilter_ContainsBatch() {
 	defer filter.Close()
 
 	// In testdata/example.pkbf: rsa2048, p256 and ed25519; not p384, rsa1024.
-	names := []string{"p256.cert.pem", "p384.cert.pem", "rsa2048.spki.der", "rsa1024.cert.der", "ed25519.pub"}
-	var spkis [][]byte
-	for _, name := range names {
-		data, err := os.ReadFile("testdata/keys/" + name)
-		if err != nil {
-			log.Fatal(err)
+	files := pkbf.Files("testdata/keys/p256.cert.pem", "testdata/keys/p384.pub", "testdata/keys/rsa1024.cert.der", "testdata/keys/missing.pem")
+	for v := range filter.Check(context.Background(), files, pkbf.CheckOptions{}) {
+		if v.Err != nil {
+			fmt.Println(v.Source(), "error:", errors.Is(v.Err, fs.ErrNotExist))
+			continue
 		}
-		spki, err := pkbf.SPKI(data)
-		if err != nil {
-			log.Fatal(err)
-		}
-		spkis = append(spkis, spki)
-	}
-	answers := make([]bool, len(spkis))
-	filter.ContainsBatch(spkis, answers)
-	for i, name := range names {
-		fmt.Println(name, answers[i])
+		fmt.Println(v.Source(), v.Status(), v.Fingerprint[:16])
 	}
 	// Output:
-	// p256.cert.pem true
-	// p384.cert.pem false
-	// rsa2048.spki.der true
-	// rsa1024.cert.der false
-	// ed25519.pub true
+	// testdata/keys/p256.cert.pem: block 1 (line 1) probably 6069088c7559ff46
+	// testdata/keys/p384.pub: line 1 no 019fbc8a37ba5054
+	// testdata/keys/rsa1024.cert.der: object 1 (byte 0) no 4ed1f61a8da754f0
+	// testdata/keys/missing.pem error: true
 }

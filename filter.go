@@ -62,7 +62,6 @@ import (
 	"math/bits"
 	"os"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,7 +71,9 @@ import (
 	"github.com/pkbf/pkbf/internal/perr"
 )
 
-// Filter is a pkbfv1 bloom filter.
+// Filter is a pkbfv1 bloom filter, for queries. A filter from [Open],
+// [Parse] or [ReadFilter] is read-only: it has no Add. Keys are added to
+// a [Writable] (from [New] or [Edit]), whose Filter answers queries too.
 //
 // Queries are safe for concurrent use. [Filter.Close] must not run
 // concurrently with other methods; after Close, queries panic.
@@ -85,11 +86,11 @@ type Filter struct {
 	mapped *mapfile.File // the file behind a filter from Open or Edit, or nil
 	opened Header        // the header when the file was opened
 
-	// Writable filters only (New, or Edit).
-	mu      sync.Mutex // serializes changes, and header reads with them
-	words   []uint32   // data as 32-bit words for atomic bit updates, or nil
-	edited  bool       // the revision was raised in this editing session
-	inPlace *inPlace   // the file being edited in place, or nil
+	// The Writable adding keys to this filter, or nil. Its words are data
+	// as 32-bit words, for atomic bit updates: queries load them
+	// atomically, as Add stores them.
+	w     *Writable
+	words []uint32
 
 	// ProbablyBatch's running mean of the bits its keys needed tested in
 	// turn, in 16ths: it sets how deep batches fetch (see probeRounds).
@@ -291,21 +292,21 @@ func readHeader(r io.Reader) (Header, error) {
 }
 
 // Close releases the file and memory mapping of a filter from [Open] or
-// [Edit]. A filter edited in place is first synced to its file, and
-// Close returns any error from editing. For other filters Close does
+// [Edit]; a filter edited in place is first synced to its file, and
+// Close returns any error met editing it. For other filters Close does
 // nothing. Close is idempotent; after it, queries and adds panic.
 func (f *Filter) Close() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var err error
-	if f.inPlace != nil {
-		err = f.inPlace.sync(f)
-		f.inPlace = nil
+	if f.w != nil {
+		return f.w.close()
 	}
+	return f.release()
+}
+
+// release unmaps and closes the filter's file, if any, and forgets its data.
+func (f *Filter) release() error {
+	var err error
 	if f.mapped != nil {
-		if cerr := f.mapped.Close(); err == nil {
-			err = cerr
-		}
+		err = f.mapped.Close()
 		f.mapped = nil
 	}
 	f.data, f.words = nil, nil
@@ -367,10 +368,8 @@ func (f *Filter) fileHeader() (h Header, err error) {
 // Header returns the filter's header. For a filter edited in place it is
 // read from the file, so it includes other processes' changes.
 func (f *Filter) Header() Header {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.inPlace != nil && f.inPlace.lock(f, false) {
-		f.inPlace.unlock()
+	if f.w != nil {
+		return f.w.header()
 	}
 	return f.hdr
 }

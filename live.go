@@ -312,13 +312,6 @@ func (l *Live) ProbablyBatch(spkis [][]byte, out []bool) {
 	lf.f.ProbablyBatch(spkis, out)
 }
 
-// ContainsBatch is [Filter.ContainsBatch] on the current file.
-func (l *Live) ContainsBatch(spkis [][]byte, out []bool) {
-	lf, shard := l.acquire()
-	defer lf.release(shard)
-	lf.f.ContainsBatch(spkis, out)
-}
-
 // Do calls fn with the current filter, which stays valid (and current for
 // fn, even if a reload happens meanwhile) until fn returns. fn must not
 // keep the filter.

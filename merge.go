@@ -235,20 +235,17 @@ func (in *mergeInput) close() {
 	in.file.Close()
 }
 
-// Union adds the keys of g to f, a filter from [New] or [Edit]: it sets
-// every bit set in g, as merging does (see [Merge]). The filters must have
-// the same hash count and hash length. f's entry count grows by g's (up
-// to 2^32-1; keys in both are counted twice) and, if anything changed,
-// f's update time becomes now and, on its first change in this editing
-// session, its revision is raised by one, as [Filter.Add] does. Union
-// panics, as Add does, on a filter that is not writable.
+// Union adds the keys of g to w: it sets every bit set in g, as merging
+// does (see [Merge]). The filters must have the same hash count and hash
+// length. w's entry count grows by g's (up to 2^32-1; keys in both are
+// counted twice) and, if anything changed, w's update time becomes now
+// and, on its first change in this editing session, its revision is
+// raised by one, as [Writable.Add] does.
 //
 // On a filter edited in place, Union takes the file's exclusive flock(2)
-// as Add does; an error from the file (see [Filter.Err]) is returned.
-func (f *Filter) Union(g *Filter) (err error) {
-	if f.words == nil {
-		panic("pkbf: Union on a read-only or closed Filter")
-	}
+// as Add does, and returns an error from the file as Add does.
+func (w *Writable) Union(g *Filter) (err error) {
+	f := w.Filter
 	gh := g.Header()
 	if f.hdr.HashCount != gh.HashCount || f.hdr.HashLength != gh.HashLength {
 		return perr.Errorf("union of filters with hash count %d and length %d, and %d and %d: only filters with the same parameters combine",
@@ -258,10 +255,10 @@ func (f *Filter) Union(g *Filter) (err error) {
 		return nil
 	}
 	now := time.Now()
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if f.words == nil {
-		panic("pkbf: Union on a closed Filter")
+		panic("pkbf: Union on a closed filter")
 	}
 	if g.mapped != nil {
 		defer g.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
@@ -271,33 +268,26 @@ func (f *Filter) Union(g *Filter) (err error) {
 		defer func() {
 			if fault != nil {
 				err = fault
-				if f.inPlace != nil {
-					f.inPlace.fail(fault)
+				if w.inPlace != nil {
+					w.inPlace.fail(fault)
 				}
 			}
 		}()
 		defer f.mapped.RecoverFault(debug.SetPanicOnFault(true), &fault)
 	}
-	if f.inPlace != nil {
-		if !f.inPlace.lock(f, true) {
-			return f.inPlace.err
+	if w.inPlace != nil {
+		if !w.inPlace.lock(w, true) {
+			return w.inPlace.err
 		}
-		defer f.inPlace.unlock()
+		defer w.inPlace.unlock()
 	}
 	changed := unionWords(f.words, g.data)
 	if !changed && gh.EntryCount == 0 {
 		return nil
 	}
-	h := &f.hdr
-	h.EntryCount = uint32(min(uint64(h.EntryCount)+uint64(gh.EntryCount), maxEntryCount))
-	h.Updated = time.Unix(now.Unix(), 0).UTC()
-	if !f.edited {
-		h.Revision = uint32(min(uint64(h.Revision)+1, math.MaxUint32))
-		f.edited = true
-	}
-	if f.inPlace != nil {
-		f.inPlace.writeHeader(f.hdr)
-		return f.inPlace.err
+	w.changed(now, uint64(gh.EntryCount))
+	if w.inPlace != nil {
+		return w.inPlace.err
 	}
 	return nil
 }

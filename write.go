@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -45,11 +46,30 @@ func checkParameters(hashCount, hashLength int) error {
 	return nil
 }
 
+// Writable is a filter keys are added to: in memory, from [New], or in
+// its file, in place, from [Edit]. Its [Filter] answers queries, also
+// while keys are being added. Its methods are safe for concurrent use,
+// but Close, which must not run concurrently with the others.
+type Writable struct {
+	*Filter
+
+	mu      sync.Mutex // serializes changes, and header reads with them
+	edited  bool       // the revision was raised in this editing session
+	inPlace *inPlace   // the file being edited in place, or nil
+}
+
+// newWritable makes f writable: words become its data's 32-bit words.
+func newWritable(f *Filter, words []uint32) *Writable {
+	w := &Writable{Filter: f}
+	f.w, f.words = w, words
+	return w
+}
+
 // New returns an empty in-memory filter with the given hash count
 // (1 to 255) and hash length (3 to 40): revision 0, update time the Unix
-// epoch, no entries. Add keys with [Filter.Add] and save it with
-// [Filter.WriteFile] or [Filter.WriteTo].
-func New(hashCount, hashLength int) (*Filter, error) {
+// epoch, no entries. Add keys with [Writable.AddKey] or [Writable.Add] and
+// save it with [Filter.WriteFile] or [Filter.WriteTo].
+func New(hashCount, hashLength int) (*Writable, error) {
 	if err := checkParameters(hashCount, hashLength); err != nil {
 		return nil, err
 	}
@@ -57,9 +77,7 @@ func New(hashCount, hashLength int) (*Filter, error) {
 	n := int(h.DataSize())
 	data := hugemem.Alloc((n + 3) &^ 3) // whole words; huge pages when large
 	words := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(data))), len(data)/4)
-	f := newFilter(h, data[:n:n])
-	f.words = words
-	return f, nil
+	return newWritable(newFilter(h, data[:n:n]), words), nil
 }
 
 // Add adds spki, a DER SubjectPublicKeyInfo, to the filter, as the
@@ -67,26 +85,27 @@ func New(hashCount, hashLength int) (*Filter, error) {
 // nothing and Add returns false; otherwise Add sets its bits, raises the
 // entry count by one (it stops at 2^32-1), sets the update time to now and,
 // on the first add of this editing session (since New or Edit), raises
-// the revision by one. It returns true.
+// the revision by one. It returns true. Add adds exactly these bytes; to
+// add a key under every encoding a filter may hold it in, use
+// [Writable.AddKey].
 //
-// Add and Probably are safe to call from many goroutines at once. Add
-// panics on a filter that is not writable (from Open, Parse or ReadFilter).
+// Add and queries are safe to call from many goroutines at once.
 //
 // On a filter edited in place, each Add takes an exclusive flock(2) on the
 // file, reads the header there (other processes may have added keys), sets
 // the bits and then writes the header. A crash in between can at worst
 // leave a key's bits set with the count not yet raised. An error from the
-// file makes Add return false, and so does a file cut short under it (an
-// error wrapping [ErrFileChanged]); Sync and Close report it, and it stops
-// all editing.
-func (f *Filter) Add(spki []byte) bool {
-	if f.words == nil {
-		panic("pkbf: Add on a read-only or closed Filter")
+// file, or a file cut short under it (an error wrapping
+// [ErrFileChanged]), stops all editing: Add returns it then and from then
+// on, as do Sync and Close.
+func (w *Writable) Add(spki []byte) (bool, error) {
+	if w.words == nil {
+		panic("pkbf: Add on a closed filter")
 	}
-	if f.mapped != nil {
-		return f.addMapped(spki)
+	if w.mapped != nil {
+		return w.addMapped(spki)
 	}
-	return f.add(spki)
+	return w.add(spki), nil
 }
 
 // addMapped is add on a file's mapping: a load or store past the end of a
@@ -94,28 +113,31 @@ func (f *Filter) Add(spki []byte) bool {
 // becomes the error that stops editing instead of the end of the program.
 // (In add itself these defers would not be open-coded, for its many
 // returns, and would cost more than the rest of an add's work.)
-func (f *Filter) addMapped(spki []byte) (added bool) {
+func (w *Writable) addMapped(spki []byte) (added bool, err error) {
 	var fault error
-	defer f.stopOnFault(&fault, &added)
-	defer f.mapped.RecoverFault(debug.SetPanicOnFault(true), &fault)
-	return f.add(spki)
+	defer w.stopOnFault(&fault, &added, &err)
+	defer w.mapped.RecoverFault(debug.SetPanicOnFault(true), &fault)
+	added = w.add(spki)
+	return added, w.err()
 }
 
 // stopOnFault, deferred by addMapped, records a fault caught in the file's
-// mapping as the error that stops editing, and makes Add report false.
-func (f *Filter) stopOnFault(fault *error, added *bool) {
+// mapping as the error that stops editing, and returns it from Add.
+func (w *Writable) stopOnFault(fault *error, added *bool, err *error) {
 	if *fault == nil {
 		return
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	*added = false
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.inPlace != nil {
-		f.inPlace.fail(*fault)
+	if w.inPlace != nil {
+		w.inPlace.fail(*fault)
+		*err = w.inPlace.err
 	}
 }
 
-func (f *Filter) add(spki []byte) (added bool) {
+func (w *Writable) add(spki []byte) (added bool) {
+	f := w.Filter
 	h1, h2 := hashes(spki)
 	// Past the L2 cache, first load all the key's words, before the lock.
 	// The loads overlap, where the locked ORs below cannot, and bring the
@@ -125,25 +147,25 @@ func (f *Filter) add(spki []byte) (added bool) {
 		return false
 	}
 	now := time.Now()
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if f.words == nil {
-		panic("pkbf: Add on a closed Filter")
+		panic("pkbf: Add on a closed filter")
 	}
-	if f.inPlace != nil {
-		if !f.inPlace.lock(f, true) {
+	if w.inPlace != nil {
+		if !w.inPlace.lock(w, true) {
 			return false
 		}
-		defer f.inPlace.unlock()
+		defer w.inPlace.unlock()
 	}
-	// Set the bits that are clear. Adds are serialized by f.mu (and by the
+	// Set the bits that are clear. Adds are serialized by w.mu (and by the
 	// file lock across processes), so no bit changes between the load and
 	// the OR; if none was clear, the key was already probably present.
 	x, y := h1, h2
 	for i := range f.k {
-		w, m := wordBit(x & f.mask)
-		if atomic.LoadUint32(&f.words[w])&m == 0 {
-			atomic.OrUint32(&f.words[w], m)
+		wd, m := wordBit(x & f.mask)
+		if atomic.LoadUint32(&f.words[wd])&m == 0 {
+			atomic.OrUint32(&f.words[wd], m)
 			added = true
 		}
 		x, y = step(x, y, i)
@@ -151,51 +173,81 @@ func (f *Filter) add(spki []byte) (added bool) {
 	if !added {
 		return false
 	}
-	h := &f.hdr
-	if h.EntryCount < maxEntryCount {
-		h.EntryCount++
-	}
-	h.Updated = time.Unix(now.Unix(), 0).UTC()
-	if !f.edited {
-		if h.Revision < math.MaxUint32 {
-			h.Revision++
-		}
-		f.edited = true
-	}
-	if f.inPlace != nil {
-		f.inPlace.writeHeader(f.hdr)
-	}
+	w.changed(now, 1)
 	return true
 }
 
-// Err returns the first error met editing a filter file in place (see
-// [Filter.Add]), which stopped all editing, or nil. For other filters it
-// returns nil.
-func (f *Filter) Err() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.inPlace == nil {
+// changed records in the header a change of entries keys, made at now: the
+// count, the time and, once an editing session, the revision; a filter
+// edited in place gets the header written. w.mu is held.
+func (w *Writable) changed(now time.Time, entries uint64) {
+	h := &w.hdr
+	h.EntryCount = uint32(min(uint64(h.EntryCount)+entries, maxEntryCount))
+	h.Updated = time.Unix(now.Unix(), 0).UTC()
+	if !w.edited {
+		h.Revision = uint32(min(uint64(h.Revision)+1, math.MaxUint32))
+		w.edited = true
+	}
+	if w.inPlace != nil {
+		w.inPlace.writeHeader(w.hdr)
+	}
+}
+
+// err returns the first error met editing a filter file in place, which
+// stopped all editing, or nil.
+func (w *Writable) err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inPlace == nil {
 		return nil
 	}
-	return f.inPlace.err
+	return w.inPlace.err
+}
+
+// header is Header for a Writable's filter: read from the file when
+// edited in place.
+func (w *Writable) header() Header {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inPlace != nil && w.inPlace.lock(w, false) {
+		w.inPlace.unlock()
+	}
+	return w.hdr
+}
+
+// close is Close for a Writable's filter.
+func (w *Writable) close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var err error
+	if w.inPlace != nil {
+		err = w.inPlace.sync(w)
+		w.inPlace = nil
+	}
+	if rerr := w.Filter.release(); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // WriteTo writes the filter, header and data, to w: a consistent snapshot,
 // as adds wait until it is done. It implements io.WriterTo.
 func (f *Filter) WriteTo(w io.Writer) (n int64, err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	if wr := f.w; wr != nil {
+		wr.mu.Lock()
+		defer wr.mu.Unlock()
+		if wr.inPlace != nil {
+			if !wr.inPlace.lock(wr, false) {
+				return 0, wr.inPlace.err
+			}
+			defer wr.inPlace.unlock()
+		}
+	}
 	if f.data == nil {
-		return 0, perr.New("WriteTo on a closed Filter")
+		return 0, perr.New("WriteTo on a closed filter")
 	}
 	if f.mapped != nil {
 		defer f.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
-	}
-	if f.inPlace != nil {
-		if !f.inPlace.lock(f, false) {
-			return 0, f.inPlace.err
-		}
-		defer f.inPlace.unlock()
 	}
 	hdr, err := f.hdr.AppendBinary(nil)
 	if err != nil {
@@ -342,23 +394,23 @@ func Create(path string, hashCount, hashLength int) error {
 var createHook = func(stage string) {}
 
 // Edit opens the filter file at path for editing in place, for filters too
-// big to rewrite. Changes made by [Filter.Add] go straight to the file
+// big to rewrite. Changes made by [Writable.Add] go straight to the file
 // (which is mapped into memory) under an exclusive flock(2) each, so the
 // reference implementation and other processes can work on the same file;
-// they are durable after [Filter.Sync] or [Filter.Close]. Editing in place
-// needs a Unix system. Errors are those of [Open], and of reserving disk
-// space for a sparse file.
-func Edit(path string) (*Filter, error) { return openInPlace(path) }
+// they are durable after [Writable.Sync] or [Filter.Close]. Editing in
+// place needs a Unix system. Errors are those of [Open], and of reserving
+// disk space for a sparse file.
+func Edit(path string) (*Writable, error) { return openInPlace(path) }
 
 // Sync makes the changes to a filter edited in place durable, and returns
-// the first error met editing it. For other filters it does nothing.
-func (f *Filter) Sync() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.inPlace == nil {
+// the first error met editing it. For a filter in memory it does nothing.
+func (w *Writable) Sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inPlace == nil {
 		return nil
 	}
-	return f.inPlace.sync(f)
+	return w.inPlace.sync(w)
 }
 
 // Parameters returns the hash count and hash length the reference

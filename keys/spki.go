@@ -3,10 +3,9 @@ package keys
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/hex"
 
 	"github.com/pkbf/pkbf/internal/der"
+	"github.com/pkbf/pkbf/internal/fingerprint"
 )
 
 // SPKI returns the DER SubjectPublicKeyInfo of the one key, certificate or
@@ -79,8 +78,7 @@ func trimSpace(b []byte) []byte {
 // Fingerprint returns the pwnedkeys fingerprint of a DER SubjectPublicKeyInfo:
 // the lowercase hex SHA-256 of its bytes.
 func Fingerprint(spki []byte) string {
-	sum := sha256.Sum256(spki)
-	return hex.EncodeToString(sum[:])
+	return string(fingerprint.Append(make([]byte, 0, fingerprint.Size), spki))
 }
 
 // Object identifiers, as the content bytes of their DER encoding, so that

@@ -14,8 +14,6 @@ type Filter interface {
 	// Contains reports whether the filter probably holds the key of spki
 	// under any of its encodings.
 	Contains(spki []byte) bool
-	// Probably reports whether the filter probably holds spki's bytes.
-	Probably(spki []byte) bool
 }
 
 var (
@@ -40,20 +38,21 @@ type Checker struct {
 
 // Check reports whether the filter probably holds the key of spki, under
 // any of its encodings (pkbf.Filter.Contains), and when it does, what the
-// API says of its canonical encoding (keys.Canonical), as Client.Check: a
-// verified attestation, a 404 (a false positive of the filter) or an
-// error. When the filter says no, Check makes no request and returns
-// probably false. The Result's Fingerprint is the canonical one.
+// API says of its canonical encoding (keys.Canonical; spki itself when it
+// cannot be re-encoded), as Client.Check: a verified attestation, a 404
+// (a false positive of the filter) or an error. When the filter says no,
+// Check makes no request and returns probably false. The Result's
+// Fingerprint is the canonical encoding's. For many keys, pkbf.Filter.Check
+// with Confirm set to this Checker's Confirm does the same in batches.
 func (c *Checker) Check(ctx context.Context, spki []byte) (probably bool, res Result, err error) {
-	if canonical, err := keys.Canonical(spki); err == nil {
-		if !c.Filter.Contains(spki) {
-			return false, Result{Fingerprint: keys.Fingerprint(canonical)}, nil
-		}
-		spki = canonical
-	} else if !c.Filter.Probably(spki) {
-		return false, Result{Fingerprint: keys.Fingerprint(spki)}, nil
+	canonical, err := keys.Canonical(spki)
+	if err != nil {
+		canonical = spki
 	}
-	res, err = c.Confirm(ctx, spki)
+	if !c.Filter.Contains(spki) {
+		return false, Result{Fingerprint: keys.Fingerprint(canonical)}, nil
+	}
+	res, err = c.Confirm(ctx, canonical)
 	return true, res, err
 }
 
@@ -61,8 +60,7 @@ func (c *Checker) Check(ctx context.Context, spki []byte) (probably bool, res Re
 // (keys.Canonical) of a key the caller has already found probably in the
 // filter, as Check does once the filter says yes: within MaxInFlight
 // requests at a time. It is for callers that query the filter
-// themselves, in batches (pkbf.Filter.ProbablyBatch over each key's
-// encodings), and so have parsed each key once.
+// themselves, in batches: pkbf.Filter.Check's CheckOptions.Confirm.
 func (c *Checker) Confirm(ctx context.Context, canonical []byte) (Result, error) {
 	c.once.Do(func() {
 		n := c.MaxInFlight

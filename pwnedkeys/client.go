@@ -16,11 +16,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/pkbf/pkbf/internal/retryafter"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -212,22 +212,7 @@ func (c *Client) get(ctx context.Context, url string) (body []byte, retryAfter t
 	}
 	err = fmt.Errorf("pwnedkeys: %s answered %s", url, resp.Status)
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-		return nil, parseRetryAfter(resp.Header.Get("Retry-After")), err
+		return nil, retryafter.Parse(resp.Header.Get("Retry-After"), maxRetryAfter), err
 	}
 	return nil, -1, err
-}
-
-// parseRetryAfter reads a Retry-After header, seconds or an HTTP date, and
-// caps it; 0 means none.
-func parseRetryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
-		d = time.Duration(secs) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = time.Until(t)
-	}
-	return min(max(d, 0), maxRetryAfter)
 }

@@ -48,6 +48,7 @@ import (
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/internal/retryafter"
 )
 
 // Defaults of Options' zero values.
@@ -531,7 +532,7 @@ func (up *updater) attempt(ctx context.Context) error {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return up.errorf("%s: the server refused the request; check the credentials header (they are not shown here)", resp.Status)
 	case code == http.StatusTooManyRequests || code >= 500:
-		return &retryError{err: up.errorf("%s", resp.Status), after: retryAfter(resp.Header.Get("Retry-After"))}
+		return &retryError{err: up.errorf("%s", resp.Status), after: retryafter.Parse(resp.Header.Get("Retry-After"), maxRetryAfter)}
 	default:
 		return up.errorf("%s", resp.Status)
 	}
@@ -604,20 +605,8 @@ func contentRange(s string) (start, total int64, ok bool) {
 	return start, total, err == nil
 }
 
-// retryAfter reads a Retry-After header: seconds or an HTTP date, at most
-// 5 minutes; 0 if absent.
-func retryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return min(time.Duration(s)*time.Second, 5*time.Minute)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return min(max(time.Until(t), 0), 5*time.Minute)
-	}
-	return 0
-}
+// maxRetryAfter caps the wait a server's Retry-After asks for.
+const maxRetryAfter = 5 * time.Minute
 
 // redact removes the URL from a client error (the message names it
 // without its query or user information, which may hold credentials).

@@ -557,12 +557,6 @@ func TestBadArguments(t *testing.T) {
 			t.Errorf("contentRange(%q) accepted", v)
 		}
 	}
-	if got := retryAfter("120"); got != 2*time.Minute {
-		t.Errorf("retryAfter(120) = %v", got)
-	}
-	if got := retryAfter("99999"); got != 5*time.Minute {
-		t.Errorf("retryAfter(99999) = %v, want the 5-minute cap", got)
-	}
 }
 
 // A file at the path that is not a filter is never replaced, and no

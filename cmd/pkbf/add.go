@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/pkbf/pkbf"
@@ -41,114 +40,62 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
-	interrupt := stopOnInterrupt()
-	defer interrupt.release()
-	inputs := inputsOf(c.Args()[1:], stdin, pws, *recursive)
+	// A first Ctrl-C stops after the key in progress; a second quits at
+	// once, which is safe too: each add sets the key's bits before the
+	// header, and the mapped file keeps every write made.
+	ctx, release := interruptContext()
+	defer release()
 	scr := newScreen(stdout, stderr)
-	prog := startProgress(scr, inputs)
-	r := addInputs(f, inputs, &interrupt.stopping, scr, prog)
+	names := c.Args()[1:]
+	prog := startProgress(scr, names)
+	var keysRead, added int
+	troubled := false
+	for v := range f.AddKeys(ctx, inputs(names, stdin, *recursive, &prog.bytes), pkbf.CheckOptions{Passphrases: pws}) {
+		prog.keys.Add(1)
+		switch {
+		case v.Err == nil:
+			keysRead++
+			added += v.Added
+		case v.Index == 0 || errors.Is(v.Err, keys.ErrInvalidKey): // an input or a key that could not be read
+			troubled = true
+			scr.errorf("%s%s", verdictError(&v), passphraseHint(v.Err))
+		}
+		// Any other error is the filter's; it ended AddKeys, and Close
+		// reports it.
+	}
 	prog.stop()
 	if err := f.Close(); err != nil {
 		errorf(stderr, "%s", message(err))
-		fmt.Fprintf(stderr, "pkbf: %d keys read before the error; see above for what became of them\n", r.keys)
+		fmt.Fprintf(stderr, "pkbf: %d keys read before the error; see above for what became of them\n", keysRead)
 		return exitTrouble
 	}
 	h := f.Header()
-	fmt.Fprintf(stdout, "%s: %s from %s; %s, revision %d\n", path, plural(r.added, "new entry", "new entries"), plural(r.keys, "key", "keys"), plural(int(h.EntryCount), "entry", "entries"), h.Revision)
+	fmt.Fprintf(stdout, "%s: %s from %s; %s, revision %d\n", path, plural(added, "new entry", "new entries"), plural(keysRead, "key", "keys"), plural(int(h.EntryCount), "entry", "entries"), h.Revision)
 	switch {
-	case r.stopped:
+	case ctx.Err() != nil:
 		errorf(stderr, "interrupted: the keys before stayed added, the rest were not")
 		return exitSignaled
-	case r.troubled:
+	case troubled:
 		return exitTrouble
 	}
 	return exitOK
 }
 
-// interruption is what stopOnInterrupt watches.
-type interruption struct {
-	stopping atomic.Bool   // an interrupt came
-	stop     chan struct{} // closed when it came
-	finished chan struct{}
-	signals  chan os.Signal
-}
-
-// stopOnInterrupt makes a first interrupt (or SIGTERM) set stopping and
-// close stop: add stops after the key in progress and closes the file as
-// usual, check prints the verdicts made. It also restores the default
-// action, so a second one quits at once, even while the input is blocked:
-// that is safe too, as each add sets the key's bits before the header and
-// the mapped file keeps every write made. Call release when done.
-func stopOnInterrupt() *interruption {
-	in := &interruption{stop: make(chan struct{}), finished: make(chan struct{}), signals: make(chan os.Signal, 1)}
-	signal.Notify(in.signals, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case <-in.signals:
-			in.stopping.Store(true)
-			signal.Stop(in.signals)
-			close(in.stop)
-		case <-in.finished:
-		}
-	}()
-	return in
-}
-
-func (in *interruption) release() {
-	signal.Stop(in.signals)
-	close(in.finished)
-}
-
-// interruptContext is stopOnInterrupt as a context, for work that takes
-// one: a first interrupt cancels it, a second quits at once. Call release
-// when done.
+// interruptContext returns a context that a first interrupt (Ctrl-C) or
+// SIGTERM cancels; it also restores the default action, so a second one
+// quits at once, even while the input is blocked. Call release when done.
 func interruptContext() (ctx context.Context, release func()) {
-	interrupt := stopOnInterrupt()
 	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	finished := make(chan struct{})
 	go func() {
 		select {
-		case <-interrupt.stop:
+		case <-signals:
+			signal.Stop(signals)
 			cancel()
-		case <-ctx.Done():
+		case <-finished:
 		}
 	}()
-	return ctx, func() { cancel(); interrupt.release() }
-}
-
-// addResult is what addInputs did.
-type addResult struct {
-	keys, added       int  // keys read, encodings new to the filter
-	troubled, stopped bool // an input could not be read; interrupted
-}
-
-// addInputs adds every key of inputs to f, under each encoding a filter
-// may hold it in, until the inputs end, stopping is set, or f fails (it
-// was replaced or cut short: Close reports why).
-func addInputs(f *pkbf.Filter, inputs []input, stopping *atomic.Bool, scr *screen, prog *progress) addResult {
-	var r addResult
-	encodings := eachItem(func(it *item) {
-		it.spki, it.err = it.key.SPKI()
-		if it.err == nil {
-			it.extra, it.err = keys.Encodings(it.spki)
-		}
-	})
-	pipeline(pipelineOptions{inputs: inputs, workers: runtime.GOMAXPROCS(0), work: encodings, progress: prog, emit: func(it *item) bool {
-		if stopping.Load() {
-			r.stopped = true
-			return false
-		}
-		if it.err != nil {
-			r.troubled = true
-			scr.errorf("%s%s", it.errorMessage(), passphraseHint(it.err))
-			return true
-		}
-		r.keys++
-		for _, e := range it.extra {
-			if f.Add(e) {
-				r.added++
-			}
-		}
-		return f.Err() == nil
-	}})
-	return r
+	return ctx, func() { signal.Stop(signals); close(finished); cancel() }
 }

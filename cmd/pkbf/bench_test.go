@@ -27,10 +27,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
-	"golang.org/x/crypto/ssh"
 )
 
 // certCorpus makes n distinct certificates shaped like web server ones:
@@ -345,7 +346,7 @@ var benchSink int
 var floorScratch [4096]byte
 
 // formsScratch holds the other encodings keys.Forms builds for a floor.
-var formsScratch [formsRoom]byte
+var formsScratch [256]byte
 
 // pemCertificateFloor is the floor for one PEM certificate: see
 // BenchmarkCheck.

@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
-	"runtime"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pkbf/pkbf"
@@ -18,147 +16,11 @@ import (
 	"github.com/pkbf/pkbf/pwnedkeys"
 )
 
-// Verdicts in check's text output.
-const (
-	verdictProbably      = "probably"
-	verdictNo            = "no"
-	verdictCompromised   = "compromised"    // -confirm: a verified attestation
-	verdictFalsePositive = "false-positive" // -confirm: the API does not know it
-	verdictUnconfirmed   = "unconfirmed"    // -confirm: the API did not answer well
-)
-
-// confirmInFlight caps the API requests of check -confirm.
+// confirmInFlight caps the API requests of check --confirm.
 const confirmInFlight = 8
 
-// defaultConfirmTimeout bounds all of check -confirm's API requests.
+// defaultConfirmTimeout bounds all of check --confirm's API requests.
 const defaultConfirmTimeout = 2 * time.Minute
-
-// guardFilter makes work report, in the filterErr of every item of the
-// batch, that the filter file was cut short while it queried it
-// (pkbf.ErrFileChanged), instead of ending the program.
-func guardFilter(work func(*batch)) func(*batch) {
-	return func(b *batch) {
-		defer func() {
-			if err := fileChanged(recover()); err != nil {
-				for i := range b.items {
-					b.items[i].filterErr = err
-				}
-			}
-		}()
-		work(b)
-	}
-}
-
-// fileChanged returns the error of a recovered panic that reports a
-// filter file cut short while in use (pkbf.ErrFileChanged), or nil if
-// there was no panic. Any other panic goes on.
-func fileChanged(r any) error {
-	if r == nil {
-		return nil
-	}
-	if err, ok := r.(error); ok && errors.Is(err, pkbf.ErrFileChanged) {
-		return err
-	}
-	panic(r)
-}
-
-// lookupItems decodes the keys of the items read without error, parsing
-// each once for all its encodings (decode), and looks all of those up
-// together with probablyBatch (a filter's ProbablyBatch): on a filter
-// larger than the caches, their memory latencies overlap. A key is
-// probably in the filter if any of its encodings is, as Contains says.
-// Then it computes each key's fingerprints, here in the workers rather
-// than where the output is written. The keys' other encodings are built
-// in room when it holds formsRoom bytes an item (a batch's, reused), else
-// in a new buffer: they must last as long as the items. With a ctx that
-// can be done, it stops with ctx's error between two keys, or two lookups
-// of lookupChunk encodings (an EC key on an explicit curve costs a square
-// root to decode).
-func lookupItems(ctx context.Context, items []item, room []byte, probablyBatch func(spkis [][]byte, out []bool)) error {
-	if len(room) < formsRoom*len(items) {
-		room = make([]byte, formsRoom*len(items))
-	}
-	sc := lookupScratchPool.Get().(*lookupScratch)
-	defer sc.put()
-	encodings, owners := sc.encodings[:0], sc.owners[:0]
-	for i := range items {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		it := &items[i]
-		if it.err != nil || !it.decode(room[i*formsRoom:i*formsRoom:(i+1)*formsRoom]) {
-			continue
-		}
-		encodings, owners = append(encodings, it.spki), append(owners, i)
-		if !sameBytes(it.canonical, it.spki) {
-			encodings, owners = append(encodings, it.canonical), append(owners, i)
-		}
-		if it.other != nil {
-			encodings, owners = append(encodings, it.other), append(owners, i)
-		}
-	}
-	sc.encodings, sc.owners = encodings, owners
-	found := append(sc.found[:0], make([]bool, len(encodings))...)
-	sc.found = found
-	chunk := len(encodings)
-	if ctx.Done() != nil {
-		chunk = lookupChunk
-	}
-	for i := 0; i < len(encodings); i += chunk {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		end := min(i+chunk, len(encodings))
-		probablyBatch(encodings[i:end], found[i:end])
-	}
-	for j, i := range owners {
-		items[i].probably = items[i].probably || found[j]
-	}
-	for i := range items {
-		if it := &items[i]; it.err == nil {
-			fp, other, label := it.fingerprints()
-			it.fp = fingerprintSet{fp: fp, other: other, label: label, set: true}
-		}
-	}
-	return nil
-}
-
-// lookupScratch is what lookupItems needs only while it runs, kept from
-// one batch to the next.
-type lookupScratch struct {
-	encodings [][]byte
-	owners    []int
-	found     []bool
-}
-
-var lookupScratchPool = sync.Pool{New: func() any { return new(lookupScratch) }}
-
-// put returns sc to the pool, dropping its references to the keys.
-func (sc *lookupScratch) put() {
-	clear(sc.encodings)
-	lookupScratchPool.Put(sc)
-}
-
-// A fingerprintSet is what item.fingerprints returns, computed once.
-type fingerprintSet struct {
-	fp, other [2 * sha256.Size]byte
-	label     string
-	set       bool
-}
-
-// formsRoom is the room decode has for a key's other encodings: an EC
-// point's other form on the largest named curves (a P-521 uncompressed
-// SPKI is 158 bytes). keys.Forms allocates what does not fit.
-const formsRoom = 160
-
-// sameBytes reports whether a and b are the same bytes in memory.
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
-// lookupChunk is how many encodings lookupItems looks up between two looks at
-// a context that can be done.
-const lookupChunk = 64
 
 // checkFlags are check's options.
 type checkFlags struct {
@@ -192,9 +54,14 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if ok, code := parseCheck(c, fl, args); !ok {
 		return code
 	}
+	names := c.Args()[1:]
+	if (c.Arg(0) == "-" || c.Arg(0) == "/dev/stdin") && (len(names) == 0 || slices.Contains(names, "-")) {
+		_, code := c.fail("the filter is read from standard input: name the key files")
+		return code
+	}
 	f, err := openFilter(c.Arg(0), stdin)
 	if err != nil {
-		errorf(stderr, "%s%s", message(err), filterFirstHint(err, c.Args()[1:]))
+		errorf(stderr, "%s%s", message(err), filterFirstHint(err, names))
 		return exitTrouble
 	}
 	defer f.Close()
@@ -203,29 +70,31 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
-	inputs := inputsOf(c.Args()[1:], stdin, pws, *fl.recursive)
-	if c.Arg(0) == "-" || c.Arg(0) == "/dev/stdin" {
-		for _, in := range inputs {
-			if in.name == "-" {
-				_, code := c.fail("the filter is read from standard input: name the key files")
-				return code
-			}
+	// A first Ctrl-C stops the check and prints the verdicts made; a
+	// second quits at once, even while the input is blocked.
+	ctx, release := interruptContext()
+	defer release()
+	scr := newScreen(stdout, stderr)
+	p := &checkPrinter{fl: fl, scr: scr}
+	prog := startProgress(scr, names)
+	opts := pkbf.CheckOptions{Passphrases: pws, Idle: func() { scr.flush() }}
+	if *fl.confirm {
+		confirm, cancel := confirmer(ctx, f, fl)
+		defer cancel()
+		opts.Confirm = confirm
+	}
+	for v := range f.Check(ctx, inputs(names, stdin, *fl.recursive, &prog.bytes), opts) {
+		prog.keys.Add(1)
+		if !p.emit(&v) {
+			break
 		}
 	}
-	work, workers, cancel := checkWork(f, fl)
-	defer cancel()
-	interrupt := stopOnInterrupt()
-	defer interrupt.release()
-	scr := newScreen(stdout, stderr)
-	p := &checkPrinter{fl: fl, scr: scr, hint: passphraseHint}
-	prog := startProgress(scr, inputs)
-	pipeline(pipelineOptions{inputs: inputs, workers: workers, work: work, emit: p.emit, idle: func() { scr.flush() }, stop: interrupt.stop, progress: prog})
 	prog.stop()
 	if err := scr.flush(); err != nil {
 		errorf(stderr, "writing output: %v", err)
 		p.sum.unreadable++
 	}
-	if interrupt.stopping.Load() {
+	if ctx.Err() != nil {
 		if !*fl.quiet {
 			p.sum.print(stderr, "interrupted: ")
 		}
@@ -237,6 +106,21 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		p.filterFailed = true
 	}
 	return p.finish(stderr)
+}
+
+// confirmer is check --confirm's question to the pwnedkeys API about a key
+// the filter probably holds: at most confirmInFlight requests at once, all
+// within --timeout. Call cancel when done.
+func confirmer(ctx context.Context, f *pkbf.Filter, fl *checkFlags) (confirm func(context.Context, []byte) (bool, error), cancel func()) {
+	cancel = func() {}
+	if *fl.timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, *fl.timeout)
+	}
+	checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: *fl.api}, MaxInFlight: confirmInFlight}
+	return func(_ context.Context, canonical []byte) (bool, error) {
+		res, err := checker.Confirm(ctx, canonical)
+		return res.Pwned, err
+	}, cancel
 }
 
 // parseCheck parses check's arguments and checks the flags that go
@@ -257,35 +141,6 @@ func parseCheck(c *command, fl *checkFlags, args []string) (ok bool, code int) {
 	return true, exitOK
 }
 
-// checkWork is what check does with each batch of keys, in how many
-// goroutines: look them up in f together, or with --confirm, one by one
-// through the pwnedkeys API. Call cancel when done.
-func checkWork(f *pkbf.Filter, fl *checkFlags) (work func(*batch), workers int, cancel func()) {
-	lookup := func(b *batch) { lookupItems(context.Background(), b.items, b.room, f.ProbablyBatch) }
-	work, workers, cancel = lookup, runtime.GOMAXPROCS(0), func() {}
-	if *fl.confirm {
-		ctx := context.Background()
-		if *fl.timeout > 0 {
-			ctx, cancel = context.WithTimeout(ctx, *fl.timeout)
-		}
-		checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: *fl.api}, MaxInFlight: confirmInFlight}
-		work = func(b *batch) {
-			// Each key parsed once, looked up with the batch, and only the
-			// probable ones sent to the API.
-			lookup(b)
-			for i := range b.items {
-				if it := &b.items[i]; it.err == nil && it.probably {
-					var res pwnedkeys.Result
-					res, it.confirmErr = checker.Confirm(ctx, it.canonical)
-					it.pwned = res.Pwned
-				}
-			}
-		}
-		workers = max(workers, confirmInFlight) // waiting on the network
-	}
-	return guardFilter(work), workers, cancel
-}
-
 // checkPrinter prints check's verdicts as the pipeline emits them, and
 // counts them.
 type checkPrinter struct {
@@ -294,47 +149,43 @@ type checkPrinter struct {
 	sum                 summary
 	found, filterFailed bool
 	line                []byte
-	hint                func(error) string // what to add to an item's error
 }
 
-// emit prints one item's verdict or error; it returns false to stop.
-func (p *checkPrinter) emit(it *item) bool {
+// emit prints one verdict, or the error that kept its key or input from
+// being checked; it returns false to stop.
+func (p *checkPrinter) emit(v *pkbf.Verdict) bool {
 	fl := p.fl
 	p.line = p.line[:0]
-	if it.filterErr != nil {
+	switch {
+	case errors.Is(v.Err, pkbf.ErrFileChanged):
 		// The filter file changed under us: what was done stands, the
 		// rest cannot be answered.
 		p.filterFailed = true
-		p.scr.errorf("%s", message(it.filterErr))
+		p.scr.errorf("%s", message(v.Err))
 		return false
-	}
-	switch {
-	case it.err != nil:
-		p.sum.addError(it.err)
-		p.scr.errorf("%s%s", it.errorMessage(), p.hint(it.err))
-		if *fl.json {
-			p.line = appendJSONError(p.line, it, p.hint(it.err))
-		}
+	case v.Err != nil:
+		p.sum.addError(v.Err)
+		p.scr.errorf("%s%s", verdictError(v), passphraseHint(v.Err))
 	default:
 		p.sum.keys++
-		if it.confirmErr != nil {
+		if v.ConfirmErr != nil {
 			p.sum.unconfirmed++
-			fp, _, _ := it.fingerprints()
-			p.scr.errorf("%s: confirming %s: %s", it.source(), fp[:], message(it.confirmErr))
+			p.scr.errorf("%s: confirming %s: %s", v.Source(), v.Fingerprint, message(v.ConfirmErr))
 		}
-		if it.probably {
+		if v.Probably {
 			p.sum.probably++
 		}
 		if *fl.confirm {
-			p.found = p.found || it.pwned
+			p.found = p.found || v.Pwned
 		} else {
-			p.found = p.found || it.probably
+			p.found = p.found || v.Probably
 		}
-		if *fl.json {
-			p.line = appendJSONVerdict(p.line, it, *fl.confirm)
-		} else {
-			p.line = appendTextVerdict(p.line, it, *fl.confirm, p.scr.perLine)
-		}
+	}
+	switch {
+	case *fl.json:
+		p.line = v.AppendJSON(p.line)
+	case v.Err == nil:
+		p.line = appendTextVerdict(p.line, v, *fl.confirm, p.scr.perLine)
 	}
 	if len(p.line) > 0 {
 		if err := p.scr.write(p.line); err != nil {
@@ -342,6 +193,15 @@ func (p *checkPrinter) emit(it *item) bool {
 		}
 	}
 	return true
+}
+
+// verdictError says what kept a verdict's key, or its input, from being
+// checked, and where; an error opening or reading an input already names it.
+func verdictError(v *pkbf.Verdict) string {
+	if v.Index == 0 {
+		return message(v.Err)
+	}
+	return v.Source() + ": " + message(v.Err)
 }
 
 // checkExitTable is check's exit status for every mix of what it saw, in
@@ -447,19 +307,4 @@ func (s *summary) print(w io.Writer, prefix string) {
 		msg += fmt.Sprintf("; %s not checked: %s", plural(n, "object", "objects"), strings.Join(kinds, ", "))
 	}
 	fmt.Fprintln(w, msg)
-}
-
-// decode reads the item's key and, in the same parse, the other encodings
-// a filter may hold it under (Key.Forms, building them in dst's spare
-// capacity), and reports whether that worked.
-func (it *item) decode(dst []byte) bool {
-	it.spki, it.canonical, it.other, it.err = it.key.Forms(dst)
-	if it.spki == nil {
-		return false
-	}
-	if it.err != nil {
-		it.canonical, it.other, it.err = it.spki, nil, nil // looked up as given only
-	}
-	it.sshFP, it.comment = it.key.SSHFingerprint()
-	return true
 }

@@ -17,9 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
-	"golang.org/x/sys/unix"
 )
 
 // A file system too small for the filter: create fails at once, saying

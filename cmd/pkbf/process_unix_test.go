@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
-	"golang.org/x/sys/unix"
 )
 
 // pkbfProcess returns the pkbf command as a real process: this test binary,

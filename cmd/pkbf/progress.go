@@ -35,7 +35,7 @@ var (
 
 // startProgress starts the display; set, if given, sets what the
 // display shows (what, line) before it starts, as it is read meanwhile.
-func startProgress(scr *screen, inputs []input, set ...func(*progress)) *progress {
+func startProgress(scr *screen, names []string, set ...func(*progress)) *progress {
 	p := &progress{started: time.Now(), done: make(chan struct{}), what: "keys"}
 	for _, f := range set {
 		f(p)
@@ -44,9 +44,9 @@ func startProgress(scr *screen, inputs []input, set ...func(*progress)) *progres
 		return p
 	}
 	p.scr = scr
-	for _, in := range inputs {
-		fi, err := os.Stat(in.name)
-		if in.name == "-" || err != nil || !fi.Mode().IsRegular() {
+	for _, name := range names {
+		fi, err := os.Stat(name)
+		if name == "-" || err != nil || !fi.Mode().IsRegular() {
 			p.total = 0
 			break
 		}

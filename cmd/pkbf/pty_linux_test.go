@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pkbf/pkbf/internal/testkit"
 	"golang.org/x/sys/unix"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // openPTY opens a pseudo-terminal: the master to read what is written to

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/jsontext"
+	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -222,7 +224,7 @@ func (s *service) httpError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	b := appendJSONString([]byte(`{"error":`), msg)
+	b := jsontext.AppendString([]byte(`{"error":`), msg)
 	w.Write(append(b, "}\n"...))
 }
 
@@ -259,32 +261,23 @@ func (s *service) check(w http.ResponseWriter, r *http.Request) {
 	}
 	s.checking.Add(1)
 	defer s.checking.Add(-1)
-	items, err := scanItems(ctx, body, s.limits.keys)
+	out, found, status := s.answer(ctx, body)
 	switch {
-	case errors.Is(err, errTooManyKeys):
-		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body holds more than %d keys, certificates and requests: send them in several requests", s.limits.keys))
+	case status == http.StatusRequestEntityTooLarge:
+		s.httpError(w, status, fmt.Sprintf("the request body holds more than %d keys, certificates and requests: send them in several requests", s.limits.keys))
 		return
 	case ctx.Err() != nil:
 		s.stopped(w, ctx)
 		return
-	case err != nil:
-		s.httpError(w, http.StatusBadRequest, message(err))
-		return
-	case len(items) == 0:
-		s.httpError(w, http.StatusBadRequest, "no key, certificate or request in the request body")
-		return
-	}
-	if err := s.lookup(ctx, items); ctx.Err() != nil {
-		s.stopped(w, ctx)
-		return
-	} else if err != nil {
+	case status == http.StatusServiceUnavailable:
 		s.filterErrors.Add(1)
 		s.live.Reload()
-		s.httpError(w, http.StatusServiceUnavailable, message(err)+"; reloading: try again")
+		s.httpError(w, status, string(out)+"; reloading: try again")
 		return
-	}
-	out, found := s.answer(items)
-	if len(out) > maxAnswer {
+	case found == 0 && len(out) == 0:
+		s.httpError(w, http.StatusBadRequest, "no key, certificate or request in the request body")
+		return
+	case len(out) > maxAnswer:
 		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the answer would be larger than %d bytes: send fewer keys a request", maxAnswer))
 		return
 	}
@@ -473,66 +466,45 @@ func (s *service) stopped(w http.ResponseWriter, ctx context.Context) {
 	}
 }
 
-// answer is the body answering items, and the number of items that could
-// be read as keys.
-func (s *service) answer(items []item) (out []byte, found int) {
-	for i := range items {
-		it := &items[i]
-		if len(out) > maxAnswer {
-			break
-		}
-		if it.err != nil {
-			s.keyErrors.Add(1)
-			out = appendJSONError(out, it, serveHint(it.err))
-			continue
-		}
-		found++
-		s.keys.Add(1)
-		if it.probably {
-			s.hits.Add(1)
-		}
-		out = appendJSONVerdict(out, it, false)
+// answer checks the keys of a request body in the current filter, as
+// check --json does, and returns the answer's body and how many of its
+// objects could be read as keys. Its status is 413 past the key limit,
+// 503 when the filter's file failed while in use (out is then the
+// reason), else 0.
+func (s *service) answer(ctx context.Context, body []byte) (out []byte, found, status int) {
+	request := func(yield func(pkbf.Input) bool) {
+		yield(pkbf.Input{Name: "request", Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }})
 	}
-	return out, found
-}
-
-// serveHint is what serve adds to a key's error: it takes no passphrase.
-func serveHint(err error) string {
-	if errors.Is(err, keys.ErrEncryptedKey) {
-		return "; pkbf serve takes no passphrase: send the public key or the certificate"
-	}
-	return ""
-}
-
-// errTooManyKeys stops scanning a request body past its key limit.
-var errTooManyKeys = errors.New("too many keys")
-
-// scanItems reads every key of a request body, at most max of them, and
-// stops with ctx's error when ctx is done.
-func scanItems(ctx context.Context, body []byte, max int) ([]item, error) {
-	sc := keys.NewScanner(bytes.NewReader(body))
-	var items []item
-	for sc.Scan() {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	objects := 0
+	s.live.Do(func(f *pkbf.Filter) {
+		// One goroutine a request: requests run in parallel already.
+		for v := range f.Check(ctx, request, pkbf.CheckOptions{Workers: 1}) {
+			if objects++; objects > s.limits.keys {
+				status = http.StatusRequestEntityTooLarge
+				return
+			}
+			switch {
+			case errors.Is(v.Err, pkbf.ErrFileChanged):
+				out, status = []byte(message(v.Err)), http.StatusServiceUnavailable
+				return
+			case v.Err != nil:
+				s.keyErrors.Add(1)
+				if errors.Is(v.Err, keys.ErrEncryptedKey) {
+					v.Err = perr.Errorf("%w; pkbf serve takes no passphrase: send the public key or the certificate", v.Err)
+				}
+			default:
+				found++
+				s.keys.Add(1)
+				if v.Probably {
+					s.hits.Add(1)
+				}
+			}
+			if len(out) <= maxAnswer {
+				out = v.AppendJSON(out)
+			}
 		}
-		if len(items) == max {
-			return nil, errTooManyKeys
-		}
-		items = append(items, item{input: "request", key: sc.Key()})
-	}
-	return items, sc.Err()
-}
-
-// lookup decodes the items' keys and looks them up together in the
-// current filter; a filter file cut short while in use is an error.
-func (s *service) lookup(ctx context.Context, items []item) (err error) {
-	defer func() {
-		if ferr := fileChanged(recover()); ferr != nil {
-			err = ferr
-		}
-	}()
-	return lookupItems(ctx, items, nil, s.live.ProbablyBatch)
+	})
+	return out, found, status
 }
 
 // filterErr reports whether the filter in use can answer: nil, or why not

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/testkit"
-	"github.com/pkbf/pkbf/keys"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // Requests an attacker would send to serve (issue 22, items 4 to 7).
@@ -142,29 +141,4 @@ func TestServeStopsWhenClientLeaves(t *testing.T) {
 		t.Errorf("a request after the costly one: status %d", code)
 	}
 	t.Logf("the server stopped %v after the request began", time.Since(start))
-}
-
-// lookupItems stops between two chunks when its context is done, and
-// looks everything up at once with a context that cannot be.
-func TestLookupItemsStops(t *testing.T) {
-	items := make([]item, 3*lookupChunk)
-	line := testkit.ReadFile(t, key("p384.pub"))
-	for i := range items {
-		sc := keys.NewScanner(bytes.NewReader(line))
-		sc.Scan()
-		items[i] = item{input: "test", key: sc.Key()}
-	}
-	calls := 0
-	ctx, cancel := context.WithCancel(context.Background())
-	err := lookupItems(ctx, items, nil, func(spkis [][]byte, out []bool) {
-		calls++
-		cancel()
-	})
-	if !errors.Is(err, context.Canceled) || calls != 1 {
-		t.Errorf("cancelled after the first chunk: %d calls, %v", calls, err)
-	}
-	calls = 0
-	if err := lookupItems(context.Background(), items, nil, func(spkis [][]byte, out []bool) { calls++ }); err != nil || calls != 1 {
-		t.Errorf("with a background context: %d calls, %v; want 1 call", calls, err)
-	}
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/fileio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"golang.org/x/crypto/ssh"
 
@@ -174,7 +175,7 @@ func TestBuildMatchesAdd(t *testing.T) {
 	files := genKeyFiles(t, filepath.Join(mkdir(t, dir, "keys")), 300)
 	out := filepath.Join(dir, "beam.pkbf")
 	p, s := beam.NewPipelineWithRoot()
-	Build(s, 4, 14, out, Keys(s, filepath.Join(dir, "keys", "*")))
+	Build(s, 4, 14, out, Files(s, filepath.Join(dir, "keys", "*")))
 	runPipeline(t, p)
 
 	want := filepath.Join(dir, "pkbf.pkbf")
@@ -225,7 +226,7 @@ func TestCheckMatchesCommand(t *testing.T) {
 
 	out := filepath.Join(dir, "verdicts.jsonl")
 	p, s := beam.NewPipelineWithRoot()
-	WriteLines(s, out, Check(s, filter, Keys(s, filepath.Join(dir, "keys", "*"))))
+	WriteLines(s, out, Check(s, filter, Files(s, filepath.Join(dir, "keys", "*"))))
 	r := runPipeline(t, p)
 
 	got := verdicts(t, string(readFile(t, out)))
@@ -254,6 +255,25 @@ func TestCheckMatchesCommand(t *testing.T) {
 	if c := counter(r, "keys_unreadable"); c != 1 {
 		t.Errorf("keys_unreadable counter %d, want 1 (junk.pem)", c)
 	}
+}
+
+// Verdict is a JSON verdict line, decoded to compare the pipeline's with
+// pkbf check --json's.
+type Verdict struct {
+	Source                string `json:"source"`
+	File                  string `json:"file"`
+	Line                  int    `json:"line,omitempty"`
+	Index                 int    `json:"index"`
+	Offset                int64  `json:"offset"`
+	Block                 int    `json:"block,omitempty"`
+	Part                  string `json:"part,omitempty"`
+	SSHFingerprint        string `json:"ssh_fingerprint,omitempty"`
+	Comment               string `json:"comment,omitempty"`
+	Fingerprint           string `json:"fingerprint,omitempty"`
+	FingerprintAsGiven    string `json:"fingerprint_as_given,omitempty"`
+	FingerprintNamedCurve string `json:"fingerprint_named_curve,omitempty"`
+	Probably              *bool  `json:"probably,omitempty"`
+	Error                 string `json:"error,omitempty"`
 }
 
 // sameVerdict compares two verdicts field by field.
@@ -299,20 +319,30 @@ func counter(r beam.PipelineResult, name string) int64 {
 // in any grouping give the one filter of all the keys.
 func TestBuildCombine(t *testing.T) {
 	fn := &buildFn{HashCount: 5, HashLength: 12}
+	dir := t.TempDir()
 	var spkis [][]byte
 	whole, _ := fn.CreateAccumulator()
 	parts := make([]*partial, 3)
 	for i := range parts {
 		parts[i], _ = fn.CreateAccumulator()
 	}
-	for i := range 200 {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		spki, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
-		spkis = append(spkis, spki)
-		if _, err := fn.AddInput(parts[i%3], spki); err != nil {
+	for i := range 60 {
+		var pems []byte
+		for range 3 {
+			k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			spki, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+			spkis = append(spkis, spki)
+			pems = append(pems, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: spki})...)
+		}
+		path := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.WriteFile(path, pems, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		fn.AddInput(whole, spki)
+		file := fileio.ReadableFile{Metadata: fileio.FileMetadata{Path: path}}
+		if _, err := fn.AddInput(parts[i%3], file); err != nil {
+			t.Fatal(err)
+		}
+		fn.AddInput(whole, file)
 	}
 	for i, p := range parts {
 		b, err := encodePartial(p)
@@ -339,8 +369,9 @@ func TestBuildCombine(t *testing.T) {
 	if _, err := decodePartial([]byte("pkbfv1 but too short")); err == nil {
 		t.Error("decodePartial of a broken filter: no error")
 	}
-	if _, err := fn.AddInput(whole, []byte{0x30, 0x00}); err == nil {
-		t.Error("AddInput of an invalid SPKI: no error")
+	missing := fileio.ReadableFile{Metadata: fileio.FileMetadata{Path: filepath.Join(dir, "missing")}}
+	if _, err := fn.AddInput(whole, missing); err == nil {
+		t.Error("AddInput of a missing file: no error")
 	}
 }
 
@@ -355,7 +386,7 @@ func BenchmarkPipeline(b *testing.B) {
 	b.Run("check/beam-prism", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			p, s := beam.NewPipelineWithRoot()
-			WriteLines(s, filepath.Join(dir, fmt.Sprint("out", i)), Check(s, filter, Keys(s, filepath.Join(dir, "keys", "*"))))
+			WriteLines(s, filepath.Join(dir, fmt.Sprint("out", i)), Check(s, filter, Files(s, filepath.Join(dir, "keys", "*"))))
 			runPipeline(b, p)
 		}
 		b.ReportMetric(20000*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
@@ -369,7 +400,7 @@ func BenchmarkPipeline(b *testing.B) {
 	b.Run("build/beam-prism", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			p, s := beam.NewPipelineWithRoot()
-			Build(s, 3, 20, filepath.Join(dir, fmt.Sprint("built", i)), Keys(s, filepath.Join(dir, "keys", "*")))
+			Build(s, 3, 20, filepath.Join(dir, fmt.Sprint("built", i)), Files(s, filepath.Join(dir, "keys", "*")))
 			runPipeline(b, p)
 		}
 		b.ReportMetric(20000*float64(b.N)/b.Elapsed().Seconds(), "keys/s")

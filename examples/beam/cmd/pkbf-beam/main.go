@@ -51,13 +51,13 @@ func run(ctx context.Context, mode string) error {
 		return fmt.Errorf("%s needs --input and --output", mode)
 	}
 	p, s := beam.NewPipelineWithRoot()
-	found := pkbfbeam.Keys(s, *input)
+	files := pkbfbeam.Files(s, *input)
 	switch mode {
 	case "check":
 		if *filter == "" {
 			return fmt.Errorf("check needs --filter")
 		}
-		pkbfbeam.WriteLines(s, *output, pkbfbeam.Check(s, *filter, found))
+		pkbfbeam.WriteLines(s, *output, pkbfbeam.Check(s, *filter, files))
 	case "build":
 		k, l := *hashes, *length
 		if *entries != 0 || *fpRate != 0 {
@@ -69,7 +69,7 @@ func run(ctx context.Context, mode string) error {
 		if k < 1 || k > 255 || l < 3 || l > 40 { // as pkbf.New: refused here, not on a worker
 			return fmt.Errorf("build needs --hashes 1 to 255 and --length 3 to 40, or --entries and --fp-rate")
 		}
-		pkbfbeam.Build(s, k, l, *output, found)
+		pkbfbeam.Build(s, k, l, *output, files)
 	}
 	return beamx.Run(ctx, p)
 }

@@ -1,4 +1,4 @@
-package main
+package jsontext
 
 import (
 	"bytes"
@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// appendJSONString writes what encoding/json writes without HTML escaping.
-func TestAppendJSONString(t *testing.T) {
+// AppendString writes what encoding/json writes without HTML escaping.
+func TestAppendString(t *testing.T) {
 	for _, s := range []string{
 		"", "plain", `quote " and \ backslash`, "tab\tnewline\nreturn\r", "\x00\x01\x1f\x7f",
 		"invalid \xff\xfe utf-8", "cut \xe2\x82", "é ∑ 😀", "line\u2028and\u2029para", "<html> & 'x'",
@@ -18,8 +18,8 @@ func TestAppendJSONString(t *testing.T) {
 		if err := enc.Encode(s); err != nil {
 			t.Fatal(err)
 		}
-		if got := appendJSONString(nil, s); string(got) != string(bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
-			t.Errorf("appendJSONString(%q) = %s, encoding/json gives %s", s, got, want.Bytes())
+		if got := AppendString(nil, s); string(got) != string(bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
+			t.Errorf("AppendString(%q) = %s, encoding/json gives %s", s, got, want.Bytes())
 		}
 	}
 }

@@ -1,4 +1,6 @@
-package main
+// Package jsontext appends JSON text without reflection, for output written
+// once per key: verdicts, and the service's error bodies.
+package jsontext
 
 import (
 	"unicode/utf8"
@@ -6,11 +8,11 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string, as encoding/json writes it
+// AppendString appends s as a JSON string, as encoding/json writes it
 // (less its HTML escaping): quotes, backslashes and control characters
 // escaped, invalid UTF-8 replaced by U+FFFD. File names and error messages
 // can hold any bytes.
-func appendJSONString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
 		c := s[i]

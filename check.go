@@ -1,0 +1,616 @@
+package pkbf
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/pkbf/pkbf/internal/fingerprint"
+	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keys"
+)
+
+// Input is one stream of keys for [Filter.Check] and [Writable.AddKeys]:
+// a file, standard input, a request's body. It may hold keys in any form
+// a [keys.Scanner] reads.
+type Input struct {
+	// Name is how verdicts name the input: a path, "<stdin>", "request".
+	Name string
+	// Open opens the input; it is called once, when the input's turn
+	// comes, and what it returns is closed when the input is done. An
+	// error is the input's verdict.
+	Open func() (io.ReadCloser, error)
+}
+
+// Files returns the inputs of the files named, in order: "-" is standard
+// input (named "<stdin>"), and a directory stands for every regular file
+// under it, in lexical order, as grep -r reads one (links inside it are
+// not followed; an unreadable subdirectory is an input whose Open fails).
+func Files(names ...string) iter.Seq[Input] {
+	return func(yield func(Input) bool) {
+		for _, name := range names {
+			if name == "-" {
+				if !yield(Input{Name: "<stdin>", Open: func() (io.ReadCloser, error) { return io.NopCloser(os.Stdin), nil }}) {
+					return
+				}
+				continue
+			}
+			if fi, err := os.Stat(name); err != nil || !fi.IsDir() {
+				if !yield(fileInput(name)) {
+					return
+				}
+				continue
+			}
+			stopped := false
+			filepath.WalkDir(name, func(path string, d fs.DirEntry, err error) error {
+				switch {
+				case err != nil:
+					stopped = !yield(Input{Name: path, Open: func() (io.ReadCloser, error) { return nil, err }})
+				case d.Type().IsRegular():
+					stopped = !yield(fileInput(path))
+				}
+				if stopped {
+					return fs.SkipAll
+				}
+				return nil
+			})
+			if stopped {
+				return
+			}
+		}
+	}
+}
+
+func fileInput(path string) Input {
+	return Input{Name: path, Open: func() (io.ReadCloser, error) { return os.Open(path) }}
+}
+
+// CheckOptions adjust [Filter.Check] and [Writable.AddKeys]. The zero
+// value is ready to use.
+type CheckOptions struct {
+	// Passphrases are tried, after the empty one, on encrypted PKCS#12
+	// files (keys.Scanner.SetPassphrases).
+	Passphrases []string
+	// Workers is how many goroutines decode and look up keys: 0 means
+	// GOMAXPROCS, and with Confirm at least 8, as they wait on the
+	// network. With 1, all the work runs in the caller's goroutine, with
+	// no other: for short inputs, or a caller already running checks in
+	// parallel (a server, one per request).
+	Workers int
+	// Confirm, if set, is asked about every key the filter probably
+	// holds, with the key's canonical SPKI ([keys.Canonical]), from the
+	// workers: pwned when it verified that the key is compromised, an
+	// error when it has no usable answer. Verdicts then carry Pwned and
+	// ConfirmErr, and a Status of "compromised", "false-positive" or
+	// "unconfirmed" for those keys. A pwnedkeys.Checker's Confirm fits,
+	// and bounds the requests in flight.
+	Confirm func(ctx context.Context, canonical []byte) (pwned bool, err error)
+	// Idle, if set, is called between verdicts whenever every key read so
+	// far has had its verdict: the input is slower than the lookups (a
+	// pipe, a terminal), so a caller that buffers its output should flush
+	// it. It runs in the caller's goroutine.
+	Idle func()
+}
+
+// Check reads every key of the inputs and yields one verdict per key, in
+// input order: whether the filter probably holds it under any encoding it
+// may hold it in (the answer [Filter.Contains] gives), its fingerprints
+// and where it was found; or the error that kept the key, or its input,
+// from being checked.
+//
+// It is the fast way to check many keys: each key is parsed once for all
+// its encodings, all of them are looked up in batches, so that the memory
+// latencies of many keys overlap ([Filter.ProbablyBatch]), and this runs
+// on CheckOptions.Workers goroutines while the inputs are read. Verdicts
+// come out as soon as they are made: a key read from an input that makes
+// the reader wait (a pipe, a terminal) is not held back for more. Memory
+// stays bounded, a few batches of keys whatever the inputs' size; a
+// verdict's strings may be kept, nothing else is held for it.
+//
+// Cancelling ctx, or leaving the loop early, stops Check between two
+// keys; it returns once the workers have let go of the filter, and a
+// read in progress finishes in the background, its input then closed.
+// A verdict whose Err wraps [ErrFileChanged] is the last one: the filter's
+// file was cut short or overwritten while in use.
+func (f *Filter) Check(ctx context.Context, inputs iter.Seq[Input], opts CheckOptions) iter.Seq[Verdict] {
+	r := &run{f: f, ctx: ctx, opts: opts, decode: decodeForLookup, work: (*run).lookup}
+	return r.all(inputs)
+}
+
+// AddKeys adds every key of the inputs to the filter, under every
+// encoding a filter may hold it in, as [Writable.AddKey] does, and yields
+// one verdict per key, in input order, with Added set to how many of its
+// encodings were new, Probably true and its fingerprints; or the error
+// that kept the key, or its input, from being added. Keys are decoded on
+// CheckOptions.Workers goroutines and added in input order (Confirm is
+// not used). An error from the filter's file ([Writable.Add]) ends it:
+// the last verdict carries it. Cancelling ctx or leaving the loop stops
+// it between two keys, as for [Filter.Check]; the keys before stay added.
+func (w *Writable) AddKeys(ctx context.Context, inputs iter.Seq[Input], opts CheckOptions) iter.Seq[Verdict] {
+	opts.Confirm = nil
+	r := &run{f: w.Filter, ctx: ctx, opts: opts, decode: decodeForAdd, work: (*run).fingerprints}
+	r.finish = func(s *slot) error {
+		added, err := w.addEncodings(s.encodings)
+		s.Added, s.Probably = added, err == nil
+		return err
+	}
+	return r.all(inputs)
+}
+
+// A slot is one key on its way through a run: the verdict being made, and
+// what is needed to make it.
+type slot struct {
+	Verdict
+	key       keys.Key // with its Raw, until decoded
+	spki      []byte   // as the input has it
+	canonical []byte   // OpenSSL's encoding: spki itself when the same
+	other     []byte   // an EC key's other point form, or nil
+	encodings [][]byte // AddKeys: every encoding to add
+}
+
+// batch is a run of slots from one reader, worked on by one worker and
+// emitted in order; once emitted it is reused for later keys.
+type batch struct {
+	slots  []slot
+	done   chan struct{}
+	room   []byte // the slots' other encodings: formsRoom bytes a slot
+	failed error  // the filter failed while this batch was worked on
+	// The context ended before every key was looked up (or confirmed):
+	// none of the batch's verdicts may be yielded, as a key not looked up
+	// would read as a "no".
+	aborted bool
+}
+
+const (
+	batchSize = 256
+	// formsRoom is the room a key has for its other encodings: an EC
+	// point's other form on the largest named curves (a P-521
+	// uncompressed SPKI is 158 bytes); keys.Forms allocates what does not
+	// fit.
+	formsRoom = 160
+	// lookupChunk is how many encodings are looked up between two looks
+	// at the context (an EC key on an explicit curve costs a square root
+	// to decode).
+	lookupChunk = 64
+)
+
+func newBatch() *batch {
+	return &batch{slots: make([]slot, 0, batchSize), done: make(chan struct{}), room: make([]byte, formsRoom*batchSize)}
+}
+
+// reset empties an emitted batch for reuse, keeping its memory.
+func (b *batch) reset() {
+	clear(b.slots)
+	b.slots, b.failed, b.aborted = b.slots[:0], nil, false
+	b.done = make(chan struct{})
+}
+
+// run is one Check or AddKeys.
+type run struct {
+	f      *Filter
+	ctx    context.Context
+	opts   CheckOptions
+	decode func(*slot, []byte) // in the workers: read the key's encodings
+	work   func(*run, *batch)  // in the workers, after decode
+	finish func(*slot) error   // in the caller's goroutine, in order, or nil
+}
+
+// all yields the verdicts of every key of the inputs.
+func (r *run) all(inputs iter.Seq[Input]) iter.Seq[Verdict] {
+	return func(yield func(Verdict) bool) {
+		ctx, cancel := context.WithCancel(r.ctx)
+		defer cancel()
+		r := *r // each iteration has its own context
+		r.ctx = ctx
+		workers := r.opts.Workers
+		if workers <= 0 {
+			workers = runtime.GOMAXPROCS(0)
+			if r.opts.Confirm != nil {
+				workers = max(workers, 8)
+			}
+		}
+		if workers == 1 {
+			r.inline(inputs, yield)
+			return
+		}
+		r.parallel(inputs, workers, yield)
+	}
+}
+
+// inline runs everything in the caller's goroutine: each batch is worked
+// on and yielded before more is read.
+func (r *run) inline(inputs iter.Seq[Input], yield func(Verdict) bool) {
+	b := newBatch()
+	rd := &reader{ctx: r.ctx, passphrases: r.opts.Passphrases, b: b, get: func() *batch { return b }}
+	rd.send = func(b *batch) bool {
+		r.guard(b)
+		ok := r.emit(b, yield)
+		b.reset()
+		return ok && r.ctx.Err() == nil
+	}
+	rd.read(inputs)
+}
+
+// parallel reads in one goroutine, works on batches in workers and
+// yields the verdicts in order in the caller's goroutine.
+func (r *run) parallel(inputs iter.Seq[Input], workers int, yield func(Verdict) bool) {
+	order := make(chan *batch, 4*workers)
+	todo := make(chan *batch, 4*workers)
+	// Emitted batches go back to the reader; it makes new ones only
+	// while none is free.
+	free := make(chan *batch, 4*workers+2)
+	halted := make(chan struct{})
+	var halt sync.Once
+	go func() {
+		defer close(order)
+		defer close(todo)
+		rd := &reader{ctx: r.ctx, passphrases: r.opts.Passphrases}
+		rd.get = func() *batch {
+			select {
+			case b := <-free:
+				return b
+			default:
+				return newBatch()
+			}
+		}
+		rd.send = func(b *batch) bool {
+			select {
+			case order <- b:
+			case <-halted:
+				return false
+			}
+			select {
+			case todo <- b:
+				return true
+			case <-halted:
+				return false
+			}
+		}
+		rd.b = rd.get()
+		rd.read(inputs)
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				select {
+				case b, ok := <-todo:
+					if !ok {
+						return
+					}
+					r.guard(b)
+					close(b.done)
+				case <-halted:
+					return
+				}
+			}
+		})
+	}
+	// Whatever ends the loop, no worker touches the filter once this
+	// returns: the caller may close it.
+	defer func() {
+		halt.Do(func() { close(halted) })
+		wg.Wait()
+	}()
+	done := r.ctx.Done()
+	for {
+		var b *batch
+		var ok bool
+		select {
+		case b, ok = <-order:
+		case <-done:
+			return
+		}
+		if !ok {
+			return
+		}
+		select {
+		case <-b.done:
+		case <-done:
+			return
+		}
+		if !r.emit(b, yield) {
+			return
+		}
+		b.reset()
+		select {
+		case free <- b:
+		default:
+		}
+		if r.opts.Idle != nil && len(order) == 0 {
+			r.opts.Idle()
+		}
+	}
+}
+
+// guard works on b, turning a fault in the filter's file (cut short while
+// mapped: a panic with an ErrFileChanged error) into b's failure.
+func (r *run) guard(b *batch) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			if err, ok := rec.(error); ok && errors.Is(err, ErrFileChanged) {
+				b.failed = err
+				return
+			}
+			panic(rec)
+		}
+	}()
+	for i := range b.slots {
+		if s := &b.slots[i]; s.Err == nil {
+			r.decode(s, b.room[i*formsRoom:i*formsRoom:(i+1)*formsRoom])
+		}
+	}
+	r.work(r, b)
+	for i := range b.slots {
+		b.slots[i].key.Raw = nil // done with it
+	}
+}
+
+// emit finishes and yields b's verdicts in order; it reports false when
+// the run must stop.
+func (r *run) emit(b *batch, yield func(Verdict) bool) bool {
+	if b.aborted {
+		return false
+	}
+	if b.failed != nil {
+		yield(Verdict{Input: b.slots[0].Input, Err: b.failed})
+		return false
+	}
+	for i := range b.slots {
+		s := &b.slots[i]
+		if r.finish != nil && s.Err == nil {
+			if err := r.finish(s); err != nil {
+				s.Err = err
+				yield(s.Verdict)
+				return false
+			}
+		}
+		if !yield(s.Verdict) {
+			return false
+		}
+	}
+	return true
+}
+
+// reader frames the keys of the inputs into batches and sends them.
+type reader struct {
+	ctx         context.Context
+	passphrases []string
+	b           *batch
+	get         func() *batch
+	send        func(*batch) bool
+	stopped     bool
+}
+
+func (rd *reader) read(inputs iter.Seq[Input]) {
+	for in := range inputs {
+		rd.input(in)
+		if rd.stopped {
+			return
+		}
+	}
+	rd.flush()
+}
+
+// flush sends the batch being filled, if it holds anything.
+func (rd *reader) flush() {
+	if !rd.stopped && len(rd.b.slots) > 0 {
+		rd.stopped = !rd.send(rd.b)
+		rd.b = rd.get()
+	}
+}
+
+func (rd *reader) add(s slot) {
+	rd.b.slots = append(rd.b.slots, s)
+	if len(rd.b.slots) == batchSize {
+		rd.flush()
+	}
+}
+
+func (rd *reader) input(in Input) {
+	if rd.ctx.Err() != nil {
+		rd.stopped = true
+		return
+	}
+	rc, err := in.Open()
+	if err != nil {
+		rd.add(slot{Verdict: Verdict{Input: in.Name, Err: err}})
+		return
+	}
+	defer rc.Close()
+	sc := keys.NewScanner(&idleReader{r: rc, idle: rd.flush})
+	sc.SetPassphrases(rd.passphrases...)
+	done := rd.ctx.Done()
+	for !rd.stopped && sc.Scan() {
+		select {
+		case <-done: // between two keys: a container's can be costly to read
+			rd.stopped = true
+			return
+		default:
+		}
+		k := sc.Key()
+		rd.add(slot{Verdict: Verdict{Input: in.Name, Index: k.Index, Line: k.Line, Block: k.Block, Offset: k.Offset, Part: k.Part}, key: k})
+	}
+	if err := sc.Err(); err != nil && !rd.stopped {
+		rd.add(slot{Verdict: Verdict{Input: in.Name, Err: perr.Errorf("reading %s: %w", in.Name, err)}})
+	}
+}
+
+// idleReader calls idle before a read that may wait: one after a read
+// that came back short, as a pipe's or a terminal's does when their
+// writer has sent nothing more yet. A regular file's reads come back
+// full to its end, so its keys go out in whole batches.
+type idleReader struct {
+	r     io.Reader
+	idle  func()
+	short bool
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	if ir.short {
+		ir.idle()
+	}
+	n, err := ir.r.Read(p)
+	ir.short = n < len(p)
+	return n, err
+}
+
+// decodeForLookup reads s's key and, in the same parse, the other
+// encodings a filter may hold it under (keys.Key.Forms, building them in
+// dst's spare capacity). A key whose SPKI is read but cannot be
+// re-encoded is looked up as given only.
+func decodeForLookup(s *slot, dst []byte) {
+	s.spki, s.canonical, s.other, s.Err = s.key.Forms(dst)
+	if s.spki == nil {
+		return
+	}
+	if s.Err != nil {
+		s.canonical, s.other, s.Err = s.spki, nil, nil
+	}
+	s.SSHFingerprint, s.Comment = s.key.SSHFingerprint()
+}
+
+// decodeForAdd reads s's key and every encoding AddKey adds.
+func decodeForAdd(s *slot, _ []byte) {
+	if s.spki, s.Err = s.key.SPKI(); s.Err != nil {
+		return
+	}
+	if s.encodings, s.Err = keys.Encodings(s.spki); s.Err != nil {
+		return
+	}
+	s.canonical = s.encodings[0]
+	s.SSHFingerprint, s.Comment = s.key.SSHFingerprint()
+}
+
+// lookups returns the encodings under which a key is looked up, n of
+// them: as given, canonical where it differs, and an EC key's other point
+// form. Contains and Check both look up exactly these.
+func lookups(spki, canonical, other []byte) (e [3][]byte, n int) {
+	e[0], n = spki, 1
+	if canonical != nil && !sameSlice(canonical, spki) {
+		e[n], n = canonical, n+1
+	}
+	if other != nil {
+		e[n], n = other, n+1
+	}
+	return e, n
+}
+
+// lookupScratch is what lookup needs only while it runs, kept from one
+// batch to the next.
+type lookupScratch struct {
+	encodings [][]byte
+	owners    []int
+	found     []bool
+}
+
+var lookupScratchPool = sync.Pool{New: func() any { return new(lookupScratch) }}
+
+// lookup looks up every encoding of b's keys together (ProbablyBatch), in
+// chunks between which it looks at the context; a key is probably in the
+// filter if any of its encodings is. Then it makes the fingerprints and,
+// with Confirm, asks about the keys found.
+func (r *run) lookup(b *batch) {
+	sc := lookupScratchPool.Get().(*lookupScratch)
+	defer func() {
+		clear(sc.encodings)
+		lookupScratchPool.Put(sc)
+	}()
+	encodings, owners := sc.encodings[:0], sc.owners[:0]
+	for i := range b.slots {
+		if s := &b.slots[i]; s.Err == nil {
+			e, n := lookups(s.spki, s.canonical, s.other)
+			for _, enc := range e[:n] {
+				encodings, owners = append(encodings, enc), append(owners, i)
+			}
+		}
+	}
+	sc.encodings, sc.owners = encodings, owners
+	found := append(sc.found[:0], make([]bool, len(encodings))...)
+	sc.found = found
+	for i := 0; i < len(encodings); i += lookupChunk {
+		if r.ctx.Err() != nil {
+			b.aborted = true
+			return
+		}
+		end := min(i+lookupChunk, len(encodings))
+		r.f.ProbablyBatch(encodings[i:end], found[i:end])
+	}
+	for j, i := range owners {
+		b.slots[i].Probably = b.slots[i].Probably || found[j]
+	}
+	r.fingerprints(b)
+	if r.opts.Confirm == nil {
+		return
+	}
+	for i := range b.slots {
+		s := &b.slots[i]
+		s.confirmed = true
+		if s.Err == nil && s.Probably {
+			if r.ctx.Err() != nil {
+				b.aborted = true
+				return
+			}
+			s.Pwned, s.ConfirmErr = r.opts.Confirm(r.ctx, s.canonical)
+		}
+	}
+}
+
+// fingerprints sets the fingerprints of b's keys, all in one string: one
+// allocation a batch, which a verdict kept keeps alive.
+func (r *run) fingerprints(b *batch) {
+	buf := make([]byte, 0, 2*fingerprint.Size*len(b.slots))
+	type span struct{ fp, other int }
+	spans := make([]span, len(b.slots))
+	for i := range b.slots {
+		s := &b.slots[i]
+		if s.Err != nil {
+			continue
+		}
+		fp, other, label := reported(s.spki, s.canonical)
+		spans[i].fp, spans[i].other = len(buf), -1
+		buf = fingerprint.Append(buf, fp)
+		if label != "" {
+			spans[i].other = len(buf)
+			buf = fingerprint.Append(buf, other)
+			s.OtherLabel = label
+		}
+	}
+	if len(buf) == 0 {
+		return
+	}
+	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
+	for i := range b.slots {
+		if s := &b.slots[i]; s.Err == nil {
+			s.Fingerprint = all[spans[i].fp : spans[i].fp+fingerprint.Size]
+			if o := spans[i].other; o >= 0 {
+				s.OtherFingerprint = all[o : o+fingerprint.Size]
+			}
+		}
+	}
+}
+
+// reported chooses the fingerprint reported for a key: the canonical
+// encoding's (what the reference implementation stores for a key, and
+// pwnedkeys fingerprints), with the bytes as given beside it where they
+// differ; but for a key with explicit EC parameters (a certificate's
+// SPKI, which the reference hashes as it stands), openssl (x509 -pubkey,
+// pkey -pubin) keeps the parameters and fingerprints the bytes as given:
+// that is reported, and the canonical one is "named curve".
+func reported(spki, canonical []byte) (fp, other []byte, label string) {
+	switch {
+	case bytes.Equal(spki, canonical):
+		return canonical, nil, ""
+	case keys.ExplicitCurve(spki):
+		return spki, canonical, "named curve"
+	}
+	return canonical, spki, "as given"
+}

@@ -1,0 +1,23 @@
+// Package retryafter reads the Retry-After header of an HTTP response
+// (RFC 9110, section 10.2.3), for the clients that retry: pkbf update and
+// the pwnedkeys API client.
+package retryafter
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Parse returns how long a Retry-After value v asks to wait: its seconds,
+// or the time until its HTTP date, at most limit. It returns 0 for an
+// empty, unreadable or past value.
+func Parse(v string, limit time.Duration) time.Duration {
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs >= 0 {
+		d = time.Duration(min(secs, int64(limit/time.Second)+1)) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = time.Until(t)
+	}
+	return min(max(d, 0), limit)
+}
