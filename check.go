@@ -161,7 +161,8 @@ type slot struct {
 type batch struct {
 	slots  []slot
 	done   chan struct{}
-	room   []byte // the slots' other encodings: formsRoom bytes a slot
+	arena  []byte // the slots' Raw, from the scanner (SetRawAlloc)
+	room   []byte // the slots' encodings: formsRoom bytes a slot
 	failed error  // the filter failed while this batch was worked on
 	// The context ended before every key was looked up (or confirmed):
 	// none of the batch's verdicts may be yielded, as a key not looked up
@@ -171,11 +172,15 @@ type batch struct {
 
 const (
 	batchSize = 256
-	// formsRoom is the room a key has for its other encodings: an EC
-	// point's other form on the largest named curves (a P-521
-	// uncompressed SPKI is 158 bytes); keys.Forms allocates what does not
-	// fit.
-	formsRoom = 160
+	// formsRoom is the room a key has for the encodings keys.Forms
+	// builds: a PEM block's SPKI (an RSA-4096 key's is 550 bytes) and an
+	// EC point's other form on the largest named curves (a P-521
+	// uncompressed SPKI is 158 bytes); it allocates what does not fit.
+	formsRoom = 640
+	// arenaSize is the size a batch's arena starts at: 256 PEM
+	// certificates' worth fill a few of them, and it keeps what it grew
+	// to.
+	arenaSize = 64 << 10
 	// lookupChunk is how many encodings are looked up between two looks
 	// at the context (an EC key on an explicit curve costs a square root
 	// to decode).
@@ -189,8 +194,21 @@ func newBatch() *batch {
 // reset empties an emitted batch for reuse, keeping its memory.
 func (b *batch) reset() {
 	clear(b.slots)
-	b.slots, b.failed, b.aborted = b.slots[:0], nil, false
+	b.slots, b.arena, b.failed, b.aborted = b.slots[:0], b.arena[:0], nil, false
 	b.done = make(chan struct{})
+}
+
+// alloc returns n bytes of the batch's arena, for a key's Raw: memory
+// reused once the batch is emitted, so that reading a key allocates
+// nothing.
+func (b *batch) alloc(n int) []byte {
+	if cap(b.arena)-len(b.arena) < n {
+		b.arena = make([]byte, 0, max(arenaSize, 2*cap(b.arena), n))
+	}
+	end := len(b.arena) + n
+	r := b.arena[len(b.arena):end:end]
+	b.arena = b.arena[:end]
+	return r
 }
 
 // run is one Check or AddKeys.
@@ -388,6 +406,10 @@ type reader struct {
 	get         func() *batch
 	send        func(*batch) bool
 	stopped     bool
+	// Batches sent so far, and when the scanner last took memory: a DER
+	// object's memory is taken before it is read, and a read may send
+	// the batch (flush, before a read that may wait).
+	sent, allocAt int
 }
 
 func (rd *reader) read(inputs iter.Seq[Input]) {
@@ -405,6 +427,7 @@ func (rd *reader) flush() {
 	if !rd.stopped && len(rd.b.slots) > 0 {
 		rd.stopped = !rd.send(rd.b)
 		rd.b = rd.get()
+		rd.sent++
 	}
 }
 
@@ -428,6 +451,10 @@ func (rd *reader) input(in Input) {
 	defer rc.Close()
 	sc := keys.NewScanner(&idleReader{r: rc, idle: rd.flush})
 	sc.SetPassphrases(rd.passphrases...)
+	sc.SetRawAlloc(func(n int) []byte {
+		rd.allocAt = rd.sent
+		return rd.b.alloc(n)
+	})
 	done := rd.ctx.Done()
 	for !rd.stopped && sc.Scan() {
 		select {
@@ -437,6 +464,10 @@ func (rd *reader) input(in Input) {
 		default:
 		}
 		k := sc.Key()
+		if rd.allocAt != rd.sent { // its memory may be a sent batch's
+			k.Raw = bytes.Clone(k.Raw)
+			rd.allocAt = rd.sent
+		}
 		rd.add(slot{Verdict: Verdict{Input: in.Name, Index: k.Index, Line: k.Line, Block: k.Block, Offset: k.Offset, Part: k.Part}, key: k})
 	}
 	if err := sc.Err(); err != nil && !rd.stopped {

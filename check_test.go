@@ -3,6 +3,10 @@ package pkbf
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -299,6 +303,83 @@ func TestCheckCancelledNeverSaysNo(t *testing.T) {
 				}
 			}
 			cancel()
+		}
+	}
+}
+
+// Check allocates little a key: the keys' memory comes from batches it
+// reuses (keys.Scanner.SetRawAlloc, Key.Forms into the batch's room), and
+// a batch's fingerprints are one string. A program that leaves the
+// collector at its default pays for what is allocated a key.
+func TestCheckAllocations(t *testing.T) {
+	var pems []byte
+	for _, name := range []string{"p256.cert.pem", "rsa2048.cert.pem", "p384.cert.pem", "ed25519.cert.pem"} {
+		pems = append(pems, testkit.ReadFile(t, filepath.Join(keysDir, name))...)
+	}
+	input := bytes.Repeat(pems, 5000)
+	f, _ := New(3, 16)
+	check := func() int {
+		n := 0
+		for v := range f.Check(context.Background(), bytesInput("pems", input), CheckOptions{Workers: 2}) {
+			if v.Err != nil {
+				t.Fatal(v.Err)
+			}
+			n++
+		}
+		return n
+	}
+	check() // the pools warm up
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	n := check()
+	runtime.ReadMemStats(&after)
+	allocs := float64(after.Mallocs-before.Mallocs) / float64(n)
+	bytesPerKey := float64(after.TotalAlloc-before.TotalAlloc) / float64(n)
+	if allocs > 0.5 || bytesPerKey > 600 {
+		t.Errorf("%d PEM certificates: %.2f allocations, %.0f bytes a key", n, allocs, bytesPerKey)
+	}
+	t.Logf("%d PEM certificates: %.2f allocations, %.0f bytes a key", n, allocs, bytesPerKey)
+}
+
+// DER objects arriving through a pipe in writes of five and a half
+// objects: each batch goes out between the reads of one object (the
+// reader flushes before a read that may wait), whose memory was taken
+// before it, and every key still gets its own verdict and fingerprint.
+func TestCheckDERTrickle(t *testing.T) {
+	var spkis [][]byte
+	var want []string
+	f, _ := New(3, 16)
+	for i := range 300 {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spki, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+		spkis, want = append(spkis, spki), append(want, keys.Fingerprint(spki))
+		if i%3 == 0 {
+			f.Add(spki)
+		}
+	}
+	all := bytes.Join(spkis, nil)
+	step := len(spkis[0])*11/2 + 1
+	for _, workers := range []int{1, 2, 4} {
+		pr, pw := io.Pipe()
+		go func() {
+			for b := all; len(b) > 0; b = b[min(step, len(b)):] {
+				pw.Write(b[:min(step, len(b))])
+			}
+			pw.Close()
+		}()
+		in := func(yield func(Input) bool) { yield(Input{Name: "pipe", Open: func() (io.ReadCloser, error) { return pr, nil }}) }
+		i := 0
+		for v := range f.Check(context.Background(), in, CheckOptions{Workers: workers}) {
+			if v.Err != nil || v.Fingerprint != want[i] || v.Probably != (i%3 == 0) || v.Index != i+1 {
+				t.Fatalf("%d workers: verdict %d: %+v, want fingerprint %s", workers, i+1, v, want[i])
+			}
+			i++
+		}
+		if i != len(spkis) {
+			t.Fatalf("%d workers: %d verdicts for %d keys", workers, i, len(spkis))
 		}
 	}
 }

@@ -200,10 +200,9 @@ func BenchmarkLive(b *testing.B) {
 	}
 }
 
-// Item 9 of the hostile-input issue: Reload closed the retired filter on
-// its own goroutine, under its lock, and a kernel that took 50 s to
-// release a GiB renamed over held SIGHUP and SIGTERM as long. The close
-// now runs in the background, counted in Stats.
+// A kernel can take many seconds to release a large file renamed over:
+// the retired filter's close runs in the background, counted in Stats, so
+// that Reload (SIGHUP) and Close (SIGTERM) are never held by it.
 func TestLiveSlowCloseBlocksNothing(t *testing.T) { synctest.Test(t, liveSlowCloseBlocksNothing) }
 
 func liveSlowCloseBlocksNothing(t *testing.T) {

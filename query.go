@@ -60,13 +60,11 @@ func (f *Filter) probably(spki []byte) bool {
 	// Both hashes first, then the k loads with no test between them: the
 	// loads overlap one another (out of cache, in one round trip to
 	// memory) and the next key's hashing. Testing h1's bit before the
-	// second hash would save a key not in a half-full filter half the
-	// hashing half the time, but it costs keys in the filter more than
-	// the target of 1.4 times the hashes allows. In cache (L 20, k 12,
-	// RSA-2048, AMD EPYC, BenchmarkBatch/128KiB, three interleaved runs),
-	// keys with all bits set took 1.47-1.50 times the hashes with that
-	// test and 1.37-1.42 without it; keys not in a half-full filter took
-	// 1.16-1.19 with it and 1.23-1.28 without it.
+	// second hash would save a key not in the filter half the hashing
+	// half the time, but would cost every key in the filter a branch
+	// between the hashes; keys in the filter are the ones that matter
+	// most, as every one is confirmed online (docs/performance.md has
+	// both ways measured).
 	h1, h2 := hashes(spki)
 	return f.probe(h1, h2)
 }
@@ -85,12 +83,9 @@ func seededHash(spki []byte) uint64 {
 // overlap instead of waiting one after another. It tests the bits four at
 // a time, with one branch for the four: a key whose bits are all set (a
 // key in the filter) costs k/4 branches instead of k, and a key not in it
-// at most three loads more than it needed. In cache, on an AMD EPYC, this
-// took a key not in a half-full filter from 1.31 to 1.22 times the hashes
-// (RSA-2048). A bit costs four instructions beyond its load (see
-// shiftedBit): not reducing each position mod m first nor masking each
-// bit with 0x80 took a key with all its bits set from 1.36-1.39 to
-// 1.33-1.35 times the hashes.
+// at most three loads more than it needed, which a mispredicted branch a
+// bit would cost more than. A bit costs four instructions beyond its load
+// (see shiftedBit).
 func (f *Filter) probe(h1, h2 uint64) bool {
 	data, k := f.data, f.k
 	if len(data) == 0 {
@@ -220,38 +215,13 @@ func (f *Filter) loadAll(x, y uint64) bool {
 // what the previous round fetched, and asks the CPU in one burst for the
 // lines of the new block's first positions and the next line of every
 // key still alive. A line is thus tested a whole block of hashing after
-// it was asked for. A key's first position needs only its first hash, so
-// a round hashes new keys with seed 0 alone and gives a key its second
-// hash only once its first bit is found set: a key not in a half-full
-// filter needs three quarters of the hashing on average.
-//
-// BenchmarkBatchPasses takes a round apart, timed against the hashes of
-// the same keys side by side. On an AMD EPYC (2-core VM), at 256 MiB:
-// a prefetch between the hashing of two keys made the hashing 2.5 times
-// slower (a prefetch of a line in the cache: 1.05), the same prefetches
-// issued in a burst after a block of 16 keys' hashing 1.16, so a round
-// hashes first and fetches after. Testing the fetched bits then costs
-// half the hashing again or more (1.7 to 2.2 in all), as much four
-// bursts later, when the lines have long arrived (1.6 to 1.7), and as
-// much with no prefetch at all, 64 keys' loads issued together (1.63);
-// at 1 MiB the same tests cost nothing (1.1). The cost is in reaching
-// the lines' pages, not in waiting for their data: a prefetch, like a
-// load, holds the core until its page walk ends, and the walks go at
-// about the pace of independent loads (BenchmarkBatch's load-ns), so the
-// memory work adds to the hashing instead of hiding under it. The
-// simplest pipeline (BenchmarkBatchPasses' Pipeline cases: two lines a
-// key, bursts of 8 to 128 lines) took 1.6 to 2.7 times the hashes at
-// 256 MiB against 1.2 to 1.4 at 1 MiB; smaller bursts cost more, and
-// none hid the walks. On that machine the floor of keys not in the
-// filter, mostly hashing, is thus nearer the sum of the hashing and
-// lines × load than their maximum: BenchmarkBatch reports a batch's time
-// over that sum (x-sum) beside x-floor; the README has the figures. At
-// 1 MiB the rounds (BatchPasses' Rounds) take 1.1 to 1.2 times the two
-// hashes while computing three quarters of them: the rounds' own work
-// (keeping the live keys) costs about half as much as their hashing. One
-// burst a round instead of two (new block, live keys) gained a little,
-// within the noise: 2.0 to 2.2 times the hashes against 2.1 to 2.2
-// (three interleaved runs).
+// it was asked for. Prefetches go in a burst after the hashing, never
+// between two keys' hashes: a prefetch that misses the TLB holds the core
+// until its page walk ends, which stalls hashing issued behind it. A
+// key's first position needs only its first hash, so a round hashes new
+// keys with seed 0 alone and gives a key its second hash only once its
+// first bit is found set: a key not in a half-full filter needs three
+// quarters of the hashing on average.
 //
 // How many positions a key fetches after its second hash (its depth) is
 // the other choice: fetched one at a time, a key not in a half-full
@@ -261,17 +231,17 @@ func (f *Filter) loadAll(x, y uint64) bool {
 // tested in turn (up to the first clear one), the filter keeps a running
 // mean (batchVisits), and the next batch's depth is half that mean,
 // rounded up: the best depth in BenchmarkBatchDepth at every share of
-// bits set, within its noise (measured before the second hash waited for
-// the first bit). Depth matters less than the rounds themselves: at
-// depth 1, every share of bits set measured within 1.15 times its best
-// depth.
+// bits set, within its noise. BenchmarkBatch and BenchmarkBatchPasses
+// measure the rounds against the hashing and memory floors;
+// docs/performance.md has the figures.
 
 // roundKeys is the number of keys hashed in a round: a block whose
 // hashing outlasts a round trip to memory (16 first hashes and the
-// second hashes of the block before, 400 to 800 ns, against 200 ns), few
-// enough that the lines of a round fit in the CPU's miss buffers as they
-// arrive. maxDepth bounds the positions fetched after the second hash;
-// liveKeys bounds the keys being tested one line a round.
+// second hashes of the block before take longer than a random read of
+// memory takes), few enough that the lines of a round fit in the CPU's
+// miss buffers as they arrive. maxDepth bounds the positions fetched
+// after the second hash; liveKeys bounds the keys being tested one line
+// a round.
 const (
 	roundKeys = 16
 	maxDepth  = 16

@@ -9,8 +9,7 @@ import (
 	"github.com/pkbf/pkbf/internal/testkit"
 )
 
-// Item 1 of the issue "no false no on binary curves": every curve over
-// GF(2^m) openssl generates keys on, in every form openssl writes (named
+// Every curve over GF(2^m) openssl generates keys on, in every form openssl writes (named
 // and explicit, uncompressed, compressed, hybrid; SEC 1 private keys too),
 // gives the canonical SPKI openssl gives and the compressed SPKI openssl
 // writes, and a filter holding either form finds every file, both ways

@@ -13,9 +13,9 @@ import (
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
-// Item 5: a megabyte of PKCS#7 holds half a million empty certificates,
-// each a Key with an error of its own. A container gives at most
-// maxContainerParts.
+// A megabyte of PKCS#7 holds half a million empty certificates, each of
+// which would be a Key with an error of its own: a container gives at
+// most maxContainerParts.
 func TestContainerPartsLimit(t *testing.T) {
 	bundle := func(certs int) []byte {
 		var b cryptobyte.Builder

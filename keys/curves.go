@@ -83,8 +83,9 @@ const maxCurveBits = 661
 func parseExplicitCurve(der []byte) (*ecCurve, error) { return parseCurve(der, false) }
 
 // parseCurve is parseExplicitCurve; for the generated table of named
-// curves (tabled), it skips the primality test of p, which took 10 ms of
-// every process that met an EC key (TestCurveTable runs it on every entry).
+// curves (tabled), it skips the primality test of p, tens of milliseconds
+// for the whole table in every process that meets an EC key
+// (TestCurveTable runs it on every entry).
 func parseCurve(der []byte, tabled bool) (*ecCurve, error) {
 	s := cryptobyte.String(der)
 	var params, field, curveSeq, fieldType, a, b, base cryptobyte.String

@@ -50,8 +50,9 @@ func testCurve(p *big.Int, compressed bool) (params, spki []byte) {
 	return params, buildSPKIRaw(oidECPublicKey, params, point)
 }
 
-// The reproducers: p = 10 panicked in big.Jacobi; p = 9 (and every
-// odd square) looped for ever in ModSqrt.
+// Moduli that are not odd primes are refused before any arithmetic: p = 10
+// would panic in big.Jacobi, p = 9 (and every odd square) loop for ever in
+// ModSqrt.
 func TestExplicitCurveReproducers(t *testing.T) {
 	const p10 = "MDMwKwYHKoZIzj0CATAgAgEBMAwGByqGSM49AQECAQowBgQBAAQBAQQCAgECAQcDBAAEAAE="
 	for _, tc := range []struct{ name, b64, want string }{

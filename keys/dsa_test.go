@@ -9,8 +9,8 @@ import (
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
-// Item 4: a DH private value of any length was exponentiated (126 KB took
-// 78 s); it may be no longer than its modulus.
+// A DH private value may be no longer than its modulus: one of any length
+// would be exponentiated (a minute for 126 KB).
 func TestModPPrivateValueLimit(t *testing.T) {
 	p := new(big.Int).Lsh(big.NewInt(1), 511)
 	p.Add(p, big.NewInt(1))

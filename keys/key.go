@@ -1,7 +1,6 @@
 package keys
 
 import (
-	"bytes"
 	"sync"
 
 	"github.com/pkbf/pkbf/internal/source"
@@ -69,22 +68,7 @@ func (k *Key) SPKI() ([]byte, error) {
 	case kindPuTTY:
 		return puttySPKI(k.Raw)
 	case kindPEM:
-		// The block's DER is decoded into a pooled buffer and only the
-		// SPKI kept: a certificate's SPKI is a fifth of it.
-		buf := derBuffers.Get().(*[]byte)
-		block, ok := decodePEMBlockInto(*buf, k.Raw)
-		if !ok {
-			derBuffers.Put(buf)
-			return pemSPKI(k.Raw) // EC PARAMETERS, then the key
-		}
-		spki, err := pemBlockSPKI(block, nil)
-		spki = bytes.Clone(spki) // it may be a part of the buffer
-		if cap(block.der) <= maxPooledDER {
-			*buf = block.der
-			derBuffers.Put(buf)
-		}
-		return spki, err
-
+		return k.pemSPKI(nil)
 	case kindDER:
 		return derSPKI(k.Raw)
 	}
@@ -93,18 +77,32 @@ func (k *Key) SPKI() ([]byte, error) {
 
 // Forms returns the key's DER SubjectPublicKeyInfo, as [Key.SPKI] does,
 // with the encodings a lookup needs, as the package's [Forms] builds them
-// from it (appending to dst): the key is parsed once, not once by each,
-// when the object is a DER SPKI, certificate or request, the common forms
-// of bulk input. When the SPKI is read but Forms cannot re-encode the key
+// from it (appending to dst, and a PEM block's SPKI too where dst has
+// room: the results may then be dst's memory): the key is parsed once,
+// not once by each, when the object is a DER SPKI, certificate or
+// request, or a PEM block of one, the common forms of bulk input. When the SPKI is read but Forms cannot re-encode the key
 // in it, Forms returns spki with that error, canonical and other nil: the
 // key can be looked up only as given. When the SPKI cannot be read, spki is
 // nil. Errors wrap [ErrInvalidKey] (and [ErrEncryptedKey] for a key that
 // cannot be read without a passphrase).
 func (k *Key) Forms(dst []byte) (spki, canonical, other []byte, err error) {
 	var info spkiInfo
-	if k.kind == kindDER && k.err == nil && k.spki == nil {
+	switch {
+	case k.err != nil || k.spki != nil:
+		spki, err = k.spki, k.err
+	case k.kind == kindDER:
 		spki, err = derSPKIInfo(k.Raw, &info)
-	} else {
+	case k.kind == kindPEM:
+		// The SPKI in dst's room where it fits, the other encodings after
+		// it.
+		n := len(dst)
+		if spki, err = k.pemSPKI(dst[n:n]); err == nil {
+			spki = spki[:len(spki):len(spki)]
+			if end := n + len(spki); end <= cap(dst) {
+				dst = dst[end:end]
+			}
+		}
+	default:
 		spki, err = k.SPKI()
 	}
 	if err != nil {
@@ -119,6 +117,28 @@ func (k *Key) Forms(dst []byte) (spki, canonical, other []byte, err error) {
 		return spki, nil, nil, err
 	}
 	return spki, canonical, other, nil
+}
+
+// pemSPKI returns the SPKI of a PEM block, appended to dst. The block's
+// DER is decoded into a pooled buffer and only the SPKI kept (a
+// certificate's SPKI is a fifth of it): in dst's spare capacity where it
+// fits, so that nothing is allocated.
+func (k *Key) pemSPKI(dst []byte) ([]byte, error) {
+	buf := derBuffers.Get().(*[]byte)
+	block, ok := decodePEMBlockInto(*buf, k.Raw)
+	if !ok {
+		derBuffers.Put(buf)
+		return pemSPKI(k.Raw) // EC PARAMETERS, then the key
+	}
+	spki, err := pemBlockSPKI(block, nil)
+	if err == nil {
+		spki = append(dst, spki...) // it may be a part of the buffer
+	}
+	if cap(block.der) <= maxPooledDER {
+		*buf = block.der
+		derBuffers.Put(buf)
+	}
+	return spki, err
 }
 
 // derBuffers holds buffers for decoding PEM blocks; buffers that grew past

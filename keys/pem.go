@@ -36,7 +36,7 @@ func decodePEMBlockInto(dst, raw []byte) (block pemBlock, ok bool) {
 	if !ok || !ok1 || !ok2 || !ok3 || !ok4 || !bytes.Equal(typ, endTyp) {
 		return pemBlock{}, false
 	}
-	block.typ = string(typ)
+	block.typ = typeName(typ)
 	if bytes.IndexByte(body, ':') >= 0 {
 		if body = block.readHeaders(body); len(body) == 0 {
 			return pemBlock{}, false // headers, then the END line: no blank line, no data
@@ -193,8 +193,28 @@ func pemType(text []byte) string {
 	if len(name) > 40 {
 		name = append(name[:40:40], "..."...)
 	}
+	return typeName(name)
+}
+
+// typeName returns name as a string, without allocating for the types of
+// PEM blocks that hold keys: it runs twice for every block.
+func typeName(name []byte) string {
+	if t, ok := pemTypes[string(name)]; ok {
+		return t
+	}
 	return string(name)
 }
+
+var pemTypes = func() map[string]string {
+	m := map[string]string{}
+	for _, t := range []string{"CERTIFICATE", "PUBLIC KEY", "PRIVATE KEY", "RSA PUBLIC KEY", "RSA PRIVATE KEY",
+		"EC PRIVATE KEY", "EC PARAMETERS", "DSA PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "CERTIFICATE REQUEST",
+		"NEW CERTIFICATE REQUEST", "TRUSTED CERTIFICATE", "X509 CERTIFICATE", "PKCS7", "CMS", "OPENSSH PRIVATE KEY",
+		"SSH2 PUBLIC KEY", "X509 CRL"} {
+		m[t] = t
+	}
+	return m
+}()
 
 // pemBlockSPKI returns the SPKI of one decoded PEM block. ecParams is the
 // content of a preceding "EC PARAMETERS" block, or nil.

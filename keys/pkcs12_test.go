@@ -72,9 +72,9 @@ func shroudedBag(iterations int) []byte {
 	return b.BytesOrPanic()
 }
 
-// Item 4 of the issue: a PKCS#12 file without a MAC holding many shrouded
-// key bags at the highest iteration count cost half a second a bag. The
-// bags, the passphrases tried and the MAC now share one budget.
+// A PKCS#12 file without a MAC holding many shrouded key bags at the
+// highest iteration count would cost half a second a bag: the bags, the
+// passphrases tried and the MAC share one budget.
 func TestPKCS12WorkBudget(t *testing.T) {
 	defer func(n int) { maxPKCS12Iterations = n }(maxPKCS12Iterations)
 	maxPKCS12Iterations = 1000 // the same code at a size a test can afford

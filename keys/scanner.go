@@ -49,14 +49,15 @@ type Scanner struct {
 	scratch     []byte // the PEM block being read, reused
 	queue       []Key  // the objects of a container, still to report
 	passphrases []string
-	bufSize     int    // of r's buffer: see bufferSize
-	slab        []byte // where small objects' Raw are cut from: see alloc
+	bufSize     int                // of r's buffer: see bufferSize
+	slab        []byte             // where small objects' Raw are cut from: see alloc
+	rawAlloc    func(n int) []byte // SetRawAlloc's, or nil
 }
 
 // Small objects' Raw are cut from slabs of up to slabSize bytes, many keys
-// to one allocation. One allocation a key was most of what the scanner
-// cost on DER SPKIs (BenchmarkScan: 86 ns a key, now 68), and the
-// collector's work and fresh memory's page faults grew with them. A Raw's
+// to one allocation: an allocation a key would be most of what the
+// scanner costs on small objects (DER SPKIs, BenchmarkScan), and the
+// collector's work and fresh memory's page faults grow with them. A Raw's
 // capacity is its length, so an append to it cannot reach another's
 // bytes; a Key kept keeps its slab.
 const (
@@ -69,6 +70,9 @@ const (
 func (s *Scanner) alloc(n int) []byte {
 	if n > maxSlabbed {
 		return make([]byte, n)
+	}
+	if s.rawAlloc != nil {
+		return s.rawAlloc(n)[:n:n]
 	}
 	if cap(s.slab)-len(s.slab) < n {
 		// Each slab twice the last, from a few objects' worth: a small
@@ -87,6 +91,15 @@ func (s *Scanner) clone(b []byte) []byte {
 	copy(c, b)
 	return c
 }
+
+// SetRawAlloc makes the Scanner take the memory of small objects' Raw
+// (up to 2 KiB) from alloc, which returns n bytes, instead of from its
+// own allocations: a caller that works on keys in batches can hand out
+// memory it reuses once a batch is done, and allocate nothing a key. The
+// caller must then keep a Key's Raw valid until it is done with the Key.
+// The parts of a container get memory of their own, as they may outlive
+// the container's Raw. Call it before the first Scan.
+func (s *Scanner) SetRawAlloc(alloc func(n int) []byte) { s.rawAlloc = alloc }
 
 // SetPassphrases gives the passphrases to try, after the empty one, on
 // encrypted containers (PKCS#12 files). Call it before the first Scan.
@@ -182,9 +195,15 @@ func (s *Scanner) emit(kind keyKind, line int, offset int64, raw []byte, err err
 	}
 	if err == nil {
 		if parts, ok := containerParts(kind, raw, s.passphrases); ok {
+			if s.rawAlloc != nil { // the parts may outlive the caller's memory
+				k.Raw = bytes.Clone(raw)
+			}
 			for _, p := range parts {
 				q := k
 				q.Part, q.spki, q.err = p.what, p.spki, p.err
+				if s.rawAlloc != nil {
+					q.spki = bytes.Clone(p.spki)
+				}
 				s.queue = append(s.queue, q)
 			}
 			return s.Scan()

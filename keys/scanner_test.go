@@ -27,10 +27,8 @@ func allocated(runs int, f func()) uint64 {
 	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
 }
 
-// Item 7: every scanner took two 64 KiB buffers, and a DER header's
-// declared length was allocated before its bytes arrived. A small input in
-// memory now costs a small buffer, and a DER object's memory follows the
-// bytes read.
+// A small input in memory costs a small buffer, and a DER object's memory
+// follows the bytes read, never the length its header declares.
 func TestScannerMemoryFollowsInput(t *testing.T) {
 	pub := testkit.ReadFile(t, "../testdata/keys/p256.pub")
 	der := testkit.ReadFile(t, "../testdata/keys/p256.spki.der")

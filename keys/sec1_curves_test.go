@@ -12,8 +12,7 @@ import (
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
-// Item 1 of the issue "every key, the last few": an EC private key without
-// its public point, on every prime curve openssl generates keys on, named
+// An EC private key without its public point, on every prime curve openssl generates keys on, named
 // and with explicit parameters, and on a curve with no name: pkbf derives
 // the public key openssl derives (testdata/keys/curves/gen.sh).
 func TestEveryCurveWithoutPublicKey(t *testing.T) {

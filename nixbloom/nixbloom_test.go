@@ -307,7 +307,7 @@ func BenchmarkMayContain(b *testing.B) {
 
 // A server that compresses: Fetch asks for the bytes as they are and reads
 // them into one buffer, with the collector off so every allocation counts
-// (Go's transport used to ask for gzip and inflate it past every size
+// (a transport that asked for gzip would inflate it past every size
 // check); a server that compresses although asked not to is refused.
 func TestFetchEncoding(t *testing.T) {
 	const m = 1 << 29 // 64 MiB of bits

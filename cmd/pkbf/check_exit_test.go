@@ -10,7 +10,7 @@ import (
 )
 
 // Every row of checkExitTable, with the mixes of hit, clean and not
-// checked that land on it (issue 34, item 9).
+// checked that land on it.
 func TestCheckExitTable(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.pem")

@@ -76,8 +76,7 @@ func asGiven(t *testing.T) map[string]string {
 	return m
 }
 
-// Item 3 of the issue "every key, the last few": a certificate whose SPKI
-// has explicit EC parameters is reported under the fingerprint openssl
+// A certificate whose SPKI has explicit EC parameters is reported under the fingerprint openssl
 // (x509 -pubkey) and pwnedkeys compute for its bytes, with the named
 // curve's beside it; it is found under either.
 func TestCheckExplicitParameterCertificate(t *testing.T) {
@@ -128,8 +127,7 @@ func TestCheckPKCS12Passphrase(t *testing.T) {
 	os.Unsetenv(passphraseEnv)
 }
 
-// The binary-curve reproducer of the issue "no false no on binary
-// curves": a filter holding a sect233k1 key as the reference stores it
+// A binary-curve key in each form: a filter holding a sect233k1 key as the reference stores it
 // finds its compressed and explicit forms, and a filter to which pkbf
 // added the compressed form finds the key as the reference stores it.
 func TestCheckBinaryCurveForms(t *testing.T) {

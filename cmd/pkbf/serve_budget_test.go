@@ -22,7 +22,7 @@ import (
 )
 
 // Memory held for request bodies, and connections, are bounded across
-// all clients (issue 34, item 6).
+// all clients.
 
 // rawRequest sends text on a new connection and returns it, open.
 func rawRequest(t *testing.T, addr, text string) net.Conn {

@@ -19,7 +19,7 @@ import (
 	"github.com/pkbf/pkbf/internal/testkit"
 )
 
-// Requests an attacker would send to serve (issue 22, items 4 to 7).
+// Requests an attacker would send to serve.
 
 func hostileService(t *testing.T, l limits) (*httptest.Server, *service) {
 	live, err := pkbf.OpenLive(exampleFilter, pkbf.LiveOptions{Interval: -1})
@@ -33,9 +33,9 @@ func hostileService(t *testing.T, l limits) (*httptest.Server, *service) {
 	return srv, s
 }
 
-// A request may hold at most the key limit; 8 MiB of empty DER objects
-// (4M keys) took 58 s and 7.5 GB before, and is now refused after the
-// limit's worth of scanning, in memory a small multiple of the body.
+// A request may hold at most the key limit: 8 MiB of empty DER objects
+// (4M keys) is refused after the limit's worth of scanning, in memory a
+// small multiple of the body.
 func TestServeKeyLimit(t *testing.T) {
 	line := testkit.ReadFile(t, key("p384.pub"))
 	srv, _ := hostileService(t, limits{body: 16 << 20, inFlight: 4, keys: 3})
@@ -64,9 +64,9 @@ func TestServeKeyLimit(t *testing.T) {
 	t.Logf("8 MiB of empty DER objects: %v, %d MiB allocated", time.Since(start), (after.TotalAlloc-before.TotalAlloc)>>20)
 }
 
-// Item 6: a slot was taken before the body was read, so clients sending
-// their bodies a byte a second held every slot. Now slow bodies hold only
-// their connections.
+// A request takes one of the slots that bound the checks at once only
+// when its whole body has arrived: clients sending their bodies a byte a
+// second hold only their own connections.
 func TestServeSlowBodiesHoldNoSlot(t *testing.T) {
 	srv, _ := hostileService(t, limits{body: 1 << 20, inFlight: 1, keys: 10000})
 	for range 3 {
@@ -116,9 +116,8 @@ func costlyPFX() []byte {
 	return b.BytesOrPanic()
 }
 
-// Item 4: work went on after the client left. A request of costly objects
-// now stops between two of them when its client goes away, and frees its
-// slot.
+// A request of costly objects stops between two of them when its client
+// goes away, and frees its slot.
 func TestServeStopsWhenClientLeaves(t *testing.T) {
 	srv, s := hostileService(t, limits{body: 1 << 20, inFlight: 1, keys: 10000})
 	body := bytes.Repeat(costlyPFX(), 60) // about 20 s of work here

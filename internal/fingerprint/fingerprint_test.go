@@ -2,7 +2,7 @@ package fingerprint
 
 import "testing"
 
-// Fingerprints as sha256sum prints them (printf '' | sha256sum, printf abc | sha256sum).
+// Fingerprints as sha256sum prints them (printf ” | sha256sum, printf abc | sha256sum).
 func TestAppend(t *testing.T) {
 	for in, want := range map[string]string{
 		"":    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",

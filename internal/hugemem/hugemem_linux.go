@@ -13,10 +13,8 @@ const hugePage = 2 << 20
 // Alloc returns n zero bytes for filter data the package owns (New,
 // ReadFilter). Past a few huge pages it asks Linux to back them with
 // transparent huge pages: out of cache, every probe of a query is also a
-// TLB miss, and one 2 MiB page covers what 512 small ones do (measured in
-// BenchmarkBatch: ProbablyBatch on a 256 MiB filter takes 20% less time
-// than on small-paged heap memory with half the bits set, 30% less with
-// all of them).
+// TLB miss, and one 2 MiB page covers what 512 small ones do
+// (BenchmarkBatch's ReadFilter cases measure it; docs/performance.md).
 // The memory comes from the Go heap and is freed by the collector as
 // usual; the advice covers the whole huge pages inside it, and only
 // matters for pages not yet touched, which a fresh large allocation's are.

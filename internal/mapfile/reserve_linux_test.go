@@ -43,10 +43,10 @@ func freeBlocks(t *testing.T, dir string) uint64 {
 	return st.Bfree
 }
 
-// Item 8 of the hostile-input issue: an add to a sparse filter larger than
-// the free space failed with "no space left", but ext4 kept what the
-// fallocate had allocated, so every other writer on the file system then
-// failed too. The failed reservation now gives the space back.
+// An add to a sparse filter larger than the free space fails with "no
+// space left", and ext4 keeps what the failed fallocate allocated, which
+// would make every other writer on the file system fail too: the failed
+// reservation gives the space back.
 func TestFailedReservationReleased(t *testing.T) {
 	mnt := mountExt4(t, 64<<20)
 	path := filepath.Join(mnt, "sparse.pkbf")
