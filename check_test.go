@@ -370,7 +370,9 @@ func TestCheckDERTrickle(t *testing.T) {
 			}
 			pw.Close()
 		}()
-		in := func(yield func(Input) bool) { yield(Input{Name: "pipe", Open: func() (io.ReadCloser, error) { return pr, nil }}) }
+		in := func(yield func(Input) bool) {
+			yield(Input{Name: "pipe", Open: func() (io.ReadCloser, error) { return pr, nil }})
+		}
 		i := 0
 		for v := range f.Check(context.Background(), in, CheckOptions{Workers: workers}) {
 			if v.Err != nil || v.Fingerprint != want[i] || v.Probably != (i%3 == 0) || v.Index != i+1 {
