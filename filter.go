@@ -4,42 +4,49 @@
 // keys known to be compromised, as published by pwnedkeys.com. A filter
 // answers one question quickly and offline: is this key probably compromised?
 //
-// # Checking a key
+// # Checking keys
 //
-// Open a filter once, then ask about each key you hold:
+// Open a filter once, then check every key of a stream, a file or many:
 //
 //	f, err := pkbf.Open("pwnedkeys.pkbf")
-//	spki, err := pkbf.SPKI(pemOrDERorOpenSSH) // or a keys.Scanner over a stream
-//	if f.Contains(spki) { /* probably compromised: confirm online */ }
+//	for v := range f.Check(ctx, pkbf.Files("certs/"), pkbf.CheckOptions{}) {
+//		fmt.Println(v.Status(), v.Fingerprint, v.Source())
+//	}
 //
-// [Filter.Contains] is the call for a key from the wild: one key has many
-// DER encodings (an EC point compressed or not, an RSA key with or without
-// NULL parameters, explicit curve parameters), a filter holds whichever was
-// added, and Contains looks under each of them ([keys.Encodings]).
-// [Filter.ContainsBatch] answers many keys at once, overlapping their
-// memory reads. [Filter.Probably] tests exactly the bytes it is given.
+// [Filter.Check] parses each key once, looks it up under every encoding a
+// filter may hold it in, in batches that overlap the memory reads of many
+// keys, on every core, and yields one [Verdict] per key in input order.
+// For one key in hand, [Filter.Contains] gives the same answer; one key
+// has many DER encodings (an EC point compressed or not, an RSA key with
+// or without NULL parameters, explicit curve parameters), a filter holds
+// whichever was added, and both look under each of them
+// ([keys.Encodings]). [Filter.Probably] tests exactly the bytes it is
+// given.
 //
 // # Guarantees
 //
-// A false answer from Contains is definite for the key: it was never added
-// under any encoding a filter may hold it in. A false answer from Probably
-// is definite only for those exact bytes. A true answer means "look it
-// up": the key is in the filter or is a false positive, at about the rate
-// [Filter.FalsePositiveRate] estimates. Confirm a true answer online with
-// the pwnedkeys API (package github.com/pkbf/pkbf/pwnedkeys).
+// A false answer from Check or Contains is definite for the key: it was
+// never added under any encoding a filter may hold it in. A false answer
+// from Probably is definite only for those exact bytes. A true answer
+// means "look it up": the key is in the filter or is a false positive, at
+// about the rate [Filter.FalsePositiveRate] estimates. Confirm a true
+// answer online with the pwnedkeys API (package
+// github.com/pkbf/pkbf/pwnedkeys, or [CheckOptions].Confirm).
 //
 // # Reading filters
 //
 // [Open] memory-maps a file read-only, [Parse] wraps a byte slice and
 // [ReadFilter] reads one from a stream. Each validates the header and the
-// exact data size before use; errors wrap [ErrInvalidFile]. [OpenLive]
-// follows a path as new files replace it.
+// exact data size before use; errors wrap [ErrInvalidFile]. A *Filter
+// has no Add: it cannot change. [OpenLive] follows a path as new files
+// replace it.
 //
 // # Writing filters
 //
-// [New] makes a filter in memory and [Create] an empty file; [Edit] opens a
-// file for adding keys in place, under the reference implementation's
-// flock(2) protocol.
+// [New] makes a [Writable] filter in memory and [Edit] one that edits a
+// file in place, under the reference implementation's flock(2) protocol;
+// [Writable.AddKey] and [Writable.AddKeys] add keys under every encoding.
+// [Create] makes an empty file and [Merge] the union of files.
 //
 // # Keys
 //
@@ -49,7 +56,8 @@
 //
 // # Concurrency
 //
-// Queries are safe from any number of goroutines at once.
+// Queries and checks are safe from any number of goroutines at once, and
+// so are adds to a Writable.
 package pkbf
 
 import (

@@ -205,7 +205,7 @@ func verdictError(v *pkbf.Verdict) string {
 }
 
 // checkExitTable is check's exit status for every mix of what it saw, in
-// the order the rows are tried; --help and the README show it.
+// the order the rows are tried; --help and docs/command.md show it.
 const checkExitTable = `  1    a key is probably compromised (--confirm: a verified one), whatever
        else happened: a hit is never hidden behind an error
   2    no hit, but something was not checked: an input or object that could
