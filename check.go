@@ -526,7 +526,7 @@ func decodeForAdd(s *slot, _ []byte) {
 // form. Contains and Check both look up exactly these.
 func lookups(spki, canonical, other []byte) (e [3][]byte, n int) {
 	e[0], n = spki, 1
-	if canonical != nil && !sameSlice(canonical, spki) {
+	if canonical != nil && !bytes.Equal(canonical, spki) { // the same memory, mostly: memequal's first test
 		e[n], n = canonical, n+1
 	}
 	if other != nil {

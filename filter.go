@@ -174,24 +174,39 @@ func Open(path string) (*Filter, error) {
 	return open(path, false)
 }
 
-func open(path string, writable bool) (*Filter, error) {
+// openFile opens the filter file at path, for reading or for writing in
+// place, and refuses what cannot be one: a directory, and for writing
+// anything but a regular file. It is how pkbf opens every filter file
+// (Open, Edit, Merge); the caller then reads the filter in it as a
+// regular file (checkFile, under the file's lock) or as a stream
+// (readHeader).
+func openFile(path string, writable bool) (*os.File, fs.FileInfo, error) {
 	file, err := mapfile.Open(path, writable)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fi, err := file.Stat()
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		err = fileError(path, perr.Errorf("%w: is a directory, not a filter file", ErrInvalidFile))
+	case writable && !fi.Mode().IsRegular():
+		err = fileError(path, perr.Errorf("%w: not a regular file (%s): only a regular file can be edited in place", ErrInvalidFile, mapfile.Kind(fi.Mode())))
+	}
 	if err != nil {
 		file.Close()
+		return nil, nil, err
+	}
+	return file, fi, nil
+}
+
+func open(path string, writable bool) (*Filter, error) {
+	file, fi, err := openFile(path, writable)
+	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		defer file.Close()
-		switch {
-		case fi.IsDir():
-			return nil, fileError(path, perr.Errorf("%w: is a directory, not a filter file", ErrInvalidFile))
-		case writable:
-			return nil, fileError(path, perr.Errorf("%w: not a regular file (%s): only a regular file can be edited in place", ErrInvalidFile, mapfile.Kind(fi.Mode())))
-		}
 		return readStream(file, path, fi.Mode())
 	}
 	var h Header
@@ -350,6 +365,12 @@ func (f *Filter) fileHeader() (h Header, err error) {
 		return Header{}, err
 	}
 	defer m.Unlock()
+	return f.checkedHeader()
+}
+
+// checkedHeader is fileHeader for a caller that holds the file's lock.
+func (f *Filter) checkedHeader() (h Header, err error) {
+	m := f.mapped
 	fi, err := m.Stat()
 	if err != nil {
 		return Header{}, err

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"runtime/debug"
@@ -156,13 +157,17 @@ type mergeInput struct {
 	locked bool
 }
 
+// openMergeInput opens an input as Open does (openFile), but reads it a
+// chunk at a time as the merge goes, from the file under its shared lock
+// or from the stream, so that memory stays two chunks whatever the
+// inputs' size, and a slow stream can be interrupted.
 func openMergeInput(path string) (*mergeInput, error) {
-	file, err := mapfile.Open(path, false)
+	file, fi, err := openFile(path, false)
 	if err != nil {
 		return nil, err
 	}
 	in := &mergeInput{path: path, file: file}
-	if err := in.start(); err != nil {
+	if err := in.start(fi); err != nil {
 		in.close()
 		return nil, err
 	}
@@ -171,14 +176,8 @@ func openMergeInput(path string) (*mergeInput, error) {
 
 // start reads and checks the header: under the shared lock, with the file's
 // size, for a regular file.
-func (in *mergeInput) start() error {
-	fi, err := in.file.Stat()
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() {
-		return fileError(in.path, perr.Errorf("%w: is a directory, not a filter file", ErrInvalidFile))
-	}
+func (in *mergeInput) start(fi fs.FileInfo) error {
+	var err error
 	if !fi.Mode().IsRegular() {
 		in.stream, in.data = true, in.file
 		if in.hdr, err = readHeader(in.file); errors.Is(err, ErrInvalidFile) {

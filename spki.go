@@ -49,11 +49,6 @@ func (f *Filter) Contains(spki []byte) bool {
 	return false
 }
 
-// sameSlice reports whether a and b are the same bytes in memory.
-func sameSlice(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
 // AddKey adds the key of data, anything [SPKI] accepts, under every
 // encoding [keys.Encodings] lists: as given, canonical, and an EC key
 // under both point forms, as the publisher does, so that [Filter.Contains]
