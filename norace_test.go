@@ -1,0 +1,5 @@
+//go:build !race
+
+package pkbf
+
+const raceEnabled = false
