@@ -451,10 +451,15 @@ func batchRunner(b *testing.B, keys [][]byte) func(b *testing.B, query func()) {
 	}
 }
 
+// hashAll is the hashes' floor the benchmarks judge queries against: two
+// calls of github.com/cespare/xxhash/v2 a key (seed 0, seed 1), the
+// reference, whatever path the queries' own hashes take.
 func hashAll(keys [][]byte) {
+	var d xxhash.Digest
 	for _, k := range keys {
-		h1, h2 := hashes(k)
-		sink += h1 ^ h2
+		d.ResetWithSeed(1)
+		d.Write(k)
+		sink += xxhash.Sum64(k) ^ d.Sum64()
 	}
 }
 

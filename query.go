@@ -7,13 +7,16 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/pkbf/pkbf/internal/prefetch"
+	"github.com/pkbf/pkbf/internal/xxh64"
 	"golang.org/x/sys/cpu"
 )
 
 // hashes returns the two base hashes of a key: h1 = XXH64(spki, seed 0) and
-// h2 = XXH64(spki, seed 1), made odd.
+// h2 = XXH64(spki, seed 1), made odd. Where the CPU allows, both come from
+// one pass over the key (internal/xxh64).
 func hashes(spki []byte) (h1, h2 uint64) {
-	return xxhash.Sum64(spki), seededHash(spki)
+	h1, h2 = xxh64.Sum2(spki)
+	return h1, h2 | 1
 }
 
 // step advances the probe sequence from position i to i+1. Consecutive
@@ -69,7 +72,8 @@ func (f *Filter) probably(spki []byte) bool {
 	return f.probe(h1, h2)
 }
 
-// seededHash returns h2: XXH64 with seed 1, made odd.
+// seededHash returns h2: XXH64 with seed 1, made odd, alone: for
+// ProbablyBatch where the two hashes of a key do not come from one pass.
 func seededHash(spki []byte) uint64 {
 	var d xxhash.Digest
 	d.ResetWithSeed(1)
@@ -280,6 +284,10 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
 	}
 	if !f.large || len(spkis) < minBatch {
+		if f.words == nil && xxh64.Vector() {
+			f.probeInCache(spkis, out)
+			return
+		}
 		for i, s := range spkis {
 			out[i] = f.probably(s)
 		}
@@ -290,6 +298,21 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 		mean := f.batchVisits.Load() // visits per key, in 16ths
 		visits := f.probeRounds(spkis[:n], out[:n], depthFor(mean, f.k))
 		f.learnVisits(mean, visits, n)
+		spkis, out = spkis[n:], out[n:]
+	}
+}
+
+// probeInCache is ProbablyBatch on a read-only filter in the caches, with
+// the vector hashes: keys hashed several at a time (their chains of
+// multiplies side by side), then probed.
+func (f *Filter) probeInCache(spkis [][]byte, out []bool) {
+	var h1, h2 [roundKeys]uint64
+	for len(spkis) > 0 {
+		n := min(len(spkis), roundKeys)
+		xxh64.Sum2Batch(spkis[:n], h1[:], h2[:])
+		for i := range n {
+			out[i] = f.probe(h1[i], h2[i]|1)
+		}
 		spkis, out = spkis[n:], out[n:]
 	}
 }
@@ -355,9 +378,13 @@ func (f *Filter) probeRounds(spkis [][]byte, out []bool, depth int) (visits uint
 	last := uint64(len(data) - 1) // == mask>>3, as in probe
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
 	depth = min(depth, int(k)-1) // positions after the first
+	// With the vector hashes, a block gets both hashes at once, for about
+	// what one costs; else the second waits for the first bit.
+	both := xxh64.Vector()
 	var (
 		firsts [2]struct {
 			h1   [roundKeys]uint64
+			h2   [roundKeys]uint64 // with both
 			n    int
 			next int // the index of the block's first key
 		}
@@ -379,9 +406,15 @@ func (f *Filter) probeRounds(spkis [][]byte, out []bool, depth int) (visits uint
 		if nLive <= liveKeys {
 			fst.n = min(roundKeys, len(spkis)-next)
 		}
-		for j, s := range spkis[next : next+fst.n] {
-			h1 := xxhash.Sum64(s)
-			fst.h1[j] = h1
+		block := spkis[next : next+fst.n]
+		if both {
+			xxh64.Sum2Batch(block, fst.h1[:], fst.h2[:])
+		} else {
+			for j, s := range block {
+				fst.h1[j] = xxhash.Sum64(s)
+			}
+		}
+		for j, h1 := range fst.h1[:fst.n] {
 			lines[j] = base + uintptr(h1&mask>>3)
 		}
 		nLines := fst.n
@@ -400,7 +433,13 @@ func (f *Filter) probeRounds(spkis [][]byte, out []bool, depth int) (visits uint
 			if !set || depth == 0 {
 				continue
 			}
-			x, y := step(h1, seededHash(spkis[key]), 0)
+			var h2 uint64
+			if both {
+				h2 = prev.h2[j] | 1
+			} else {
+				h2 = seededHash(spkis[key])
+			}
+			x, y := step(h1, h2, 0)
 			pos := snd.pos[snd.n*depth : snd.n*depth+depth]
 			for i := range pos {
 				p := x & mask

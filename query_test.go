@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 	"unsafe"
+
+	"github.com/pkbf/pkbf/internal/xxh64"
 )
 
 // The word a writable filter updates holds its bytes where the byte order
@@ -28,4 +30,30 @@ func TestByteInWord(t *testing.T) {
 			}
 		}
 	}
+}
+
+// hashPaths runs f with each way this machine has of hashing keys: both
+// hashes in one vector pass, where it can, and two scalar XXH64 calls
+// (which ProbablyBatch then computes lazily), so that both run in CI on
+// any machine that has them.
+func hashPaths(t *testing.T, f func(t *testing.T)) {
+	for _, vector := range []bool{true, false} {
+		restore := xxh64.Use(vector)
+		if vector && !xxh64.Vector() {
+			restore()
+			continue
+		}
+		t.Run(map[bool]string{true: "vector", false: "scalar"}[vector], f)
+		restore()
+	}
+}
+
+// The answers of Probably, ProbablyBatch, Contains and Check are the same
+// with either way of hashing.
+func TestHashPaths(t *testing.T) {
+	hashPaths(t, TestProbablyBatch)
+	hashPaths(t, TestProbablyBatchVisits)
+	hashPaths(t, TestProbablyNoFalseNegatives)
+	hashPaths(t, TestExampleFilters)
+	hashPaths(t, TestCheckAgreesWithContains)
 }
