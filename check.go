@@ -191,6 +191,11 @@ func newBatch() *batch {
 	return &batch{slots: make([]slot, 0, batchSize), done: make(chan struct{}), room: make([]byte, formsRoom*batchSize)}
 }
 
+// inlineBatches keeps the batches of finished inline runs: a batch is
+// 400 KB, and making one for every short Check (a request's, a
+// certificate's, a login's) cost 200 times the key's lookup.
+var inlineBatches = sync.Pool{New: func() any { return newBatch() }}
+
 // reset empties an emitted batch for reuse, keeping its memory.
 func (b *batch) reset() {
 	clear(b.slots)
@@ -246,7 +251,7 @@ func (r *run) all(inputs iter.Seq[Input]) iter.Seq[Verdict] {
 // inline runs everything in the caller's goroutine: each batch is worked
 // on and yielded before more is read.
 func (r *run) inline(inputs iter.Seq[Input], yield func(Verdict) bool) {
-	b := newBatch()
+	b := inlineBatches.Get().(*batch)
 	rd := &reader{ctx: r.ctx, passphrases: r.opts.Passphrases, b: b, get: func() *batch { return b }}
 	rd.send = func(b *batch) bool {
 		r.guard(b)
@@ -255,6 +260,12 @@ func (r *run) inline(inputs iter.Seq[Input], yield func(Verdict) bool) {
 		return ok && r.ctx.Err() == nil
 	}
 	rd.read(inputs)
+	// Not after a panic (yield's): b may be half made. Nor with the
+	// arena a huge key grew.
+	if cap(b.arena) <= 4*arenaSize {
+		b.reset()
+		inlineBatches.Put(b)
+	}
 }
 
 // parallel reads in one goroutine, works on batches in workers and
@@ -449,7 +460,8 @@ func (rd *reader) input(in Input) {
 		return
 	}
 	defer rc.Close()
-	sc := keys.NewScanner(&idleReader{r: rc, idle: rd.flush})
+	sc := scanners.Get().(*keys.Scanner)
+	sc.Reset(&idleReader{r: rc, idle: rd.flush})
 	sc.SetPassphrases(rd.passphrases...)
 	sc.SetRawAlloc(func(n int) []byte {
 		rd.allocAt = rd.sent
@@ -460,7 +472,7 @@ func (rd *reader) input(in Input) {
 		select {
 		case <-done: // between two keys: a container's can be costly to read
 			rd.stopped = true
-			return
+			continue
 		default:
 		}
 		k := sc.Key()
@@ -473,7 +485,13 @@ func (rd *reader) input(in Input) {
 	if err := sc.Err(); err != nil && !rd.stopped {
 		rd.add(slot{Verdict: Verdict{Input: in.Name, Err: perr.Errorf("reading %s: %w", in.Name, err)}})
 	}
+	sc.Reset(nil)
+	sc.SetRawAlloc(nil)
+	scanners.Put(sc)
 }
+
+// scanners keeps Scanners, and their 64 KiB read buffers, between inputs.
+var scanners = sync.Pool{New: func() any { return keys.NewScanner(nil) }}
 
 // idleReader calls idle before a read that may wait: one after a read
 // that came back short, as a pipe's or a terminal's does when their

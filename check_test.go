@@ -388,3 +388,33 @@ func TestCheckDERTrickle(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCheckOne times Check on one certificate at a time, inline, as
+// a server checks a request, a lint a certificate or sshd a login, next
+// to its floor: Key.Forms and Contains on the same certificate.
+func BenchmarkCheckOne(b *testing.B) {
+	cert := testkit.ReadFile(b, filepath.Join(keysDir, "p256.cert.der"))
+	f, _ := New(3, 16)
+	in := bytesInput("cert", cert)
+	b.Run("Check", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for v := range f.Check(context.Background(), in, CheckOptions{Workers: 1}) {
+				if v.Err != nil || v.Fingerprint == "" {
+					b.Fatal(v.Err)
+				}
+			}
+		}
+	})
+	b.Run("Floor", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			spki, err := SPKI(cert)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Contains(spki)
+			Fingerprint(spki)
+		}
+	})
+}

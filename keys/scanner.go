@@ -34,11 +34,15 @@ const (
 //	}
 //	if err := s.Err(); err != nil { ... } // reading r failed
 type Scanner struct {
-	r           *bufio.Reader
-	mode        keyKind // 0 until the first byte is seen, then kindDER or kindLine
-	line        int     // lines read so far
-	offset      int64   // bytes read so far
-	count       int     // keys reported so far
+	r           *bufio.Reader // in, or lines for text input
+	in          *bufio.Reader // over the input
+	lines       *bufio.Reader // over cr: text input's reader, once there was one
+	cr          crReader      // over in
+	ownIn       bool          // in is the Scanner's own, not the caller's Reader
+	mode        keyKind       // 0 until the first byte is seen, then kindDER or kindLine
+	line        int           // lines read so far
+	offset      int64         // bytes read so far
+	count       int           // keys reported so far
 	key         Key
 	err         error
 	done        bool
@@ -116,7 +120,27 @@ type textLine struct {
 // NewScanner returns a Scanner reading from r.
 func NewScanner(r io.Reader) *Scanner {
 	size := bufferSize(r)
-	return &Scanner{r: bufio.NewReaderSize(r, size), bufSize: size}
+	in := bufio.NewReaderSize(r, size)
+	return &Scanner{r: in, in: in, ownIn: in != r, bufSize: size}
+}
+
+// Reset makes s read keys from r as a new Scanner would, keeping its
+// settings (SetPassphrases, SetRawAlloc) and its read buffer: a program
+// that scans many small inputs, a request or a certificate at a time,
+// reuses one Scanner instead of making a 64 KiB buffer for each. Keys
+// already returned stay valid.
+func (s *Scanner) Reset(r io.Reader) {
+	in, size := s.in, s.bufSize
+	if need := bufferSize(r); need > size || !s.ownIn {
+		in, size = bufio.NewReaderSize(r, need), need
+	} else {
+		in.Reset(r)
+	}
+	*s = Scanner{r: in, in: in, ownIn: in != r, lines: s.lines, bufSize: size,
+		scratch: s.scratch[:0], slab: s.slab, passphrases: s.passphrases, rawAlloc: s.rawAlloc}
+	if s.lines != nil && s.lines.Size() != size {
+		s.lines = nil
+	}
 }
 
 // bufferSize is the read buffer a scanner needs for r: room for the
@@ -158,7 +182,13 @@ func (s *Scanner) Scan() bool {
 				s.offset = 3
 			}
 			// Old Mac line ends become line feeds on the way in.
-			s.r = bufio.NewReaderSize(&crReader{r: s.r}, s.bufSize)
+			s.cr = crReader{r: s.in}
+			if s.lines == nil {
+				s.lines = bufio.NewReaderSize(&s.cr, s.bufSize)
+			} else {
+				s.lines.Reset(&s.cr)
+			}
+			s.r = s.lines
 		}
 	}
 	var ok bool

@@ -6,7 +6,9 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"math/big"
 	"path/filepath"
 	"runtime"
@@ -243,5 +245,78 @@ func TestScannerRawOwnBytes(t *testing.T) {
 				t.Fatalf("%s: key %d's Raw is not its object after appends to the others", c.name, i+1)
 			}
 		}
+	}
+}
+
+// A Scanner Reset between inputs reads each as a new Scanner does (the
+// same keys, places and errors, whatever the inputs before it), keys it
+// returned before stay as they were, and a bufio.Reader the caller gave
+// is left alone.
+func TestScannerReset(t *testing.T) {
+	var inputs [][]byte
+	filepath.WalkDir(keysDir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			inputs = append(inputs, testkit.ReadFile(t, path))
+		}
+		return nil
+	})
+	if len(inputs) < 100 {
+		t.Fatalf("only %d inputs under %s", len(inputs), keysDir)
+	}
+	// A line longer than any buffer, after inputs small enough to be
+	// given one their size.
+	long := append(bytes.Repeat([]byte("A"), maxLineSize+100), "\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq7wzzN4Sm0MxXP2Bh6U8vgP4eVkz3PiRAKnXw7EYIn\n"...)
+	inputs = append(inputs, []byte("x"), long, []byte("y\r"), long)
+
+	describe := func(s *Scanner) []string {
+		var got []string
+		for s.Scan() {
+			k := s.Key()
+			spki, err := k.SPKI()
+			got = append(got, fmt.Sprintf("%d %d %d %d %q %x %x %v", k.Index, k.Line, k.Block, k.Offset, k.Part, k.Raw, spki, err))
+		}
+		return append(got, fmt.Sprint("err ", s.Err()))
+	}
+	// Alternate readers whose length is known (a small buffer) and not.
+	reader := func(i int, b []byte) io.Reader {
+		if i%2 == 0 {
+			return bytes.NewReader(b)
+		}
+		return io.MultiReader(bytes.NewReader(b))
+	}
+	var want [][]string
+	for i, in := range inputs {
+		want = append(want, describe(NewScanner(reader(i, in))))
+	}
+	var kept []Key
+	var keptRaw [][]byte
+	s := NewScanner(strings.NewReader(""))
+	s.SetRawAlloc(func(n int) []byte { return make([]byte, n) })
+	for i, in := range inputs {
+		s.Reset(reader(i, in))
+		if got := describe(s); strings.Join(got, "\n") != strings.Join(want[i], "\n") {
+			t.Fatalf("input %d after Reset:\n%s\nwant (a new Scanner):\n%s", i, strings.Join(got, "\n"), strings.Join(want[i], "\n"))
+		}
+		s.Reset(reader(i, in))
+		if s.Scan() {
+			k := s.Key()
+			kept, keptRaw = append(kept, k), append(keptRaw, bytes.Clone(k.Raw))
+		}
+	}
+	for i, k := range kept {
+		if !bytes.Equal(k.Raw, keptRaw[i]) {
+			t.Fatalf("key %d (%s) changed under later Resets", i, k.Source())
+		}
+	}
+
+	br := bufio.NewReaderSize(strings.NewReader(string(inputs[0])), 1<<20)
+	s = NewScanner(br)
+	describe(s)
+	s.Reset(bytes.NewReader(inputs[1]))
+	if n, err := br.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+		t.Fatalf("the caller's bufio.Reader was reset: Read = %d, %v", n, err)
+	}
+	if got := describe(s); strings.Join(got, "\n") != strings.Join(want[1], "\n") {
+		t.Fatalf("after Reset from a caller's bufio.Reader:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want[1], "\n"))
 	}
 }
