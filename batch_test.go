@@ -172,6 +172,13 @@ func TestProbablyBatchVisits(t *testing.T) {
 			t.Errorf("mean 2, then %d keys needing %d bits: mean %d/16, want %d/16", c.keys, c.visits, m, c.want)
 		}
 	}
+	// A filter whose keys all had their bits set probes them as Probably
+	// does; one batch of keys it lacks brings back the rounds.
+	half.batchVisits.Store(12 * 16)
+	half.ProbablyBatch(batch, out)
+	if m := half.batchVisits.Load(); m < 24 || m > 40 {
+		t.Errorf("half-full filter after a mean of 12: mean visits %d/16 after one batch, want about 2", m)
+	}
 	// Fewer than minBatch keys are Probably's: nothing to learn.
 	half.batchVisits.Store(32)
 	full.batchVisits.Store(32)
