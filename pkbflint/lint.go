@@ -1,0 +1,177 @@
+// Package pkbflint is a zlint lint that reports a certificate whose
+// subject public key a pkbf filter says is probably compromised:
+// e_pkbf_compromised_key. A certificate authority runs it with zlint's
+// other lints before issuing, and over what it issued.
+//
+// Importing the package registers the lint in zlint's global registry, as
+// zlint's own lints are:
+//
+//	import _ "github.com/pkbf/pkbf/pkbflint"
+//
+// It is configured through zlint's configuration file (zlint -config, or
+// lint.NewConfigFromFile and Registry.SetConfiguration):
+//
+//	[e_pkbf_compromised_key]
+//	Filter = "/var/lib/pkbf/pwnedkeys.pkbf"
+//	Confirm = false
+//	API = "https://v1.pwnedkeys.com"
+//
+// (zlint matches the keys without regard to case; zlint -exampleConfig
+// prints them.)
+//
+// Its results: Pass when the filter does not hold the key, under any
+// encoding it may hold it in; Error when it probably does, with the key's
+// fingerprint; Fatal when no filter is configured or the filter cannot be
+// read, so that a pipeline that stops on Fatal never issues unchecked.
+// With confirm, a key the filter holds is asked about on the pwnedkeys API:
+// a key it does not know (the filter's false positive) passes, and one it
+// cannot answer about stays an Error.
+//
+// The answer is that of pkbf check on the certificate: the lint hands the
+// certificate's DER to the library's Filter.Check. A filter is opened once
+// a process (pkbf.OpenLive: a file renamed over it is picked up).
+package pkbflint
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/zmap/zcrypto/x509"
+	"github.com/zmap/zlint/v3/lint"
+	"github.com/zmap/zlint/v3/util"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/pwnedkeys"
+)
+
+// Name is the lint's name, and the section of zlint's configuration it
+// reads.
+const Name = "e_pkbf_compromised_key"
+
+func init() {
+	lint.RegisterCertificateLint(&lint.CertificateLint{
+		LintMetadata: lint.LintMetadata{
+			Name:        Name,
+			Description: "The subject public key must not be one a pkbf filter of compromised keys (pwnedkeys.com's, or the CA's own) holds",
+			Citation:    "CA/B Forum Baseline Requirements 6.1.1.3 (reject a request whose key is known to be compromised)",
+			Source:      lint.Community,
+			// Every certificate, whatever its date.
+			EffectiveDate: util.ZeroDate,
+		},
+		Lint: func() lint.CertificateLintInterface { return &compromisedKey{API: pwnedkeys.DefaultBaseURL} },
+	})
+}
+
+// compromisedKey is the lint, and its configuration.
+type compromisedKey struct {
+	Filter  string `comment:"The path of the pkbfv1 filter of compromised keys. Required: without it the lint is Fatal."`
+	Confirm bool   `comment:"Ask the pwnedkeys API about every key the filter holds: a key it does not know (a false positive of the filter) passes."`
+	API     string `comment:"The pwnedkeys API's base URL, for confirm."`
+}
+
+func (l *compromisedKey) Configure() any { return l }
+
+func (l *compromisedKey) CheckApplies(*x509.Certificate) bool { return true }
+
+// confirmTimeout bounds one certificate's question to the API.
+const confirmTimeout = 30 * time.Second
+
+func (l *compromisedKey) Execute(c *x509.Certificate) *lint.LintResult {
+	if l.Filter == "" {
+		return fatal("no filter configured: set filter, the path of a pkbfv1 filter file, in the [%s] section of zlint's configuration", Name)
+	}
+	live, err := openFilter(l.Filter)
+	if err != nil {
+		return fatal("%v", err)
+	}
+	opts := pkbf.CheckOptions{Workers: 1}
+	if l.Confirm {
+		client := client(l.API)
+		opts.Confirm = func(ctx context.Context, canonical []byte) (bool, error) {
+			res, err := client.Check(ctx, canonical)
+			return res.Pwned, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), confirmTimeout)
+	defer cancel()
+	var v pkbf.Verdict
+	found := false
+	live.Do(func(f *pkbf.Filter) {
+		for v = range f.Check(ctx, certificate(c.Raw), opts) {
+			found = true
+			break
+		}
+	})
+	switch {
+	case !found:
+		return fatal("no answer from %s about the certificate's key", l.Filter)
+	case v.Err != nil:
+		return fatal("%v", v.Err)
+	case !v.Probably:
+		return &lint.LintResult{Status: lint.Pass}
+	case !l.Confirm:
+		return errorf("the subject public key is probably compromised: filter %s holds it (SHA-256 of its SPKI %s; %s/%s confirms or denies it)", l.Filter, v.Fingerprint, l.API, v.Fingerprint)
+	case v.ConfirmErr != nil:
+		return errorf("the subject public key is probably compromised: filter %s holds it (SHA-256 of its SPKI %s), and the pwnedkeys API could not confirm it: %v", l.Filter, v.Fingerprint, v.ConfirmErr)
+	case v.Pwned:
+		return errorf("the subject public key is compromised: filter %s holds it, and the pwnedkeys API proved it with a signature made by its private key (SHA-256 of its SPKI %s)", l.Filter, v.Fingerprint)
+	}
+	return &lint.LintResult{Status: lint.Pass} // the filter's false positive
+}
+
+func fatal(format string, args ...any) *lint.LintResult {
+	return &lint.LintResult{Status: lint.Fatal, Details: fmt.Sprintf(format, args...)}
+}
+
+func errorf(format string, args ...any) *lint.LintResult {
+	return &lint.LintResult{Status: lint.Error, Details: fmt.Sprintf(format, args...)}
+}
+
+// certificate is the one input of a check: the certificate's DER, read as
+// pkbf check reads a certificate file.
+func certificate(der []byte) iter.Seq[pkbf.Input] {
+	return func(yield func(pkbf.Input) bool) {
+		yield(pkbf.Input{Name: "certificate", Open: func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(der)), nil
+		}})
+	}
+}
+
+// The filters and API clients of the process, by path and by URL. A
+// filter that cannot be opened is tried again at the next certificate:
+// it may be being installed.
+var (
+	mu      sync.Mutex
+	filters = map[string]*pkbf.Live{}
+	clients = map[string]*pwnedkeys.Client{}
+)
+
+func openFilter(path string) (*pkbf.Live, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if l, ok := filters[path]; ok {
+		return l, nil
+	}
+	l, err := pkbf.OpenLive(path, pkbf.LiveOptions{})
+	if err != nil {
+		return nil, err
+	}
+	filters[path] = l
+	return l, nil
+}
+
+func client(url string) *pwnedkeys.Client {
+	mu.Lock()
+	defer mu.Unlock()
+	c, ok := clients[url]
+	if !ok {
+		c = &pwnedkeys.Client{BaseURL: url}
+		clients[url] = c
+	}
+	return c
+}
