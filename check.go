@@ -69,6 +69,15 @@ func Files(names ...string) iter.Seq[Input] {
 	}
 }
 
+// Bytes returns one input, named name, holding b: a request's body, a
+// certificate or a file already in memory. b must not change until the
+// check is done.
+func Bytes(name string, b []byte) iter.Seq[Input] {
+	return func(yield func(Input) bool) {
+		yield(Input{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }})
+	}
+}
+
 func fileInput(path string) Input {
 	return Input{Name: path, Open: func() (io.ReadCloser, error) { return os.Open(path) }}
 }

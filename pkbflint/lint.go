@@ -33,11 +33,8 @@
 package pkbflint
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"iter"
 	"sync"
 	"time"
 
@@ -102,7 +99,7 @@ func (l *compromisedKey) Execute(c *x509.Certificate) *lint.LintResult {
 	var v pkbf.Verdict
 	found := false
 	live.Do(func(f *pkbf.Filter) {
-		for v = range f.Check(ctx, certificate(c.Raw), opts) {
+		for v = range f.Check(ctx, pkbf.Bytes("certificate", c.Raw), opts) {
 			found = true
 			break
 		}
@@ -130,16 +127,6 @@ func fatal(format string, args ...any) *lint.LintResult {
 
 func errorf(format string, args ...any) *lint.LintResult {
 	return &lint.LintResult{Status: lint.Error, Details: fmt.Sprintf(format, args...)}
-}
-
-// certificate is the one input of a check: the certificate's DER, read as
-// pkbf check reads a certificate file.
-func certificate(der []byte) iter.Seq[pkbf.Input] {
-	return func(yield func(pkbf.Input) bool) {
-		yield(pkbf.Input{Name: "certificate", Open: func() (io.ReadCloser, error) {
-			return io.NopCloser(bytes.NewReader(der)), nil
-		}})
-	}
 }
 
 // The filters and API clients of the process, by path and by URL. A

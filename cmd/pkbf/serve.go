@@ -472,9 +472,7 @@ func (s *service) stopped(w http.ResponseWriter, ctx context.Context) {
 // 503 when the filter's file failed while in use (out is then the
 // reason), else 0.
 func (s *service) answer(ctx context.Context, body []byte) (out []byte, found, status int) {
-	request := func(yield func(pkbf.Input) bool) {
-		yield(pkbf.Input{Name: "request", Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }})
-	}
+	request := pkbf.Bytes("request", body)
 	objects := 0
 	s.live.Do(func(f *pkbf.Filter) {
 		// One goroutine a request: requests run in parallel already.
