@@ -423,6 +423,7 @@ func falsePositiveRate(m, k, n uint64) float64 {
 func (f *Filter) FillRatio() float64 {
 	if f.mapped != nil {
 		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
+		defer f.mapped.ReadingAll()()
 	}
 	return float64(onesCount(f.data)) / float64(f.hdr.Bits())
 }

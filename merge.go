@@ -261,6 +261,7 @@ func (w *Writable) Union(g *Filter) (err error) {
 	}
 	if g.mapped != nil {
 		defer g.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
+		defer g.mapped.ReadingAll()()
 	}
 	if f.mapped != nil {
 		var fault error
@@ -333,6 +334,7 @@ func (h Header) EstimateEntries(set uint64) float64 {
 func (f *Filter) EstimateEntries() float64 {
 	if f.mapped != nil {
 		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
+		defer f.mapped.ReadingAll()()
 	}
 	return f.Header().EstimateEntries(onesCount(f.data))
 }

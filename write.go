@@ -248,6 +248,7 @@ func (f *Filter) WriteTo(w io.Writer) (n int64, err error) {
 	}
 	if f.mapped != nil {
 		defer f.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
+		defer f.mapped.ReadingAll()()
 	}
 	hdr, err := f.hdr.AppendBinary(nil)
 	if err != nil {

@@ -20,6 +20,9 @@ func (m *File) mmap(writable bool) error {
 	return m.read()
 }
 
+// ReadingAll does nothing: nothing is mapped.
+func (m *File) ReadingAll() (done func()) { return func() {} }
+
 // Sync does nothing: nothing is mapped.
 func (m *File) Sync() error { return nil }
 

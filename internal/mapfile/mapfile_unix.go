@@ -34,8 +34,24 @@ func (m *File) mmap(writable bool) error {
 		}
 		return &fs.PathError{Op: "mmap", Path: m.path, Err: err}
 	}
+	// A query reads a few bytes at random places: reading ahead around
+	// each fault (the default) would make every lookup in a filter not
+	// in the page cache read tens of pages from the disk for one.
+	unix.Madvise(b, unix.MADV_RANDOM) // advice: an error changes nothing
 	m.b, m.mapped = b, true
 	return nil
+}
+
+// ReadingAll advises the kernel that the whole mapping is about to be
+// read in order (counting bits, copying the filter), so that it reads
+// ahead; call the function it returns when done, to go back to random
+// reads.
+func (m *File) ReadingAll() (done func()) {
+	if !m.mapped {
+		return func() {}
+	}
+	unix.Madvise(m.b, unix.MADV_SEQUENTIAL)
+	return func() { unix.Madvise(m.b, unix.MADV_RANDOM) }
 }
 
 // Sync writes the mapping's changes to the file and waits for them.
