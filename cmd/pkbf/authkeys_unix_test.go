@@ -1,0 +1,164 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pkbf/pkbf/internal/testkit"
+)
+
+// authKeysSetup writes a filter holding the P-256 and Ed25519 test keys,
+// and returns it with the lines of the keys (ed25519.pub, p256.pub,
+// p384.pub) and the current user's name.
+func authKeysSetup(t *testing.T) (dir, filter string, ed, p256, p384, me string) {
+	t.Helper()
+	dir = t.TempDir()
+	os.Chmod(dir, 0o755)
+	filter = filepath.Join(dir, "f.pkbf")
+	if r := runWith(t, nil, "create", "-k", "4", "-l", "16", filter); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if r := runWith(t, nil, "add", filter, key("ed25519.pub"), key("p256.pub")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	line := func(name string) string { return strings.TrimSpace(string(testkit.ReadFile(t, key(name)))) }
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, filter, line("ed25519.pub"), line("p256.pub"), line("p384.pub"), u.Username
+}
+
+// The lines printed are the file's, byte for byte, but those whose key
+// the filter holds, whatever the line ends (LF, CRLF, lone CR) and
+// options; each line left out is logged with its place and fingerprint,
+// and the offered key's refusal too.
+func TestAuthorizedKeysLeavesOutCompromised(t *testing.T) {
+	dir, filter, ed, p256, p384, me := authKeysSetup(t)
+	for _, eol := range []string{"\n", "\r\n", "\r"} {
+		content := "# keys" + eol + `command="true",no-pty ` + p384 + eol + "" + eol + p256 + eol + `from="10.0.0.1" ` + ed + eol + "ssh-ed25519 AAAAnot-base64 x" + eol
+		path := filepath.Join(dir, "authorized_keys")
+		os.WriteFile(path, []byte(content), 0o644)
+		fields := strings.Fields(p256)
+		r := runWith(t, nil, "authorized-keys", "--syslog", "off", "--strict-modes=false", "--file", path, filter, "--", me, fields[0], fields[1])
+		want := "# keys\n" + `command="true",no-pty ` + p384 + "\n\nssh-ed25519 AAAAnot-base64 x\n"
+		if r.code != 0 || r.stdout != want {
+			t.Fatalf("line end %q: exit %d, printed\n%q\nwant\n%q\nstderr: %s", eol, r.code, r.stdout, want, r.stderr)
+		}
+		for _, w := range []string{
+			"left out " + path + " line 4: SHA256:",
+			"left out " + path + " line 5: SHA256:",
+			"refused login of user " + me + " with ecdsa-sha2-nistp256 key SHA256:",
+			"line 6: not checked, passed on as it is",
+		} {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("line end %q: stderr lacks %q:\n%s", eol, w, r.stderr)
+			}
+		}
+	}
+}
+
+// Files are found as sshd finds them: tokens, paths relative to the home
+// directory, missing files skipped, and StrictModes' checks.
+func TestAuthorizedKeysFiles(t *testing.T) {
+	dir, filter, _, _, p384, me := authKeysSetup(t)
+	u, _ := user.Current()
+	if got, want := expandAuthPattern("%h/.ssh/%u.%U%%", u), filepath.Join(u.HomeDir, ".ssh", me+"."+u.Uid+"%"); got != want {
+		t.Errorf("expand = %q, want %q", got, want)
+	}
+	if got, want := expandAuthPattern("keys/%u", u), filepath.Join(u.HomeDir, "keys", me); got != want {
+		t.Errorf("expand relative = %q, want %q", got, want)
+	}
+
+	good := filepath.Join(dir, "good")
+	os.WriteFile(good, []byte(p384+"\n"), 0o644)
+	open := filepath.Join(dir, "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	exposed := filepath.Join(open, "keys")
+	os.WriteFile(exposed, []byte(p384+" exposed\n"), 0o644)
+	writable := filepath.Join(dir, "writable")
+	os.WriteFile(writable, []byte(p384+" writable\n"), 0o666)
+	os.Chmod(writable, 0o666)
+	big := filepath.Join(dir, "big")
+	os.WriteFile(big, []byte(strings.Repeat("# padding\n", 200)), 0o644)
+
+	// StrictModes' checks stop at the home directory: t.TempDir's
+	// parents include /tmp, writable by all, so they are made for a
+	// user whose home is dir.
+	home := *u
+	home.HomeDir = dir
+	for path, want := range map[string]string{
+		good:     "",
+		exposed:  "bad ownership or modes for directory " + open,
+		writable: "bad ownership or modes for file " + writable,
+	} {
+		_, err := readAuthFile(path, &home, true, 1<<20)
+		if (want == "" && err != nil) || (want != "" && (err == nil || err.Error() != want)) {
+			t.Errorf("%s: %v, want %q", path, err, want)
+		}
+	}
+	if os.Geteuid() == 0 {
+		os.Chown(good, 65534, 65534) // nobody's: neither the user's nor root's
+		if _, err := readAuthFile(good, &home, true, 1<<20); err == nil || !strings.Contains(err.Error(), "bad ownership") {
+			t.Errorf("a file owned by nobody: %v", err)
+		}
+		os.Chown(good, 0, 0)
+	}
+
+	r := runWith(t, nil, "authorized-keys", "--syslog", "off", "--max-size", "1KiB", "--strict-modes=false",
+		"--file", good, "--file", filepath.Join(dir, "missing"), "--file", big, filter, me)
+	if r.code != 0 || r.stdout != p384+"\n" {
+		t.Fatalf("exit %d, printed %q (stderr %s)", r.code, r.stdout, r.stderr)
+	}
+	if w := "skipping " + big + ": " + big + " is 2000 bytes, over --max-size 1024"; !strings.Contains(r.stderr, w) {
+		t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+	}
+	r = runWith(t, nil, "authorized-keys", "--syslog", "off", "--file", good, filter, me)
+	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "bad ownership or modes for directory") {
+		t.Errorf("strict modes under /tmp: exit %d, printed %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stderr, "missing") {
+		t.Errorf("a missing file is reported: %s", r.stderr)
+	}
+}
+
+// With the filter unreadable, --fail closed prints nothing and exits 1
+// (sshd then ignores the command's output), --fail open prints the keys
+// unchecked; both say so. Flags come only before FILTER: the tokens after
+// it come from sshd.
+func TestAuthorizedKeysFailModes(t *testing.T) {
+	dir, _, _, p256, _, me := authKeysSetup(t)
+	path := filepath.Join(dir, "authorized_keys")
+	os.WriteFile(path, []byte(p256+"\n"), 0o644)
+	missing := filepath.Join(dir, "missing.pkbf")
+	notFilter := path
+	for _, filter := range []string{missing, notFilter} {
+		r := runWith(t, nil, "authorized-keys", "--syslog", "off", "--strict-modes=false", "--file", path, filter, me)
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "no key accepted (--fail closed)") || !strings.Contains(r.stderr, filter) {
+			t.Errorf("%s, --fail closed: exit %d, printed %q, stderr %q", filter, r.code, r.stdout, r.stderr)
+		}
+		r = runWith(t, nil, "authorized-keys", "--syslog", "off", "--strict-modes=false", "--fail", "open", "--file", path, filter, me)
+		if r.code != 0 || r.stdout != p256+"\n" || !strings.Contains(r.stderr, "keys passed on unchecked (--fail open)") {
+			t.Errorf("%s, --fail open: exit %d, printed %q, stderr %q", filter, r.code, r.stdout, r.stderr)
+		}
+	}
+	for _, args := range [][]string{
+		{missing, "--fail=open", me},               // a flag after FILTER is sshd's token
+		{missing, "--", "no-such-user-pkbf-test"},  // an unknown user
+		{missing, me, "--fail=open", "AAAA", "fp"}, // tokens that look like flags
+	} {
+		r := runWith(t, nil, append([]string{"authorized-keys", "--syslog", "off", "--file", path}, args...)...)
+		if r.code == 0 || r.stdout != "" {
+			t.Errorf("%v: exit %d, printed %q: want nothing printed", args, r.code, r.stdout)
+		}
+	}
+	if r := runWith(t, nil, "authorized-keys", "--fail", "maybe", missing, me); r.code != exitTrouble || !strings.Contains(r.stderr, "want one of closed, open") {
+		t.Errorf("--fail maybe: exit %d, %q", r.code, r.stderr)
+	}
+}
