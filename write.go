@@ -1,14 +1,10 @@
 package pkbf
 
 import (
-	"bufio"
-	"errors"
 	"io"
 	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -275,80 +271,18 @@ func (f *Filter) WriteFile(path string) error {
 	})
 }
 
-// writeFileAtomic puts what write writes at path, replacing the file there
-// (whose mode it keeps) or making one with mode 0644. A symbolic link at
-// path stays, and the file it leads to is replaced; a directory, FIFO or
-// device there is refused.
+// writeFileAtomic is mapfile.WriteAtomic, with createHook after the sync
+// and pkbf's errors.
 func writeFileAtomic(path string, write func(io.Writer) error) error {
-	target, fi, err := mapfile.ReplaceTarget(path)
-	if err != nil {
+	if err := mapfile.WriteAtomic(path, write, func() { createHook("synced") }); err != nil {
 		return perr.Errorf("%w", err)
 	}
-	mode := fs.FileMode(0o644)
-	if fi != nil {
-		mode = fi.Mode().Perm()
-	}
-	return makeFileAtomic(target, false, func(tmp *os.File) error {
-		bw := bufio.NewWriterSize(tmp, 1<<20)
-		if err := write(bw); err != nil {
-			return err
-		}
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		return tmp.Chmod(mode)
-	})
+	return nil
 }
 
-// makeFileAtomic gives path its content in one step: fill writes it to a
-// new file under a temporary name in the same directory (.NAME.tmp-*),
-// which is then synced, closed and renamed to path, and the directory
-// synced. With noReplace the rename refuses an existing path, at that
-// moment (errors.Is(err, fs.ErrExist)). A failure removes the temporary
-// file; one left by a writer that was killed is removed by a later call
-// (see mapfile.CreateTemp).
-func makeFileAtomic(path string, noReplace bool, fill func(tmp *os.File) error) (err error) {
-	tmp, err := mapfile.CreateTemp(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := fill(tmp); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	createHook("synced")
-	// Renamed while still open, and so locked, where the system allows:
-	// a sweep (mapfile.SweepTemps) removes only unlocked files.
-	closeFirst := runtime.GOOS == "windows" // no rename of an open file
-	if closeFirst {
-		if err := tmp.Close(); err != nil {
-			return err
-		}
-	}
-	rename := os.Rename
-	if noReplace {
-		rename = mapfile.RenameNoReplace
-	}
-	if err := rename(tmp.Name(), path); err != nil {
-		if noReplace && errors.Is(err, fs.ErrExist) {
-			return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
-		}
-		return err
-	}
-	if !closeFirst {
-		if err := tmp.Close(); err != nil {
-			return err
-		}
-	}
-	return mapfile.SyncDir(filepath.Dir(path))
+// makeFileAtomic is mapfile.MakeAtomic, with createHook after the sync.
+func makeFileAtomic(path string, noReplace bool, fill func(tmp *os.File) error) error {
+	return mapfile.MakeAtomic(path, noReplace, fill, func() { createHook("synced") })
 }
 
 // Create makes a new, empty filter file at path, as the reference does:

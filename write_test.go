@@ -267,7 +267,7 @@ func TestWriteFileAtomic(t *testing.T) {
 		w.Write(make([]byte, 50))
 		return boom
 	})
-	if err != boom {
+	if !errors.Is(err, boom) {
 		t.Fatalf("writeFileAtomic error = %v, want %v", err, boom)
 	}
 	if !bytes.Equal(testkit.ReadFile(t, path), before) {
