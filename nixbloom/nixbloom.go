@@ -108,6 +108,21 @@ func Parse(b []byte) (*Filter, error) {
 
 // hashPart returns the hash part of a store path ("/nix/store/HASH-name"),
 // a base name ("HASH-name") or a bare hash part ("HASH").
+// HashPart returns the hash part of a store path, a base name or a bare
+// hash part: the 32 characters that name a path in a binary cache
+// (HASH.narinfo). Its Nix32 is checked. Errors wrap ErrInvalidPath.
+func HashPart(path string) (string, error) {
+	part, err := hashPart(path)
+	if err != nil {
+		return "", err
+	}
+	var b [hashPartBytes]byte
+	if err := decodeHashPart(&b, part); err != nil {
+		return "", err
+	}
+	return part, nil
+}
+
 func hashPart(path string) (string, error) {
 	base := path[strings.LastIndexByte(path, '/')+1:]
 	switch {

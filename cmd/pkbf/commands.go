@@ -144,6 +144,13 @@ unchecked. Flags come before FILTER. In sshd_config:
 				return runAuthKeys(args, stdout, stderr)
 			},
 		},
+		{
+			name: "nix", synopsis: "nix (build [flags] SOURCE | check [flags] CACHE [PATH...])",
+			summary: "Build or query a Nix binary cache's Bloom filter of store paths.",
+			help:    nixHelp,
+			flags:   nixCommand,
+			run:     runNix,
+		},
 		{name: "version", aliases: []string{"-version", "--version", "-v"}, synopsis: "version | --version | -v", run: runVersion},
 		{name: "help", aliases: []string{"-h", "-help", "--help"}, synopsis: "help [COMMAND]", run: runHelp},
 		{

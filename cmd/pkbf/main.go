@@ -7,7 +7,11 @@
 //	pkbf check [--json] [--confirm] [flags] FILTER [FILE...]
 //	pkbf create (--hashes K --length L | --entries N --fp-rate P) FILTER
 //	pkbf add [flags] FILTER [FILE...]
+//	pkbf merge [--force] OUT FILTER...
+//	pkbf update [flags] URL FILTER
 //	pkbf serve [--listen ADDR] [flags] FILTER
+//	pkbf authorized-keys [flags] FILTER [--] USER [KEYTYPE KEY [FINGERPRINT]]
+//	pkbf nix (build [flags] SOURCE | check [flags] CACHE [PATH...])
 //	pkbf version | --version
 //	pkbf help [COMMAND]
 //	pkbf completion bash|zsh|fish
@@ -70,9 +74,13 @@ func usage() string {
 		fmt.Fprintf(&b, "  pkbf %s\n", s.synopsis)
 	}
 	b.WriteString("\nCommands:\n")
+	width := 0
+	for _, s := range subcommands() {
+		width = max(width, len(s.name))
+	}
 	for _, s := range subcommands() {
 		if s.summary != "" {
-			fmt.Fprintf(&b, "  %-9s %s\n", s.name, s.summary)
+			fmt.Fprintf(&b, "  %-*s %s\n", width, s.name, s.summary)
 		}
 	}
 	b.WriteString(usageTail)
