@@ -88,4 +88,3 @@ func MakeAtomic(path string, noReplace bool, fill func(tmp *os.File) error, sync
 	}
 	return SyncDir(filepath.Dir(path))
 }
-
