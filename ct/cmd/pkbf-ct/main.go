@@ -1,0 +1,427 @@
+// Command pkbf-ct checks the key of every certificate and precertificate
+// in a Certificate Transparency log against a pkbf filter, resumably.
+//
+// Usage:
+//
+//	pkbf-ct [flags] FILTER LOG
+//
+// LOG is a Static CT log's monitoring prefix or an RFC 6962 log's URL.
+// Run pkbf-ct -h for the flags.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/ct"
+)
+
+const (
+	exitOK       = 0
+	exitFound    = 1
+	exitTrouble  = 2
+	exitSignaled = 130
+)
+
+const usage = `Usage: pkbf-ct [flags] FILTER LOG
+
+Check the subject public key of every certificate and precertificate in a
+Certificate Transparency log against FILTER, from where the last run
+stopped (its state file) to the log's current size. LOG is a Static CT
+log's monitoring prefix (https://..., or file:// / gzip+file:// for a
+local copy) or an RFC 6962 log's URL (https://ct.example/2026/). Each
+probable hit is printed: probably, the key's fingerprint, the log and
+entry, the entry's timestamp, the certificate's serial, subject and
+issuer, separated by tabs (--json: one object a line).
+
+Tiles (Static CT) are checked against the checkpoint's root hash as they
+are read, and RFC 6962 entries against the signed tree head's root when
+the scan reaches its size; with --key, the checkpoint's or tree head's
+signature is verified too. Ctrl-C (or SIGTERM) saves the position and
+exits 130; the next run goes on from there. With --output FILE, hits are
+appended to FILE and the state records how much of it they fill, so that
+a run killed at any moment and resumed reports every hit exactly once.
+
+Exit status: 1 a hit was found in this run; 2 none, but an entry could not
+be checked or the scan failed (the state keeps what was done); 0 every
+entry read was checked and none is a hit; 130 interrupted.
+
+Flags:
+`
+
+type flags struct {
+	kind, key, state, output, userAgent string
+	from, to                            int64
+	json, quiet                         bool
+	parallel, batch, workers            int
+	rate                                float64
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pkbf-ct", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var fl flags
+	fs.StringVar(&fl.kind, "kind", "auto", "the log's `API`: static, rfc6962, or auto (a checkpoint at LOG means static)")
+	fs.StringVar(&fl.key, "key", "", "the log's public `KEY`: a PEM file, or the base64 DER that log lists give; verifies the tree head's signature")
+	fs.StringVar(&fl.state, "state", "", "the scan's state `FILE` (default pkbf-ct.HOST_PATH.json in the current directory)")
+	fs.StringVar(&fl.output, "output", "", "append hits to `FILE` (exactly once across interrupted runs) instead of standard output")
+	fs.Int64Var(&fl.from, "from", 0, "the entry a scan without state starts at")
+	fs.Int64Var(&fl.to, "to", 0, "stop before this entry (0: the tree head's size)")
+	fs.BoolVar(&fl.json, "json", false, "one JSON object a hit")
+	fs.BoolVar(&fl.quiet, "quiet", false, "no progress line, no summary")
+	fs.IntVar(&fl.parallel, "parallel", 8, "fetches in flight at most")
+	fs.IntVar(&fl.batch, "batch", 256, "entries asked for in one get-entries (RFC 6962)")
+	fs.IntVar(&fl.workers, "workers", 0, "goroutines checking keys (0: one a core)")
+	fs.Float64Var(&fl.rate, "rate", 0, "at most `N` requests a second to the log (0: no limit)")
+	fs.StringVar(&fl.userAgent, "user-agent", "pkbf-ct (+https://github.com/pkbf/pkbf)", "the User-Agent, with a contact (an email address or a +https:// URL), as logs ask")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitTrouble
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprintf(stderr, "pkbf-ct: error: want FILTER and LOG\n%s", strings.SplitN(usage, "\n", 2)[0]+"\n")
+		return exitTrouble
+	}
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "pkbf-ct: error: "+format+"\n", args...)
+		return exitTrouble
+	}
+	filterPath, logURL := fs.Arg(0), fs.Arg(1)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var key crypto.PublicKey
+	if fl.key != "" {
+		k, err := readKey(fl.key)
+		if err != nil {
+			return fail("--key %s: %v", fl.key, err)
+		}
+		key = k
+	}
+	hc := &http.Client{Transport: &ct.Transport{Rate: fl.rate, Base: &http.Transport{
+		Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: fl.parallel + 2, IdleConnTimeout: 90 * time.Second,
+		ResponseHeaderTimeout: time.Minute,
+	}}}
+	log, err := openLog(ctx, logURL, fl, key, hc)
+	if err != nil {
+		return fail("%v", err)
+	}
+	f, err := pkbf.Open(filterPath)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer f.Close()
+	if fl.state == "" {
+		fl.state = defaultState(logURL)
+	}
+
+	out, err := newOutput(fl.output, stdout)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer out.close()
+	prog := newProgress(stderr, fl.quiet, logURL)
+	unchecked := 0
+	scan := &ct.Scan{
+		Log: log, Filter: f, State: fl.state, From: fl.from, To: fl.to, Workers: fl.workers,
+		Report: func(h ct.Hit) error { return out.hit(h, fl.json) },
+		Unchecked: func(index int64, err error) {
+			unchecked++
+			prog.clear()
+			fmt.Fprintf(stderr, "pkbf-ct: error: %s: entry %d: not checked: %v\n", logURL, index, err)
+		},
+		Progress: prog.update,
+		Saving:   out.saving,
+		Resumed:  out.resumed,
+	}
+	res, err := scan.Run(ctx)
+	prog.clear()
+	if ferr := out.close(); ferr != nil && err == nil {
+		err = ferr
+	}
+	if !fl.quiet {
+		verified := "unverified: no --key"
+		if res.Head.Verified {
+			verified = "signature verified"
+		}
+		fmt.Fprintf(stderr, "pkbf-ct: %s: entries %d to %d of %d (tree head %s): %d read, %d hits, %d not checked; state in %s\n",
+			logURL, res.Start, res.Next, res.Head.Size, verified, res.Entries, res.Hits, res.Unchecked, fl.state)
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "pkbf-ct: interrupted: the next run goes on from entry %d\n", res.Next)
+		if res.Hits > 0 {
+			return exitFound
+		}
+		return exitSignaled
+	case err != nil:
+		fmt.Fprintf(stderr, "pkbf-ct: error: %v\n", err)
+		if res.Hits > 0 {
+			return exitFound
+		}
+		return exitTrouble
+	case res.Hits > 0:
+		return exitFound
+	case unchecked > 0:
+		return exitTrouble
+	}
+	return exitOK
+}
+
+// openLog opens LOG with its kind's client; auto asks for a checkpoint
+// first (Static CT), then for a tree head (RFC 6962).
+func openLog(ctx context.Context, logURL string, fl flags, key crypto.PublicKey, hc *http.Client) (ct.Log, error) {
+	static := func() (ct.Log, error) {
+		return ct.NewStatic(logURL, ct.StaticOptions{Key: key, HTTPClient: hc, UserAgent: fl.userAgent, Parallel: fl.parallel})
+	}
+	rfc := func() (ct.Log, error) {
+		return ct.NewRFC6962(logURL, ct.RFC6962Options{Key: key, HTTPClient: hc, UserAgent: fl.userAgent, Batch: fl.batch, Parallel: fl.parallel})
+	}
+	switch fl.kind {
+	case "static":
+		return static()
+	case "rfc6962":
+		return rfc()
+	case "auto":
+	default:
+		return nil, fmt.Errorf("--kind %s: want static, rfc6962 or auto", fl.kind)
+	}
+	if !strings.HasPrefix(logURL, "http://") && !strings.HasPrefix(logURL, "https://") {
+		return static()
+	}
+	probe, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, try := range []struct {
+		path string
+		open func() (ct.Log, error)
+	}{{"checkpoint", static}, {"ct/v1/get-sth", rfc}} {
+		req, err := http.NewRequestWithContext(probe, http.MethodGet, strings.TrimSuffix(logURL, "/")+"/"+try.path, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("User-Agent", fl.userAgent)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", logURL, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return try.open()
+		}
+	}
+	return nil, fmt.Errorf("%s: neither a Static CT log (no checkpoint) nor an RFC 6962 log (no get-sth); give --kind", logURL)
+}
+
+// readKey reads a log's public key: a PEM file, or base64 DER.
+func readKey(s string) (crypto.PublicKey, error) {
+	der, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		b, ferr := os.ReadFile(s)
+		if ferr != nil {
+			return nil, fmt.Errorf("neither base64 nor a readable file: %w", ferr)
+		}
+		block, _ := pem.Decode(b)
+		if block == nil {
+			return nil, errors.New("no PEM block in the file")
+		}
+		der = block.Bytes
+	}
+	return x509.ParsePKIXPublicKey(der)
+}
+
+// defaultState names the state file after the log: pkbf-ct.HOST_PATH.json.
+func defaultState(logURL string) string {
+	name := logURL
+	if u, err := url.Parse(logURL); err == nil && u.Host != "" {
+		name = u.Host + u.Path
+	}
+	name = strings.Trim(strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-':
+			return r
+		}
+		return '_'
+	}, name), "_")
+	return filepath.Join(".", "pkbf-ct."+name+".json")
+}
+
+// output writes hits to standard output or appends them to a file whose
+// length the state records.
+type output struct {
+	w    *bufio.Writer
+	file *os.File // nil for standard output
+}
+
+func newOutput(path string, stdout io.Writer) (*output, error) {
+	if path == "" {
+		return &output{w: bufio.NewWriter(stdout)}, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &output{w: bufio.NewWriter(f), file: f}, nil
+}
+
+type outputState struct {
+	Output string `json:"output"`
+	Offset int64  `json:"output_offset"`
+}
+
+// resumed cuts the output file back to the length the state recorded:
+// hits written after the last save are reported again from there.
+func (o *output) resumed(extra json.RawMessage) error {
+	if o.file == nil || extra == nil {
+		return nil
+	}
+	var s outputState
+	if err := json.Unmarshal(extra, &s); err != nil || s.Output == "" {
+		return nil
+	}
+	if s.Output != o.file.Name() {
+		return fmt.Errorf("the state's hits go to %s, not %s: give --output %s", s.Output, o.file.Name(), s.Output)
+	}
+	fi, err := o.file.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() < s.Offset {
+		return fmt.Errorf("%s is %d bytes, shorter than the %d the state recorded: it was changed outside pkbf-ct", s.Output, fi.Size(), s.Offset)
+	}
+	if err := o.file.Truncate(s.Offset); err != nil {
+		return err
+	}
+	_, err = o.file.Seek(s.Offset, io.SeekStart)
+	return err
+}
+
+// saving makes the hits so far durable and returns the output's length.
+func (o *output) saving() (json.RawMessage, error) {
+	if err := o.w.Flush(); err != nil {
+		return nil, err
+	}
+	if o.file == nil {
+		return nil, nil
+	}
+	if err := o.file.Sync(); err != nil {
+		return nil, err
+	}
+	off, err := o.file.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(outputState{o.file.Name(), off})
+}
+
+func (o *output) hit(h ct.Hit, asJSON bool) error {
+	kind := "certificate"
+	if h.Precert {
+		kind = "precertificate"
+	}
+	if asJSON {
+		b, _ := json.Marshal(struct {
+			Log              string `json:"log"`
+			Index            int64  `json:"index"`
+			Timestamp        string `json:"timestamp"`
+			Precert          bool   `json:"precertificate"`
+			Serial           string `json:"serial"`
+			Subject          string `json:"subject"`
+			Issuer           string `json:"issuer"`
+			Fingerprint      string `json:"fingerprint"`
+			OtherFingerprint string `json:"fingerprint_other,omitempty"`
+			Probably         bool   `json:"probably"`
+		}{h.Log, h.Index, h.Timestamp.Format(time.RFC3339Nano), h.Precert, h.Serial, h.Subject, h.Issuer,
+			h.Verdict.Fingerprint, h.Verdict.OtherFingerprint, true})
+		o.w.Write(append(b, '\n'))
+	} else {
+		fmt.Fprintf(o.w, "probably\t%s\t%s: entry %d (%s)\t%s\tserial %s\tsubject %s\tissuer %s\n",
+			h.Verdict.Fingerprint, h.Log, h.Index, kind, h.Timestamp.Format(time.RFC3339Nano), h.Serial, h.Subject, h.Issuer)
+	}
+	if o.file == nil {
+		return o.w.Flush() // a pipe's reader sees each hit at once
+	}
+	return nil
+}
+
+func (o *output) close() error {
+	if o.w == nil {
+		return nil
+	}
+	err := o.w.Flush()
+	if o.file != nil {
+		if cerr := o.file.Close(); err == nil {
+			err = cerr
+		}
+		o.file = nil
+	}
+	o.w = nil
+	return err
+}
+
+// progress is the line on a terminal: entries/s and the time left.
+type progress struct {
+	w        io.Writer
+	on       bool
+	log      string
+	start    time.Time
+	shown    bool
+}
+
+func newProgress(w io.Writer, quiet bool, log string) *progress {
+	f, ok := w.(*os.File)
+	return &progress{w: w, on: !quiet && ok && term.IsTerminal(int(f.Fd())), log: log, start: time.Now()}
+}
+
+func (p *progress) update(done, at, end int64) {
+	if !p.on {
+		return
+	}
+	rate := float64(done) / time.Since(p.start).Seconds()
+	eta := "?"
+	if rate > 0 {
+		eta = time.Duration(float64(end-at) / rate * float64(time.Second)).Round(time.Second).String()
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s: entry %d of %d (%.1f%%), %.0f entries/s, %s left", p.log, at, end, 100*float64(at)/float64(max(end, 1)), rate, eta)
+	p.shown = true
+}
+
+func (p *progress) clear() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
+}

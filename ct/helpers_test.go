@@ -1,0 +1,292 @@
+package ct
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"filippo.io/sunlight"
+	"filippo.io/torchwood"
+	ct "github.com/google/certificate-transparency-go"
+	cttls "github.com/google/certificate-transparency-go/tls"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/merkle/testonly"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/pkbf/pkbf"
+)
+
+// fixture is a log's worth of entries made for a test: certificates and
+// precertificates, some of whose keys are in a filter.
+type fixture struct {
+	entries []fixtureEntry
+	planted map[int64]bool // the entries whose key the filter holds
+	filter  string
+	caKey   *ecdsa.PrivateKey
+	ca      *x509.Certificate
+}
+
+type fixtureEntry struct {
+	der     []byte // the certificate, or the precertificate
+	precert bool
+	tbs     []byte // a precertificate's TBSCertificate
+	time    int64
+}
+
+var poisonOID = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 11129, 2, 4, 3}
+
+// newFixture makes n entries from a pool of distinct certificates (a
+// cycle of pool), every plantEvery-th one (from 7 on) for one of a few
+// keys put in the filter; a third of them are precertificates.
+func newFixture(t testing.TB, n, pool, plantEvery int) *fixture {
+	t.Helper()
+	fx := &fixture{planted: map[int64]bool{}}
+	fx.caKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "pkbf CT test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(48 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, fx.caKey.Public(), fx.caKey)
+	fx.ca, _ = x509.ParseCertificate(der)
+
+	var clean []crypto.PublicKey
+	for i := range 16 {
+		if i%2 == 0 {
+			k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			clean = append(clean, k.Public())
+		} else {
+			pub, _, _ := ed25519.GenerateKey(rand.Reader)
+			clean = append(clean, pub)
+		}
+	}
+	var bad []crypto.PublicKey
+	w, _ := pkbf.New(4, 20)
+	for i := range 3 {
+		var pub crypto.PublicKey
+		if i == 1 {
+			pub, _, _ = ed25519.GenerateKey(rand.Reader)
+		} else {
+			k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			pub = k.Public()
+		}
+		spki, _ := x509.MarshalPKIXPublicKey(pub)
+		w.Add(spki)
+		bad = append(bad, pub)
+	}
+	fx.filter = filepath.Join(t.TempDir(), "compromised.pkbf")
+	if err := w.WriteFile(fx.filter); err != nil {
+		t.Fatal(err)
+	}
+	issue := func(serial int, pub crypto.PublicKey, precert bool) fixtureEntry {
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(serial) + 1000), Subject: pkix.Name{CommonName: fmt.Sprintf("host%d.example", serial)},
+			DNSNames: []string{fmt.Sprintf("host%d.example", serial)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+		if precert {
+			tmpl.ExtraExtensions = []pkix.Extension{{Id: poisonOID, Critical: true, Value: asn1.NullBytes}}
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, fx.ca, pub, fx.caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := fixtureEntry{der: der, precert: precert}
+		if precert {
+			c, _ := x509.ParseCertificate(der)
+			e.tbs = c.RawTBSCertificate
+		}
+		return e
+	}
+	var cycle []fixtureEntry
+	for i := range min(pool, n) {
+		cycle = append(cycle, issue(i, clean[i%len(clean)], i%3 == 2))
+	}
+	start := time.Now().UnixMilli()
+	for i := range n {
+		var e fixtureEntry
+		if i%plantEvery == 7 {
+			e = issue(n+i, bad[(i/plantEvery)%len(bad)], (i/plantEvery)%2 == 1)
+			fx.planted[int64(i)] = true
+		} else {
+			e = cycle[i%len(cycle)]
+		}
+		e.time = start + int64(i)
+		fx.entries = append(fx.entries, e)
+	}
+	return fx
+}
+
+// writeStatic writes the first n entries as a Static CT log's tiles and
+// checkpoint (unsigned: scanned without a key) into dir.
+func (fx *fixture) writeStatic(t testing.TB, dir string, n int) {
+	t.Helper()
+	var hashes []tlog.Hash
+	hr := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for i, x := range idx {
+			out[i] = hashes[x]
+		}
+		return out, nil
+	})
+	issuerHash := sha256.Sum256(fx.ca.RawSubjectPublicKeyInfo)
+	write := func(path string, b []byte) {
+		path = filepath.Join(dir, path)
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var data []byte
+	for i, fe := range fx.entries[:n] {
+		e := &sunlight.LogEntry{Certificate: fe.der, LeafIndex: int64(i), Timestamp: fe.time}
+		if fe.precert {
+			e.IsPrecert, e.Certificate, e.PreCertificate, e.IssuerKeyHash = true, fe.tbs, fe.der, issuerHash
+		}
+		h, err := tlog.StoredHashes(int64(i), e.MerkleTreeLeaf(), hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes = append(hashes, h...)
+		data = sunlight.AppendTileLeaf(data, e)
+		if (i+1)%sunlight.TileWidth == 0 || i+1 == n {
+			tile := tlog.Tile{H: sunlight.TileHeight, L: -1, N: int64(i / sunlight.TileWidth), W: i%sunlight.TileWidth + 1}
+			write(sunlight.TilePath(tile), data)
+			data = data[:0]
+		}
+	}
+	for _, tile := range tlog.NewTiles(sunlight.TileHeight, 0, int64(n)) {
+		b, err := tlog.ReadTileData(tile, hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(sunlight.TilePath(tile), b)
+	}
+	root, err := tlog.TreeHash(int64(n), hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := torchwood.Checkpoint{Origin: "pkbf.test/static", Tree: tlog.Tree{N: int64(n), Hash: root}}
+	write("checkpoint", []byte(cp.String()+"\n— pkbf.test/static AAAAAA==\n"))
+}
+
+// rfc6962Server serves the entries as an RFC 6962 log, encoded with
+// certificate-transparency-go's types: a tree head signed with its key
+// over the first size entries, get-entries capped at maxBatch, and
+// get-proof-by-hash. tamper, when set, changes the entry served at that
+// index.
+type rfc6962Server struct {
+	fx       *fixture
+	key      *ecdsa.PrivateKey
+	tree     *testonly.Tree
+	leaves   [][]byte
+	extra    [][]byte
+	byHash   map[string]int64
+	size     atomic.Int64
+	maxBatch int64
+	tamper   atomic.Int64 // index+1, or 0
+	requests atomic.Int64
+	mu       sync.Mutex
+}
+
+func newRFC6962Server(t testing.TB, fx *fixture) *rfc6962Server {
+	s := &rfc6962Server{fx: fx, tree: testonly.New(rfc6962.DefaultHasher), byHash: map[string]int64{}, maxBatch: 100}
+	s.key, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	issuerHash := sha256.Sum256(fx.ca.RawSubjectPublicKeyInfo)
+	for i, fe := range fx.entries {
+		te := &ct.TimestampedEntry{Timestamp: uint64(fe.time), EntryType: ct.X509LogEntryType, X509Entry: &ct.ASN1Cert{Data: fe.der}}
+		var extra any = ct.CertificateChain{Entries: []ct.ASN1Cert{{Data: fx.ca.Raw}}}
+		if fe.precert {
+			te.EntryType, te.X509Entry = ct.PrecertLogEntryType, nil
+			te.PrecertEntry = &ct.PreCert{IssuerKeyHash: issuerHash, TBSCertificate: fe.tbs}
+			extra = ct.PrecertChainEntry{PreCertificate: ct.ASN1Cert{Data: fe.der}, CertificateChain: []ct.ASN1Cert{{Data: fx.ca.Raw}}}
+		}
+		leaf, err := cttls.Marshal(ct.MerkleTreeLeaf{Version: ct.V1, LeafType: ct.TimestampedEntryLeafType, TimestampedEntry: te})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, err := cttls.Marshal(extra)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.leaves, s.extra = append(s.leaves, leaf), append(s.extra, ex)
+		s.tree.AppendData(leaf)
+		s.byHash[string(rfc6962.DefaultHasher.HashLeaf(leaf))] = int64(i)
+	}
+	s.size.Store(int64(len(fx.entries)))
+	return s
+}
+
+func (s *rfc6962Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	size := s.size.Load()
+	reply := func(v any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
+	switch r.URL.Path {
+	case "/ct/v1/get-sth":
+		root := s.tree.HashAt(uint64(size))
+		sth := ct.SignedTreeHead{Version: ct.V1, TreeSize: uint64(size), Timestamp: uint64(time.Now().UnixMilli())}
+		copy(sth.SHA256RootHash[:], root)
+		input, _ := ct.SerializeSTHSignatureInput(sth)
+		sig, err := cttls.CreateSignature(*s.key, cttls.SHA256, input)
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		sigBytes, _ := cttls.Marshal(sig)
+		reply(ct.GetSTHResponse{TreeSize: sth.TreeSize, Timestamp: sth.Timestamp, SHA256RootHash: root, TreeHeadSignature: sigBytes})
+	case "/ct/v1/get-entries":
+		start, err1 := strconv.ParseInt(r.FormValue("start"), 10, 64)
+		end, err2 := strconv.ParseInt(r.FormValue("end"), 10, 64)
+		if err1 != nil || err2 != nil || start < 0 || end < start || start >= size {
+			http.Error(w, "bad range", http.StatusBadRequest)
+			return
+		}
+		end = min(end, size-1, start+s.maxBatch-1)
+		var resp ct.GetEntriesResponse
+		for i := start; i <= end; i++ {
+			leaf := s.leaves[i]
+			if s.tamper.Load() == i+1 {
+				// The same entry a millisecond later: another leaf.
+				var l ct.MerkleTreeLeaf
+				cttls.Unmarshal(leaf, &l)
+				l.TimestampedEntry.Timestamp++
+				leaf, _ = cttls.Marshal(l)
+			}
+			resp.Entries = append(resp.Entries, ct.LeafEntry{LeafInput: leaf, ExtraData: s.extra[i]})
+		}
+		reply(resp)
+	case "/ct/v1/get-proof-by-hash":
+		hash, err := base64.StdEncoding.DecodeString(r.FormValue("hash"))
+		treeSize, err2 := strconv.ParseInt(r.FormValue("tree_size"), 10, 64)
+		index, ok := s.byHash[string(hash)]
+		if err != nil || err2 != nil || !ok || index >= treeSize || treeSize > size {
+			http.Error(w, "not found", http.StatusBadRequest)
+			return
+		}
+		proof, err := s.tree.InclusionProof(uint64(index), uint64(treeSize))
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		reply(ct.GetProofByHashResponse{LeafIndex: index, AuditPath: proof})
+	default:
+		http.NotFound(w, r)
+	}
+}

@@ -1,0 +1,62 @@
+// Package ct checks the subject public key of every certificate and
+// precertificate in a Certificate Transparency log against a pkbf filter,
+// resumably: the scanners of the keys that matter most, the ones CAs have
+// already signed.
+//
+// Both log kinds in use are read through their own client libraries:
+// Static CT logs (c2sp.org/static-ct-api, tiles) through
+// filippo.io/sunlight, and RFC 6962 logs (get-sth, get-entries) through
+// github.com/google/certificate-transparency-go. Entries are checked
+// against the log's tree as they are read (tiles against the checkpoint's
+// root by the Sunlight client; RFC 6962 entries by a compact Merkle range
+// kept across runs, compared with the signed tree head's root), and the
+// tree head's signature is verified when the log's key is given.
+//
+// A [Scan] reads a log from where its state file says the last run
+// stopped to the log's current size, hands each entry's certificate to
+// the library's [pkbf.Filter.Check], and reports every probable hit with
+// the entry's index, timestamp, serial, subject, issuer and fingerprint.
+package ct
+
+import (
+	"context"
+	"iter"
+)
+
+// An Entry is one log entry: its certificate (for a precertificate entry,
+// the precertificate as submitted, poison extension and all) and where
+// and when the log has it.
+type Entry struct {
+	Index int64
+	// Timestamp is the entry's, in milliseconds since the Unix epoch.
+	Timestamp int64
+	Precert   bool
+	// Cert is valid until the iteration moves on.
+	Cert []byte
+}
+
+// A Head is the state of a log a scan reads up to: its size, its root
+// hash, and whether its signature was verified (the log's key was given).
+type Head struct {
+	Size     int64
+	Root     []byte
+	Verified bool
+}
+
+// A Log is a CT log as a scan reads it.
+type Log interface {
+	// URL names the log: its monitoring prefix or RFC 6962 URL.
+	URL() string
+	// Head returns the log's current tree head, its signature verified
+	// when the log's key was given.
+	Head(ctx context.Context) (Head, error)
+	// Entries yields the entries from start to head.Size, each checked
+	// against head as well as the log's protocol allows (see the
+	// package documentation), stopping at the first error, which it
+	// yields. state is the log's verification state from the last run
+	// (nil for none), and save returns it as of the entries yielded so
+	// far, for the next run; a log that needs none returns a nil save.
+	Entries(ctx context.Context, head Head, start int64, state []byte) (entries iter.Seq2[Entry, error], save func() ([]byte, error))
+	// Entry fetches one entry again: a hit's details.
+	Entry(ctx context.Context, head Head, index int64) (Entry, error)
+}

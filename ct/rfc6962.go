@@ -1,0 +1,301 @@
+package ct
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"sort"
+	"sync"
+
+	ct "github.com/google/certificate-transparency-go"
+	"github.com/google/certificate-transparency-go/client"
+	"github.com/google/certificate-transparency-go/jsonclient"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+// rfc6962Log is an RFC 6962 log, read with certificate-transparency-go's
+// client. get-entries proves nothing by itself: the entries are hashed
+// into a compact Merkle range as they are read (kept in the state between
+// runs), and when the scan reaches the tree head's size, the range's root
+// must be the signed tree head's.
+type rfc6962Log struct {
+	url      string
+	c        *client.LogClient
+	verified bool
+	batch    int64
+	parallel int
+}
+
+// RFC6962Options are the settings of an RFC 6962 log's client.
+type RFC6962Options struct {
+	// Key is the log's public key: the tree head's signature is
+	// verified with it.
+	Key crypto.PublicKey
+	// HTTPClient makes the requests (nil: a client with Transport's
+	// retries); UserAgent names the scanner to the log.
+	HTTPClient *http.Client
+	UserAgent  string
+	// Batch is the entries asked for in one get-entries (0: 256; logs
+	// may answer fewer), Parallel the requests in flight (0: 4).
+	Batch    int
+	Parallel int
+}
+
+// NewRFC6962 returns the RFC 6962 log at url (its prefix, before /ct/v1/).
+func NewRFC6962(url string, opts RFC6962Options) (Log, error) {
+	if opts.Batch <= 0 {
+		opts.Batch = 256
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 4
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: &Transport{}}
+	}
+	jo := jsonclient.Options{UserAgent: opts.UserAgent, Logger: quietLogger{}}
+	if opts.Key != nil {
+		der, err := x509.MarshalPKIXPublicKey(opts.Key)
+		if err != nil {
+			return nil, fmt.Errorf("RFC 6962 log %s: its key: %w", url, err)
+		}
+		jo.PublicKeyDER = der
+	}
+	c, err := client.New(url, hc, jo)
+	if err != nil {
+		return nil, fmt.Errorf("RFC 6962 log %s: %w", url, err)
+	}
+	return &rfc6962Log{url: url, c: c, verified: opts.Key != nil, batch: int64(opts.Batch), parallel: opts.Parallel}, nil
+}
+
+// quietLogger drops jsonclient's log lines: errors come back as errors.
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+func (l *rfc6962Log) URL() string { return l.url }
+
+func (l *rfc6962Log) Head(ctx context.Context) (Head, error) {
+	sth, err := l.c.GetSTH(ctx)
+	if err != nil {
+		return Head{}, fmt.Errorf("%s: get-sth: %w", l.url, err)
+	}
+	return Head{Size: int64(sth.TreeSize), Root: append([]byte(nil), sth.SHA256RootHash[:]...), Verified: l.verified}, nil
+}
+
+var rangeFactory = compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+
+// rangeState is the compact range of the leaves read so far, as saved.
+type rangeState struct {
+	Begin  uint64   `json:"begin"`
+	End    uint64   `json:"end"`
+	Hashes [][]byte `json:"hashes"`
+}
+
+func (l *rfc6962Log) Entries(ctx context.Context, head Head, start int64, state []byte) (iter.Seq2[Entry, error], func() ([]byte, error)) {
+	var mu sync.Mutex
+	var r *compact.Range
+	save := func() ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r == nil {
+			return state, nil
+		}
+		return json.Marshal(rangeState{r.Begin(), r.End(), r.Hashes()})
+	}
+	seq := func(yield func(Entry, error) bool) {
+		rr, err := l.startRange(ctx, head, start, state)
+		if err != nil {
+			yield(Entry{}, err)
+			return
+		}
+		mu.Lock()
+		r = rr
+		mu.Unlock()
+		for batch, err := range l.batches(ctx, start, head.Size) {
+			if err != nil {
+				yield(Entry{}, err)
+				return
+			}
+			for i := range batch.Entries {
+				index := start
+				raw, err := ct.RawLogEntryFromLeaf(index, &batch.Entries[i])
+				if err != nil {
+					yield(Entry{}, fmt.Errorf("%s: entry %d: %w", l.url, index, err))
+					return
+				}
+				mu.Lock()
+				err = r.Append(rfc6962.DefaultHasher.HashLeaf(batch.Entries[i].LeafInput), nil)
+				mu.Unlock()
+				if err != nil {
+					yield(Entry{}, err)
+					return
+				}
+				e := Entry{Index: index, Timestamp: int64(raw.Leaf.TimestampedEntry.Timestamp), Cert: raw.Cert.Data,
+					Precert: raw.Leaf.TimestampedEntry.EntryType == ct.PrecertLogEntryType}
+				if !yield(e, nil) {
+					return
+				}
+				start++
+			}
+		}
+		if start == head.Size {
+			root, err := r.GetRootHash(nil)
+			if err == nil && !bytes.Equal(root, head.Root) {
+				err = fmt.Errorf("%s: the entries served do not match the tree head: entries 0 to %d hash to root %x, the tree head of size %d has %x", l.url, head.Size-1, root, head.Size, head.Root)
+			}
+			if err != nil {
+				yield(Entry{}, err)
+			}
+		}
+	}
+	return seq, save
+}
+
+// startRange returns the compact range to extend from start: the saved
+// one, an empty one at 0, or for a first scan from a later index the
+// range [0, start) made of the left-hand nodes of start's inclusion proof.
+func (l *rfc6962Log) startRange(ctx context.Context, head Head, start int64, state []byte) (*compact.Range, error) {
+	switch {
+	case state != nil:
+		var s rangeState
+		if err := json.Unmarshal(state, &s); err != nil {
+			return nil, fmt.Errorf("%s: the saved Merkle range: %w", l.url, err)
+		}
+		r, err := rangeFactory.NewRange(s.Begin, s.End, s.Hashes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: the saved Merkle range: %w", l.url, err)
+		}
+		if s.Begin != 0 || s.End != uint64(start) {
+			return nil, fmt.Errorf("%s: the saved Merkle range covers [%d, %d), not [0, %d)", l.url, s.Begin, s.End, start)
+		}
+		return r, nil
+	case start == 0:
+		return rangeFactory.NewEmptyRange(0), nil
+	case start >= head.Size:
+		return nil, fmt.Errorf("%s: start %d is past the tree head's size %d", l.url, start, head.Size)
+	}
+	resp, err := l.c.GetRawEntries(ctx, start, start)
+	if err != nil || len(resp.Entries) == 0 {
+		return nil, fmt.Errorf("%s: get-entries %d: %v", l.url, start, err)
+	}
+	leaf := rfc6962.DefaultHasher.HashLeaf(resp.Entries[0].LeafInput)
+	p, err := l.c.GetProofByHash(ctx, leaf, uint64(head.Size))
+	if err != nil {
+		return nil, fmt.Errorf("%s: get-proof-by-hash for entry %d: %w", l.url, start, err)
+	}
+	if p.LeafIndex != start {
+		return nil, fmt.Errorf("%s: get-proof-by-hash for entry %d answered index %d", l.url, start, p.LeafIndex)
+	}
+	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(start), uint64(head.Size), leaf, p.AuditPath, head.Root); err != nil {
+		return nil, fmt.Errorf("%s: entry %d is not in the tree head: %w", l.url, start, err)
+	}
+	nodes, err := proof.Inclusion(uint64(start), uint64(head.Size))
+	if err != nil {
+		return nil, err
+	}
+	_, b, e := nodes.Ephem()
+	type node struct {
+		begin uint64
+		hash  []byte
+	}
+	var left []node
+	for i, id := range nodes.IDs {
+		j := i // index of id's hash in the audit path, where the ephemeral node's children are one hash
+		switch {
+		case i >= b && i < e:
+			continue // a child of the ephemeral node, right of start
+		case i >= e && e > b:
+			j = i - (e - b) + 1
+		}
+		if lo, hi := id.Coverage(); hi <= uint64(start) && j < len(p.AuditPath) {
+			left = append(left, node{lo, p.AuditPath[j]})
+		}
+	}
+	sort.Slice(left, func(i, j int) bool { return left[i].begin < left[j].begin })
+	hashes := make([][]byte, len(left))
+	for i, n := range left {
+		hashes[i] = n.hash
+	}
+	r, err := rangeFactory.NewRange(0, uint64(start), hashes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the inclusion proof of entry %d: %w", l.url, start, err)
+	}
+	return r, nil
+}
+
+// batches yields the get-entries answers from start to end in order,
+// with up to l.parallel requests in flight. A short answer (logs cap
+// their batches) is followed by requests for the rest of its range before
+// the next range's answer is yielded.
+func (l *rfc6962Log) batches(ctx context.Context, start, end int64) iter.Seq2[*ct.GetEntriesResponse, error] {
+	return func(yield func(*ct.GetEntriesResponse, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type request struct {
+			from, to int64
+			done     chan struct{}
+			resp     *ct.GetEntriesResponse
+			err      error
+		}
+		get := func(q *request) {
+			q.resp, q.err = l.c.GetRawEntries(ctx, q.from, q.to-1)
+			if q.err == nil && (len(q.resp.Entries) == 0 || int64(len(q.resp.Entries)) > q.to-q.from) {
+				q.err = fmt.Errorf("%d entries", len(q.resp.Entries))
+			}
+			if q.err != nil {
+				q.err = fmt.Errorf("%s: get-entries [%d, %d): %w", l.url, q.from, q.to, q.err)
+			}
+			close(q.done)
+		}
+		var pending []*request
+		next := start
+		for len(pending) > 0 || next < end {
+			for len(pending) < l.parallel && next < end {
+				q := &request{from: next, to: min(next+l.batch, end), done: make(chan struct{})}
+				go get(q)
+				pending = append(pending, q)
+				next = q.to
+			}
+			q := pending[0]
+			pending = pending[1:]
+			for {
+				<-q.done
+				if q.err != nil {
+					yield(nil, q.err)
+					return
+				}
+				if !yield(q.resp, nil) {
+					return
+				}
+				at := q.from + int64(len(q.resp.Entries))
+				if at == q.to {
+					break
+				}
+				q = &request{from: at, to: q.to, done: make(chan struct{})}
+				get(q)
+			}
+		}
+	}
+}
+
+func (l *rfc6962Log) Entry(ctx context.Context, head Head, index int64) (Entry, error) {
+	resp, err := l.c.GetRawEntries(ctx, index, index)
+	if err != nil || len(resp.Entries) != 1 {
+		return Entry{}, fmt.Errorf("%s: get-entries %d: %v", l.url, index, errors.Join(err))
+	}
+	raw, err := ct.RawLogEntryFromLeaf(index, &resp.Entries[0])
+	if err != nil {
+		return Entry{}, fmt.Errorf("%s: entry %d: %w", l.url, index, err)
+	}
+	return Entry{Index: index, Timestamp: int64(raw.Leaf.TimestampedEntry.Timestamp), Cert: raw.Cert.Data,
+		Precert: raw.Leaf.TimestampedEntry.EntryType == ct.PrecertLogEntryType}, nil
+}

@@ -1,0 +1,399 @@
+package ct
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/mapfile"
+)
+
+// A Scan checks a log's entries against a filter, from where its state
+// file says the last run stopped (or From) up to the log's tree head.
+type Scan struct {
+	Log    Log
+	Filter *pkbf.Filter
+	// State is the path of the scan's state file: the log, the next
+	// entry, the log's verification state and the hits already reported
+	// past it. It is replaced atomically every SaveEvery, and when Run
+	// returns. Empty: no state is kept, and each run starts at From.
+	State string
+	// From is where a scan without state starts. To, if not 0, is where
+	// it stops (else at the tree head's size).
+	From, To int64
+	// Workers is how many goroutines check keys (0: GOMAXPROCS).
+	Workers int
+	// SaveEvery is how often the state is saved during a run (0: 10 s).
+	SaveEvery time.Duration
+
+	// Report is called for each hit, in log order, in Run's goroutine; an
+	// error stops the scan (the hit then counts as not reported).
+	Report func(Hit) error
+	// Unchecked is called for each entry whose key could not be read.
+	Unchecked func(index int64, err error)
+	// Progress, if set, is called about once a second, with the entries
+	// read so far this run, where the scan is and where it stops.
+	Progress func(done, at, end int64)
+	// Saving, if set, is called before each save of the state: what it
+	// returns is kept in the state as Extra (a command's output file
+	// offset, say), after it has made the hits reported so far durable.
+	Saving func() (json.RawMessage, error)
+	// Resumed, if set, is called with the Extra of the state a run
+	// resumes from, before anything is reported.
+	Resumed func(extra json.RawMessage) error
+}
+
+// A Hit is a log entry whose key the filter probably holds.
+type Hit struct {
+	Log       string
+	Index     int64
+	Timestamp time.Time
+	Precert   bool
+	// Serial (hex), Subject and Issuer are the certificate's, as far as
+	// they can be read.
+	Serial, Subject, Issuer string
+	// Verdict is Filter.Check's, with the key's fingerprints.
+	Verdict pkbf.Verdict
+}
+
+// A Result says what a run did.
+type Result struct {
+	Head                     Head
+	Start, Next              int64 // the first entry read, the first not read
+	Entries, Hits, Unchecked int64
+}
+
+// state is the scan's state file.
+type state struct {
+	Log  string `json:"log"`
+	Next int64  `json:"next"`
+	// Reported are the hits at or after Next already reported: Next is
+	// where the log's verification state was saved, which may be a few
+	// entries before the last verdict.
+	Reported []int64         `json:"reported,omitempty"`
+	Verify   json.RawMessage `json:"verify,omitempty"`
+	Extra    json.RawMessage `json:"extra,omitempty"`
+	Size     int64           `json:"tree_size"`
+	Saved    time.Time       `json:"saved"`
+}
+
+// snapshot is the log's verification state when the reader had read up
+// to (not including) at. The reader runs ahead of the verdicts; the state
+// saved is the latest snapshot the verdicts have passed.
+type snapshot struct {
+	at   int64
+	data []byte
+}
+
+const snapshotEvery = 256
+
+// Run scans, until the tree head's size, an error, or ctx's end; it
+// saves the state in every case it can. An interruption returns ctx's
+// error with the Result so far.
+func (s *Scan) Run(ctx context.Context) (Result, error) {
+	st, err := s.load()
+	if err != nil {
+		return Result{}, err
+	}
+	if s.Resumed != nil {
+		if err := s.Resumed(st.Extra); err != nil {
+			return Result{}, err
+		}
+	}
+	head, err := s.Log.Head(ctx)
+	if err != nil {
+		return Result{Start: st.Next, Next: st.Next}, err
+	}
+	end := head.Size
+	if s.To > 0 && s.To < end {
+		end = s.To
+	}
+	res := Result{Head: head, Start: st.Next, Next: st.Next}
+	if st.Size > head.Size {
+		return res, fmt.Errorf("%s: the tree head has %d entries, fewer than the %d of the last run's", s.Log.URL(), head.Size, st.Size)
+	}
+	st.Size = head.Size
+	if st.Next >= end {
+		return res, s.save(&st)
+	}
+
+	entries, saveVerify := s.Log.Entries(ctx, head, st.Next, st.Verify)
+	var (
+		mu        sync.Mutex
+		snapshots []snapshot
+		readErr   error
+		readAll   bool
+	)
+	inputs := func(yield func(pkbf.Input) bool) {
+		for e, err := range entries {
+			if err != nil {
+				mu.Lock()
+				readErr = err
+				mu.Unlock()
+				return
+			}
+			if e.Index >= end {
+				break
+			}
+			cert := e.Cert
+			if !yield(pkbf.Input{Name: strconv.FormatInt(e.Index, 10), Open: func() (io.ReadCloser, error) { return bytesReader(cert), nil }}) {
+				return
+			}
+			if saveVerify != nil && ((e.Index+1)%snapshotEvery == 0 || e.Index+1 == end) {
+				data, err := saveVerify()
+				mu.Lock()
+				if err == nil {
+					snapshots = append(snapshots, snapshot{e.Index + 1, data})
+					if len(snapshots) > 256 {
+						snapshots = slices.Delete(snapshots, 0, 128)
+					}
+				}
+				mu.Unlock()
+			}
+		}
+		mu.Lock()
+		readAll = true
+		mu.Unlock()
+	}
+	reported := map[int64]bool{} // hits reported, this run or before
+	for _, i := range st.Reported {
+		reported[i] = true
+	}
+	// saveAt saves the state once the entries before confirmed are done:
+	// from the latest verification snapshot at or before it (a log with
+	// no verification state resumes at confirmed itself), with the hits
+	// already reported from there on.
+	saveAt := func(confirmed int64) error {
+		next, data := confirmed, []byte(nil)
+		if saveVerify != nil {
+			next = -1
+			mu.Lock()
+			for i := len(snapshots) - 1; i >= 0; i-- {
+				if snapshots[i].at <= confirmed {
+					next, data = snapshots[i].at, snapshots[i].data
+					break
+				}
+			}
+			mu.Unlock()
+		}
+		if next < st.Next || (next == st.Next && saveVerify != nil && data == nil) {
+			// Nothing newer to resume from: the same place, with the
+			// hits reported since.
+			next, data = st.Next, st.Verify
+		}
+		var keep []int64
+		for i := range reported {
+			if i >= next {
+				keep = append(keep, i)
+			}
+		}
+		slices.Sort(keep)
+		st.Next, st.Verify, st.Reported = next, data, keep
+		return s.save(&st)
+	}
+	unchecked := func(index int64, err error) {
+		res.Unchecked++
+		if s.Unchecked != nil {
+			s.Unchecked(index, err)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stopErr error
+	seen := st.Next - 1 // the entry of the last verdict: those before it are done
+	lastSave, lastProgress := time.Now(), time.Now()
+	for v := range s.Filter.Check(ctx, inputs, pkbf.CheckOptions{Workers: s.Workers}) {
+		index, err := strconv.ParseInt(v.Input, 10, 64)
+		if err != nil {
+			stopErr = fmt.Errorf("a verdict about %q, not an entry", v.Input)
+			break
+		}
+		if errors.Is(v.Err, pkbf.ErrFileChanged) {
+			stopErr = v.Err
+			break
+		}
+		for gap := seen + 1; gap < index; gap++ {
+			unchecked(gap, errNoCertificate)
+		}
+		seen = max(seen, index)
+		switch {
+		case v.Err != nil:
+			unchecked(index, v.Err)
+		case v.Probably && !reported[index]:
+			hit, err := s.hit(ctx, head, index, v)
+			if err == nil && s.Report != nil {
+				err = s.Report(hit)
+			}
+			if err != nil {
+				stopErr = err
+			} else {
+				res.Hits++
+				reported[index] = true
+			}
+		}
+		if stopErr != nil {
+			break
+		}
+		now := time.Now()
+		if s.Progress != nil && now.Sub(lastProgress) >= time.Second {
+			s.Progress(seen-res.Start, seen, end)
+			lastProgress = now
+		}
+		if s.State != "" && now.Sub(lastSave) >= s.saveEvery() {
+			if stopErr = saveAt(seen); stopErr != nil {
+				break
+			}
+			lastSave = now
+		}
+	}
+	cancel()
+	mu.Lock()
+	rerr, all := readErr, readAll
+	mu.Unlock()
+	if stopErr == nil && rerr == nil && all && context.Cause(ctx) == context.Canceled && seen < end {
+		// Check ran to its end: every entry was read and has its
+		// verdicts (cancel above is this function's own).
+		for gap := seen + 1; gap < end; gap++ {
+			unchecked(gap, errNoCertificate)
+		}
+		seen = end
+	}
+	finished := seen >= end
+	res.Entries = max(0, min(seen, end)-res.Start)
+	if s.State != "" {
+		if err := saveAt(min(seen, end)); err != nil && stopErr == nil {
+			stopErr = err
+		}
+	}
+	res.Next = st.Next
+	if s.State == "" && finished {
+		res.Next = end
+	}
+	if s.Progress != nil {
+		s.Progress(res.Entries, min(seen, end), end)
+	}
+	switch {
+	case stopErr != nil:
+		return res, stopErr
+	case rerr != nil:
+		return res, rerr
+	case !finished:
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		return res, fmt.Errorf("%s: the scan stopped at entry %d of %d", s.Log.URL(), seen, end)
+	}
+	return res, nil
+}
+
+var errNoCertificate = errors.New("no certificate in the entry")
+
+func bytesReader(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
+
+func (s *Scan) saveEvery() time.Duration {
+	if s.SaveEvery > 0 {
+		return s.SaveEvery
+	}
+	return 10 * time.Second
+}
+
+// load reads the state file, or starts one at From.
+func (s *Scan) load() (state, error) {
+	st := state{Log: s.Log.URL(), Next: s.From}
+	if s.State == "" {
+		return st, nil
+	}
+	b, err := os.ReadFile(s.State)
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("%s: not a scan state file: %w", s.State, err)
+	}
+	if st.Log != s.Log.URL() {
+		return st, fmt.Errorf("%s is the state of a scan of %s, not of %s", s.State, st.Log, s.Log.URL())
+	}
+	return st, nil
+}
+
+func (s *Scan) save(st *state) error {
+	if s.State == "" {
+		return nil
+	}
+	if s.Saving != nil {
+		extra, err := s.Saving()
+		if err != nil {
+			return err
+		}
+		st.Extra = extra
+	}
+	st.Saved = time.Now().UTC().Truncate(time.Second)
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return mapfile.WriteAtomic(s.State, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	}, nil)
+}
+
+// hit fetches a hit's entry again for its details.
+func (s *Scan) hit(ctx context.Context, head Head, index int64, v pkbf.Verdict) (Hit, error) {
+	e, err := s.Log.Entry(ctx, head, index)
+	if err != nil {
+		return Hit{}, err
+	}
+	h := Hit{Log: s.Log.URL(), Index: index, Timestamp: time.UnixMilli(e.Timestamp).UTC(), Precert: e.Precert, Verdict: v}
+	h.Serial, h.Subject, h.Issuer = certInfo(e.Cert)
+	return h, nil
+}
+
+// certInfo reads a certificate's serial, subject and issuer: with
+// crypto/x509, or, for the certificates it refuses, from the
+// TBSCertificate's fields alone.
+func certInfo(der []byte) (serial, subject, issuer string) {
+	if c, err := x509.ParseCertificate(der); err == nil {
+		return hex.EncodeToString(c.SerialNumber.Bytes()), c.Subject.String(), c.Issuer.String()
+	}
+	in := cryptobyte.String(der)
+	var cert, tbs, ser, iss, validity, subj cryptobyte.String
+	if !in.ReadASN1(&cert, cbasn1.SEQUENCE) || !cert.ReadASN1(&tbs, cbasn1.SEQUENCE) ||
+		!tbs.SkipOptionalASN1(cbasn1.Tag(0).Constructed().ContextSpecific()) ||
+		!tbs.ReadASN1(&ser, cbasn1.INTEGER) || !tbs.SkipASN1(cbasn1.SEQUENCE) ||
+		!tbs.ReadASN1Element(&iss, cbasn1.SEQUENCE) || !tbs.ReadASN1(&validity, cbasn1.SEQUENCE) ||
+		!tbs.ReadASN1Element(&subj, cbasn1.SEQUENCE) {
+		return "", "", ""
+	}
+	return hex.EncodeToString(ser), name(subj), name(iss)
+}
+
+func name(der []byte) string {
+	var rdn pkix.RDNSequence
+	if _, err := asn1.Unmarshal(der, &rdn); err != nil {
+		return ""
+	}
+	var n pkix.Name
+	n.FillFromRDNSequence(&rdn)
+	return n.String()
+}

@@ -1,0 +1,224 @@
+package ct
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pkbf/pkbf"
+)
+
+// testLogs returns the fixture's entries as both kinds of log, served on
+// 127.0.0.1: a Static CT log (tiles written by the test, read by the
+// Sunlight client) and an RFC 6962 log (read by certificate-transparency-
+// go's client, its tree head signed and verified with a key).
+func testLogs(t *testing.T, fx *fixture) map[string]func() Log {
+	t.Helper()
+	dir := t.TempDir()
+	fx.writeStatic(t, dir, len(fx.entries))
+	static := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(static.Close)
+	rs := newRFC6962Server(t, fx)
+	rfc := httptest.NewServer(rs)
+	t.Cleanup(rfc.Close)
+	return map[string]func() Log{
+		"static": func() Log {
+			l, err := NewStatic(static.URL, StaticOptions{Parallel: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		},
+		"rfc6962": func() Log {
+			l, err := NewRFC6962(rfc.URL, RFC6962Options{Key: rs.key.Public(), Batch: 64, Parallel: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		},
+	}
+}
+
+func openFilter(t *testing.T, path string) *pkbf.Filter {
+	f, err := pkbf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// Every planted key is found, in certificates and precertificates, on
+// both kinds of log, with the entry's details; no other entry is
+// reported, and every entry is checked.
+func TestScanFindsPlanted(t *testing.T) {
+	fx := newFixture(t, 3000, 300, 97)
+	f := openFilter(t, fx.filter)
+	for kind, open := range testLogs(t, fx) {
+		t.Run(kind, func(t *testing.T) {
+			var hits []Hit
+			s := &Scan{Log: open(), Filter: f, State: filepath.Join(t.TempDir(), "state.json"),
+				Report:    func(h Hit) error { hits = append(hits, h); return nil },
+				Unchecked: func(i int64, err error) { t.Errorf("entry %d not checked: %v", i, err) }}
+			res, err := s.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Entries != 3000 || res.Next != 3000 || res.Hits != int64(len(fx.planted)) || res.Head.Size != 3000 {
+				t.Errorf("result %+v, want 3000 entries and %d hits", res, len(fx.planted))
+			}
+			if kind == "rfc6962" && !res.Head.Verified {
+				t.Errorf("the tree head's signature was not verified")
+			}
+			checkHits(t, fx, hits)
+			// A second run has nothing to do.
+			hits = nil
+			if res, err := s.Run(context.Background()); err != nil || res.Entries != 0 || len(hits) != 0 {
+				t.Errorf("second run: %+v, %v, %d hits", res, err, len(hits))
+			}
+		})
+	}
+}
+
+// checkHits checks that hits are the planted entries, each once, in
+// order, with their details.
+func checkHits(t *testing.T, fx *fixture, hits []Hit) {
+	t.Helper()
+	var got, want []int64
+	for _, h := range hits {
+		got = append(got, h.Index)
+		e := fx.entries[h.Index]
+		if h.Precert != e.precert || h.Timestamp.UnixMilli() != e.time || !strings.HasPrefix(h.Subject, "CN=host") ||
+			h.Issuer != "CN=pkbf CT test CA" || h.Verdict.Fingerprint == "" || !h.Verdict.Probably {
+			t.Errorf("hit %d: %+v", h.Index, h)
+		}
+		if serial := hex.EncodeToString(big.NewInt(int64(len(fx.entries)) + h.Index + 1000).Bytes()); h.Serial != serial {
+			t.Errorf("hit %d: serial %s, want %s", h.Index, h.Serial, serial)
+		}
+	}
+	for i := range fx.planted {
+		want = append(want, i)
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("hits at %v\nwant %v", got, want)
+	}
+	precerts := 0
+	for _, h := range hits {
+		if h.Precert {
+			precerts++
+		}
+	}
+	if precerts == 0 || precerts == len(hits) {
+		t.Errorf("%d of %d hits are precertificates: both kinds must be found", precerts, len(hits))
+	}
+}
+
+// A scan interrupted ten times, at different places, and resumed from
+// its state each time reports what one run reports: every planted entry
+// once.
+func TestScanResumedTenTimes(t *testing.T) {
+	fx := newFixture(t, 4000, 300, 61)
+	f := openFilter(t, fx.filter)
+	for kind, open := range testLogs(t, fx) {
+		t.Run(kind, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "state.json")
+			var hits []Hit
+			runs := 0
+			for ; runs < 30; runs++ {
+				ctx, cancel := context.WithCancel(context.Background())
+				stopAfter := 1 + runs%3 // hits into the run
+				n := 0
+				s := &Scan{Log: open(), Filter: f, State: state, SaveEvery: time.Nanosecond,
+					Report: func(h Hit) error {
+						hits = append(hits, h)
+						if n++; n == stopAfter && runs < 10 {
+							cancel()
+						}
+						return nil
+					}}
+				res, err := s.Run(ctx)
+				cancel()
+				if err == nil {
+					if res.Next != 4000 {
+						t.Fatalf("run %d ended at %d", runs, res.Next)
+					}
+					break
+				}
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("run %d: %v", runs, err)
+				}
+			}
+			if runs < 10 {
+				t.Fatalf("only %d interruptions", runs)
+			}
+			checkHits(t, fx, hits)
+		})
+	}
+}
+
+// An RFC 6962 log that serves an entry other than the one its tree head
+// covers is caught when the scan reaches the tree's size, and a scan
+// that starts in the middle of the log verifies from an inclusion proof.
+func TestRFC6962Verification(t *testing.T) {
+	fx := newFixture(t, 1500, 200, 101)
+	f := openFilter(t, fx.filter)
+	rs := newRFC6962Server(t, fx)
+	srv := httptest.NewServer(rs)
+	defer srv.Close()
+	open := func() Log {
+		l, err := NewRFC6962(srv.URL, RFC6962Options{Key: rs.key.Public(), Batch: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	rs.tamper.Store(700 + 1)
+	_, err := (&Scan{Log: open(), Filter: f}).Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "do not match the tree head") {
+		t.Errorf("a tampered entry: %v", err)
+	}
+	_, err = (&Scan{Log: open(), Filter: f, From: 333}).Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "do not match the tree head") {
+		t.Errorf("a tampered entry, from 333: %v", err)
+	}
+	rs.tamper.Store(0)
+	var hits []Hit
+	res, err := (&Scan{Log: open(), Filter: f, From: 333, Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
+	if err != nil || res.Entries != 1500-333 {
+		t.Fatalf("from 333: %+v, %v", res, err)
+	}
+	for _, h := range hits {
+		if h.Index < 333 {
+			t.Errorf("hit %d before the start", h.Index)
+		}
+	}
+
+	// A log that grows between runs: the state's range goes on, and is
+	// checked against the new head.
+	rs.size.Store(1000)
+	state := filepath.Join(t.TempDir(), "state.json")
+	hits = nil
+	s := &Scan{Log: open(), Filter: f, State: state, Report: func(h Hit) error { hits = append(hits, h); return nil }}
+	if res, err := s.Run(context.Background()); err != nil || res.Next != 1000 {
+		t.Fatalf("first 1000: %+v, %v", res, err)
+	}
+	rs.size.Store(1500)
+	if res, err := s.Run(context.Background()); err != nil || res.Start != 1000 || res.Next != 1500 {
+		t.Fatalf("the next 500: %+v, %v", res, err)
+	}
+	checkHits(t, fx, hits)
+	// The state names its log.
+	other := &Scan{Log: &staticLog{prefix: "https://other.example/"}, Filter: f, State: state}
+	if _, err := other.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "not of https://other.example/") {
+		t.Errorf("another log's state: %v", err)
+	}
+}

@@ -1,0 +1,150 @@
+package ct
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"strings"
+
+	"filippo.io/sunlight"
+	"filippo.io/torchwood"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// staticLog is a Static CT log (c2sp.org/static-ct-api), read with the
+// Sunlight client: every tile it reads is authenticated against the
+// checkpoint's root hash.
+type staticLog struct {
+	prefix string
+	key    crypto.PublicKey
+	c      *sunlight.Client
+}
+
+// StaticOptions are the settings of a Static CT log's client.
+type StaticOptions struct {
+	// Key is the log's public key: the checkpoint's signature is
+	// verified with it. Without one, the checkpoint is read unverified
+	// (its tiles are still checked against its root hash).
+	Key crypto.PublicKey
+	// HTTPClient makes the requests (nil: a client with Transport's
+	// retries); UserAgent names the scanner to the log, with a contact
+	// (an email address or a +https:// URL), as Sunlight requires.
+	HTTPClient *http.Client
+	UserAgent  string
+	// Parallel bounds the requests in flight (0: 8).
+	Parallel int
+}
+
+// NewStatic returns the Static CT log at monitoringPrefix: an http(s) URL,
+// or file:// (gzip+file:// when the data tiles are stored gzipped, as a
+// Sunlight log's local directory has them).
+func NewStatic(monitoringPrefix string, opts StaticOptions) (Log, error) {
+	if opts.Parallel == 0 {
+		opts.Parallel = 8
+	}
+	if opts.UserAgent == "" {
+		opts.UserAgent = "pkbf-ct (+https://github.com/pkbf/pkbf)"
+	}
+	c, err := sunlight.NewClient(&sunlight.ClientConfig{
+		MonitoringPrefix: monitoringPrefix,
+		PublicKey:        opts.Key,
+		HTTPClient:       opts.HTTPClient,
+		UserAgent:        opts.UserAgent,
+		ConcurrencyLimit: opts.Parallel,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("static CT log %s: %w", monitoringPrefix, err)
+	}
+	return &staticLog{prefix: monitoringPrefix, key: opts.Key, c: c}, nil
+}
+
+func (l *staticLog) URL() string { return l.prefix }
+
+func (l *staticLog) Head(ctx context.Context) (Head, error) {
+	if l.key != nil {
+		cp, _, err := l.c.Checkpoint(ctx)
+		if err != nil {
+			return Head{}, fmt.Errorf("%s: %w", l.prefix, err)
+		}
+		return Head{Size: cp.N, Root: cp.Hash[:], Verified: true}, nil
+	}
+	b, err := l.c.TileReader().ReadEndpoint(ctx, "checkpoint")
+	if err != nil {
+		return Head{}, fmt.Errorf("%s: reading the checkpoint: %w", l.prefix, err)
+	}
+	text, _, ok := strings.Cut(string(b), "\n\n")
+	if !ok {
+		return Head{}, fmt.Errorf("%s: the checkpoint is not a signed note", l.prefix)
+	}
+	cp, err := torchwood.ParseCheckpoint(text + "\n")
+	if err != nil {
+		return Head{}, fmt.Errorf("%s: %w", l.prefix, err)
+	}
+	return Head{Size: cp.N, Root: cp.Hash[:]}, nil
+}
+
+func tree(h Head) (tlog.Tree, error) {
+	var t tlog.Tree
+	if len(h.Root) != len(t.Hash) {
+		return t, errors.New("the tree head has no root hash")
+	}
+	t.N = h.Size
+	copy(t.Hash[:], h.Root)
+	return t, nil
+}
+
+func (l *staticLog) Entries(ctx context.Context, head Head, start int64, _ []byte) (iter.Seq2[Entry, error], func() ([]byte, error)) {
+	return func(yield func(Entry, error) bool) {
+		t, err := tree(head)
+		if err != nil {
+			yield(Entry{}, err)
+			return
+		}
+		// Entries stops at the last full tile, and before a partial one
+		// unless it starts there: called again until the head's size.
+		for start < head.Size {
+			before := start
+			for i, e := range l.c.Entries(ctx, t, start) {
+				if !yield(staticEntry(i, e), nil) {
+					return
+				}
+				start = i + 1
+			}
+			if err := l.c.Err(); err != nil {
+				yield(Entry{}, fmt.Errorf("%s: entry %d: %w", l.prefix, start, err))
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				yield(Entry{}, err)
+				return
+			}
+			if start == before {
+				yield(Entry{}, fmt.Errorf("%s: no entry from %d on, but the checkpoint has %d", l.prefix, start, head.Size))
+				return
+			}
+		}
+	}, nil // tiles are checked against each head: nothing to keep
+}
+
+func staticEntry(i int64, e *sunlight.LogEntry) Entry {
+	cert := e.Certificate
+	if e.IsPrecert {
+		cert = e.PreCertificate
+	}
+	return Entry{Index: i, Timestamp: e.Timestamp, Precert: e.IsPrecert, Cert: cert}
+}
+
+func (l *staticLog) Entry(ctx context.Context, head Head, index int64) (Entry, error) {
+	t, err := tree(head)
+	if err != nil {
+		return Entry{}, err
+	}
+	e, _, err := l.c.Entry(ctx, t, index)
+	if err != nil {
+		return Entry{}, fmt.Errorf("%s: entry %d: %w", l.prefix, index, err)
+	}
+	return staticEntry(index, e), nil
+}
