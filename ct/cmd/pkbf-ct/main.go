@@ -394,11 +394,11 @@ func (o *output) close() error {
 
 // progress is the line on a terminal: entries/s and the time left.
 type progress struct {
-	w        io.Writer
-	on       bool
-	log      string
-	start    time.Time
-	shown    bool
+	w     io.Writer
+	on    bool
+	log   string
+	start time.Time
+	shown bool
 }
 
 func newProgress(w io.Writer, quiet bool, log string) *progress {
