@@ -14,19 +14,20 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/ct/internal/cttest"
 )
 
 // testLogs returns the fixture's entries as both kinds of log, served on
 // 127.0.0.1: a Static CT log (tiles written by the test, read by the
 // Sunlight client) and an RFC 6962 log (read by certificate-transparency-
 // go's client, its tree head signed and verified with a key).
-func testLogs(t *testing.T, fx *fixture) map[string]func() Log {
+func testLogs(t *testing.T, fx *cttest.Fixture) map[string]func() Log {
 	t.Helper()
 	dir := t.TempDir()
-	fx.writeStatic(t, dir, len(fx.entries))
+	fx.WriteStatic(t, dir, len(fx.Entries))
 	static := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(static.Close)
-	rs := newRFC6962Server(t, fx)
+	rs := cttest.NewRFC6962Server(t, fx)
 	rfc := httptest.NewServer(rs)
 	t.Cleanup(rfc.Close)
 	return map[string]func() Log{
@@ -38,7 +39,7 @@ func testLogs(t *testing.T, fx *fixture) map[string]func() Log {
 			return l
 		},
 		"rfc6962": func() Log {
-			l, err := NewRFC6962(rfc.URL, RFC6962Options{Key: rs.key.Public(), Batch: 64, Parallel: 3})
+			l, err := NewRFC6962(rfc.URL, RFC6962Options{Key: rs.Key.Public(), Batch: 64, Parallel: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,8 +61,8 @@ func openFilter(t *testing.T, path string) *pkbf.Filter {
 // both kinds of log, with the entry's details; no other entry is
 // reported, and every entry is checked.
 func TestScanFindsPlanted(t *testing.T) {
-	fx := newFixture(t, 3000, 300, 97)
-	f := openFilter(t, fx.filter)
+	fx := cttest.NewFixture(t, 3000, 300, 97)
+	f := openFilter(t, fx.Filter)
 	for kind, open := range testLogs(t, fx) {
 		t.Run(kind, func(t *testing.T) {
 			var hits []Hit
@@ -72,8 +73,8 @@ func TestScanFindsPlanted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Entries != 3000 || res.Next != 3000 || res.Hits != int64(len(fx.planted)) || res.Head.Size != 3000 {
-				t.Errorf("result %+v, want 3000 entries and %d hits", res, len(fx.planted))
+			if res.Entries != 3000 || res.Next != 3000 || res.Hits != int64(len(fx.Planted)) || res.Head.Size != 3000 {
+				t.Errorf("result %+v, want 3000 entries and %d hits", res, len(fx.Planted))
 			}
 			if kind == "rfc6962" && !res.Head.Verified {
 				t.Errorf("the tree head's signature was not verified")
@@ -90,21 +91,21 @@ func TestScanFindsPlanted(t *testing.T) {
 
 // checkHits checks that hits are the planted entries, each once, in
 // order, with their details.
-func checkHits(t *testing.T, fx *fixture, hits []Hit) {
+func checkHits(t *testing.T, fx *cttest.Fixture, hits []Hit) {
 	t.Helper()
 	var got, want []int64
 	for _, h := range hits {
 		got = append(got, h.Index)
-		e := fx.entries[h.Index]
-		if h.Precert != e.precert || h.Timestamp.UnixMilli() != e.time || !strings.HasPrefix(h.Subject, "CN=host") ||
+		e := fx.Entries[h.Index]
+		if h.Precert != e.Precert || h.Timestamp.UnixMilli() != e.Time || !strings.HasPrefix(h.Subject, "CN=host") ||
 			h.Issuer != "CN=pkbf CT test CA" || h.Verdict.Fingerprint == "" || !h.Verdict.Probably {
 			t.Errorf("hit %d: %+v", h.Index, h)
 		}
-		if serial := hex.EncodeToString(big.NewInt(int64(len(fx.entries)) + h.Index + 1000).Bytes()); h.Serial != serial {
+		if serial := hex.EncodeToString(big.NewInt(int64(len(fx.Entries)) + h.Index + 1000).Bytes()); h.Serial != serial {
 			t.Errorf("hit %d: serial %s, want %s", h.Index, h.Serial, serial)
 		}
 	}
-	for i := range fx.planted {
+	for i := range fx.Planted {
 		want = append(want, i)
 	}
 	slices.Sort(want)
@@ -126,8 +127,8 @@ func checkHits(t *testing.T, fx *fixture, hits []Hit) {
 // its state each time reports what one run reports: every planted entry
 // once.
 func TestScanResumedTenTimes(t *testing.T) {
-	fx := newFixture(t, 4000, 300, 61)
-	f := openFilter(t, fx.filter)
+	fx := cttest.NewFixture(t, 4000, 300, 61)
+	f := openFilter(t, fx.Filter)
 	for kind, open := range testLogs(t, fx) {
 		t.Run(kind, func(t *testing.T) {
 			state := filepath.Join(t.TempDir(), "state.json")
@@ -169,19 +170,19 @@ func TestScanResumedTenTimes(t *testing.T) {
 // covers is caught when the scan reaches the tree's size, and a scan
 // that starts in the middle of the log verifies from an inclusion proof.
 func TestRFC6962Verification(t *testing.T) {
-	fx := newFixture(t, 1500, 200, 101)
-	f := openFilter(t, fx.filter)
-	rs := newRFC6962Server(t, fx)
+	fx := cttest.NewFixture(t, 1500, 200, 101)
+	f := openFilter(t, fx.Filter)
+	rs := cttest.NewRFC6962Server(t, fx)
 	srv := httptest.NewServer(rs)
 	defer srv.Close()
 	open := func() Log {
-		l, err := NewRFC6962(srv.URL, RFC6962Options{Key: rs.key.Public(), Batch: 100})
+		l, err := NewRFC6962(srv.URL, RFC6962Options{Key: rs.Key.Public(), Batch: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return l
 	}
-	rs.tamper.Store(700 + 1)
+	rs.Tamper.Store(700 + 1)
 	_, err := (&Scan{Log: open(), Filter: f}).Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "do not match the tree head") {
 		t.Errorf("a tampered entry: %v", err)
@@ -190,7 +191,7 @@ func TestRFC6962Verification(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "do not match the tree head") {
 		t.Errorf("a tampered entry, from 333: %v", err)
 	}
-	rs.tamper.Store(0)
+	rs.Tamper.Store(0)
 	var hits []Hit
 	res, err := (&Scan{Log: open(), Filter: f, From: 333, Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
 	if err != nil || res.Entries != 1500-333 {
@@ -204,14 +205,14 @@ func TestRFC6962Verification(t *testing.T) {
 
 	// A log that grows between runs: the state's range goes on, and is
 	// checked against the new head.
-	rs.size.Store(1000)
+	rs.Size.Store(1000)
 	state := filepath.Join(t.TempDir(), "state.json")
 	hits = nil
 	s := &Scan{Log: open(), Filter: f, State: state, Report: func(h Hit) error { hits = append(hits, h); return nil }}
 	if res, err := s.Run(context.Background()); err != nil || res.Next != 1000 {
 		t.Fatalf("first 1000: %+v, %v", res, err)
 	}
-	rs.size.Store(1500)
+	rs.Size.Store(1500)
 	if res, err := s.Run(context.Background()); err != nil || res.Start != 1000 || res.Next != 1500 {
 		t.Fatalf("the next 500: %+v, %v", res, err)
 	}

@@ -75,6 +75,7 @@ type flags struct {
 	json, quiet                         bool
 	parallel, batch, workers            int
 	rate                                float64
+	saveEvery                           time.Duration
 }
 
 func main() {
@@ -97,6 +98,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&fl.batch, "batch", 256, "entries asked for in one get-entries (RFC 6962)")
 	fs.IntVar(&fl.workers, "workers", 0, "goroutines checking keys (0: one a core)")
 	fs.Float64Var(&fl.rate, "rate", 0, "at most `N` requests a second to the log (0: no limit)")
+	fs.DurationVar(&fl.saveEvery, "save-every", 10*time.Second, "save the position this often")
 	fs.StringVar(&fl.userAgent, "user-agent", "pkbf-ct (+https://github.com/pkbf/pkbf)", "the User-Agent, with a contact (an email address or a +https:// URL), as logs ask")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -153,7 +155,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	prog := newProgress(stderr, fl.quiet, logURL)
 	unchecked := 0
 	scan := &ct.Scan{
-		Log: log, Filter: f, State: fl.state, From: fl.from, To: fl.to, Workers: fl.workers,
+		Log: log, Filter: f, State: fl.state, From: fl.from, To: fl.to, Workers: fl.workers, SaveEvery: fl.saveEvery,
 		Report: func(h ct.Hit) error { return out.hit(h, fl.json) },
 		Unchecked: func(index int64, err error) {
 			unchecked++
@@ -371,10 +373,9 @@ func (o *output) hit(h ct.Hit, asJSON bool) error {
 		fmt.Fprintf(o.w, "probably\t%s\t%s: entry %d (%s)\t%s\tserial %s\tsubject %s\tissuer %s\n",
 			h.Verdict.Fingerprint, h.Log, h.Index, kind, h.Timestamp.Format(time.RFC3339Nano), h.Serial, h.Subject, h.Issuer)
 	}
-	if o.file == nil {
-		return o.w.Flush() // a pipe's reader sees each hit at once
-	}
-	return nil
+	// Each hit is written at once: a pipe's reader sees it, and a file
+	// holds it (until a resumed run cuts what the state does not cover).
+	return o.w.Flush()
 }
 
 func (o *output) close() error {

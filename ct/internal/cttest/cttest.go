@@ -1,4 +1,7 @@
-package ct
+// Package cttest makes Certificate Transparency logs for tests: entries
+// (certificates and precertificates, some of whose keys are in a filter),
+// written as a Static CT log's tiles or served as an RFC 6962 log.
+package cttest
 
 import (
 	"crypto"
@@ -18,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,35 +38,36 @@ import (
 
 // fixture is a log's worth of entries made for a test: certificates and
 // precertificates, some of whose keys are in a filter.
-type fixture struct {
-	entries []fixtureEntry
-	planted map[int64]bool // the entries whose key the filter holds
-	filter  string
-	caKey   *ecdsa.PrivateKey
-	ca      *x509.Certificate
+type Fixture struct {
+	Entries []Entry
+	Planted map[int64]bool // the entries whose key the filter holds
+	Filter  string         // the filter's path
+	CAKey   *ecdsa.PrivateKey
+	CA      *x509.Certificate
 }
 
-type fixtureEntry struct {
-	der     []byte // the certificate, or the precertificate
-	precert bool
-	tbs     []byte // a precertificate's TBSCertificate
-	time    int64
+// An Entry is one of a Fixture's entries.
+type Entry struct {
+	DER     []byte // the certificate, or the precertificate
+	Precert bool
+	TBS     []byte // a precertificate's TBSCertificate
+	Time    int64  // milliseconds since the epoch
 }
 
 var poisonOID = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 11129, 2, 4, 3}
 
-// newFixture makes n entries from a pool of distinct certificates (a
+// NewFixture makes n entries from a pool of distinct certificates (a
 // cycle of pool), every plantEvery-th one (from 7 on) for one of a few
 // keys put in the filter; a third of them are precertificates.
-func newFixture(t testing.TB, n, pool, plantEvery int) *fixture {
+func NewFixture(t testing.TB, n, pool, plantEvery int) *Fixture {
 	t.Helper()
-	fx := &fixture{planted: map[int64]bool{}}
-	fx.caKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	fx := &Fixture{Planted: map[int64]bool{}}
+	fx.CAKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "pkbf CT test CA"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(48 * time.Hour), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign}
-	der, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, fx.caKey.Public(), fx.caKey)
-	fx.ca, _ = x509.ParseCertificate(der)
+	der, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, fx.CAKey.Public(), fx.CAKey)
+	fx.CA, _ = x509.ParseCertificate(der)
 
 	var clean []crypto.PublicKey
 	for i := range 16 {
@@ -90,50 +93,50 @@ func newFixture(t testing.TB, n, pool, plantEvery int) *fixture {
 		w.Add(spki)
 		bad = append(bad, pub)
 	}
-	fx.filter = filepath.Join(t.TempDir(), "compromised.pkbf")
-	if err := w.WriteFile(fx.filter); err != nil {
+	fx.Filter = filepath.Join(t.TempDir(), "compromised.pkbf")
+	if err := w.WriteFile(fx.Filter); err != nil {
 		t.Fatal(err)
 	}
-	issue := func(serial int, pub crypto.PublicKey, precert bool) fixtureEntry {
+	issue := func(serial int, pub crypto.PublicKey, precert bool) Entry {
 		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(serial) + 1000), Subject: pkix.Name{CommonName: fmt.Sprintf("host%d.example", serial)},
 			DNSNames: []string{fmt.Sprintf("host%d.example", serial)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 		if precert {
 			tmpl.ExtraExtensions = []pkix.Extension{{Id: poisonOID, Critical: true, Value: asn1.NullBytes}}
 		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, fx.ca, pub, fx.caKey)
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, fx.CA, pub, fx.CAKey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := fixtureEntry{der: der, precert: precert}
+		e := Entry{DER: der, Precert: precert}
 		if precert {
 			c, _ := x509.ParseCertificate(der)
-			e.tbs = c.RawTBSCertificate
+			e.TBS = c.RawTBSCertificate
 		}
 		return e
 	}
-	var cycle []fixtureEntry
+	var cycle []Entry
 	for i := range min(pool, n) {
 		cycle = append(cycle, issue(i, clean[i%len(clean)], i%3 == 2))
 	}
 	start := time.Now().UnixMilli()
 	for i := range n {
-		var e fixtureEntry
+		var e Entry
 		if i%plantEvery == 7 {
 			e = issue(n+i, bad[(i/plantEvery)%len(bad)], (i/plantEvery)%2 == 1)
-			fx.planted[int64(i)] = true
+			fx.Planted[int64(i)] = true
 		} else {
 			e = cycle[i%len(cycle)]
 		}
-		e.time = start + int64(i)
-		fx.entries = append(fx.entries, e)
+		e.Time = start + int64(i)
+		fx.Entries = append(fx.Entries, e)
 	}
 	return fx
 }
 
-// writeStatic writes the first n entries as a Static CT log's tiles and
+// WriteStatic writes the first n entries as a Static CT log's tiles and
 // checkpoint (unsigned: scanned without a key) into dir.
-func (fx *fixture) writeStatic(t testing.TB, dir string, n int) {
+func (fx *Fixture) WriteStatic(t testing.TB, dir string, n int) {
 	t.Helper()
 	var hashes []tlog.Hash
 	hr := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
@@ -143,7 +146,7 @@ func (fx *fixture) writeStatic(t testing.TB, dir string, n int) {
 		}
 		return out, nil
 	})
-	issuerHash := sha256.Sum256(fx.ca.RawSubjectPublicKeyInfo)
+	issuerHash := sha256.Sum256(fx.CA.RawSubjectPublicKeyInfo)
 	write := func(path string, b []byte) {
 		path = filepath.Join(dir, path)
 		os.MkdirAll(filepath.Dir(path), 0o755)
@@ -152,10 +155,10 @@ func (fx *fixture) writeStatic(t testing.TB, dir string, n int) {
 		}
 	}
 	var data []byte
-	for i, fe := range fx.entries[:n] {
-		e := &sunlight.LogEntry{Certificate: fe.der, LeafIndex: int64(i), Timestamp: fe.time}
-		if fe.precert {
-			e.IsPrecert, e.Certificate, e.PreCertificate, e.IssuerKeyHash = true, fe.tbs, fe.der, issuerHash
+	for i, fe := range fx.Entries[:n] {
+		e := &sunlight.LogEntry{Certificate: fe.DER, LeafIndex: int64(i), Timestamp: fe.Time}
+		if fe.Precert {
+			e.IsPrecert, e.Certificate, e.PreCertificate, e.IssuerKeyHash = true, fe.TBS, fe.DER, issuerHash
 		}
 		h, err := tlog.StoredHashes(int64(i), e.MerkleTreeLeaf(), hr)
 		if err != nil {
@@ -184,36 +187,35 @@ func (fx *fixture) writeStatic(t testing.TB, dir string, n int) {
 	write("checkpoint", []byte(cp.String()+"\n— pkbf.test/static AAAAAA==\n"))
 }
 
-// rfc6962Server serves the entries as an RFC 6962 log, encoded with
+// RFC6962Server serves the entries as an RFC 6962 log, encoded with
 // certificate-transparency-go's types: a tree head signed with its key
 // over the first size entries, get-entries capped at maxBatch, and
 // get-proof-by-hash. tamper, when set, changes the entry served at that
 // index.
-type rfc6962Server struct {
-	fx       *fixture
-	key      *ecdsa.PrivateKey
+type RFC6962Server struct {
+	fx       *Fixture
+	Key      *ecdsa.PrivateKey
 	tree     *testonly.Tree
 	leaves   [][]byte
 	extra    [][]byte
 	byHash   map[string]int64
-	size     atomic.Int64
-	maxBatch int64
-	tamper   atomic.Int64 // index+1, or 0
-	requests atomic.Int64
-	mu       sync.Mutex
+	Size     atomic.Int64 // the entries the tree head covers
+	MaxBatch int64
+	Tamper   atomic.Int64 // index+1, or 0
+	Requests atomic.Int64
 }
 
-func newRFC6962Server(t testing.TB, fx *fixture) *rfc6962Server {
-	s := &rfc6962Server{fx: fx, tree: testonly.New(rfc6962.DefaultHasher), byHash: map[string]int64{}, maxBatch: 100}
-	s.key, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	issuerHash := sha256.Sum256(fx.ca.RawSubjectPublicKeyInfo)
-	for i, fe := range fx.entries {
-		te := &ct.TimestampedEntry{Timestamp: uint64(fe.time), EntryType: ct.X509LogEntryType, X509Entry: &ct.ASN1Cert{Data: fe.der}}
-		var extra any = ct.CertificateChain{Entries: []ct.ASN1Cert{{Data: fx.ca.Raw}}}
-		if fe.precert {
+func NewRFC6962Server(t testing.TB, fx *Fixture) *RFC6962Server {
+	s := &RFC6962Server{fx: fx, tree: testonly.New(rfc6962.DefaultHasher), byHash: map[string]int64{}, MaxBatch: 100}
+	s.Key, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	issuerHash := sha256.Sum256(fx.CA.RawSubjectPublicKeyInfo)
+	for i, fe := range fx.Entries {
+		te := &ct.TimestampedEntry{Timestamp: uint64(fe.Time), EntryType: ct.X509LogEntryType, X509Entry: &ct.ASN1Cert{Data: fe.DER}}
+		var extra any = ct.CertificateChain{Entries: []ct.ASN1Cert{{Data: fx.CA.Raw}}}
+		if fe.Precert {
 			te.EntryType, te.X509Entry = ct.PrecertLogEntryType, nil
-			te.PrecertEntry = &ct.PreCert{IssuerKeyHash: issuerHash, TBSCertificate: fe.tbs}
-			extra = ct.PrecertChainEntry{PreCertificate: ct.ASN1Cert{Data: fe.der}, CertificateChain: []ct.ASN1Cert{{Data: fx.ca.Raw}}}
+			te.PrecertEntry = &ct.PreCert{IssuerKeyHash: issuerHash, TBSCertificate: fe.TBS}
+			extra = ct.PrecertChainEntry{PreCertificate: ct.ASN1Cert{Data: fe.DER}, CertificateChain: []ct.ASN1Cert{{Data: fx.CA.Raw}}}
 		}
 		leaf, err := cttls.Marshal(ct.MerkleTreeLeaf{Version: ct.V1, LeafType: ct.TimestampedEntryLeafType, TimestampedEntry: te})
 		if err != nil {
@@ -227,13 +229,13 @@ func newRFC6962Server(t testing.TB, fx *fixture) *rfc6962Server {
 		s.tree.AppendData(leaf)
 		s.byHash[string(rfc6962.DefaultHasher.HashLeaf(leaf))] = int64(i)
 	}
-	s.size.Store(int64(len(fx.entries)))
+	s.Size.Store(int64(len(fx.Entries)))
 	return s
 }
 
-func (s *rfc6962Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.requests.Add(1)
-	size := s.size.Load()
+func (s *RFC6962Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.Requests.Add(1)
+	size := s.Size.Load()
 	reply := func(v any) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(v)
@@ -244,7 +246,7 @@ func (s *rfc6962Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sth := ct.SignedTreeHead{Version: ct.V1, TreeSize: uint64(size), Timestamp: uint64(time.Now().UnixMilli())}
 		copy(sth.SHA256RootHash[:], root)
 		input, _ := ct.SerializeSTHSignatureInput(sth)
-		sig, err := cttls.CreateSignature(*s.key, cttls.SHA256, input)
+		sig, err := cttls.CreateSignature(*s.Key, cttls.SHA256, input)
 		if err != nil {
 			http.Error(w, err.Error(), 500)
 			return
@@ -258,11 +260,11 @@ func (s *rfc6962Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "bad range", http.StatusBadRequest)
 			return
 		}
-		end = min(end, size-1, start+s.maxBatch-1)
+		end = min(end, size-1, start+s.MaxBatch-1)
 		var resp ct.GetEntriesResponse
 		for i := start; i <= end; i++ {
 			leaf := s.leaves[i]
-			if s.tamper.Load() == i+1 {
+			if s.Tamper.Load() == i+1 {
 				// The same entry a millisecond later: another leaf.
 				var l ct.MerkleTreeLeaf
 				cttls.Unmarshal(leaf, &l)

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pkbf/pkbf/ct/internal/cttest"
+)
+
+// build builds pkbf-ct into a temporary directory.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "pkbf-ct")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building pkbf-ct: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return -int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1000
+	}
+	return 0
+}
+
+// hitIndexes reads the JSON hits of an output file.
+func hitIndexes(t *testing.T, path string) []int64 {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	var idx []int64
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if line == "" {
+			continue
+		}
+		var h struct {
+			Index       int64  `json:"index"`
+			Fingerprint string `json:"fingerprint"`
+		}
+		if err := json.Unmarshal([]byte(line), &h); err != nil || h.Fingerprint == "" {
+			t.Fatalf("%s: %q: %v", path, line, err)
+		}
+		idx = append(idx, h.Index)
+	}
+	return idx
+}
+
+// pkbf-ct killed with SIGKILL ten times at random moments, and resumed
+// each time with the same state and output file, ends with the output of
+// one uninterrupted run: no hit missed, none twice. SIGINT saves the
+// position and exits 130.
+func TestKilledAndResumed(t *testing.T) {
+	bin := build(t)
+	fx := cttest.NewFixture(t, 20000, 300, 113)
+	dir := t.TempDir()
+	fx.WriteStatic(t, filepath.Join(dir, "log"), len(fx.Entries))
+	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, "log"))))
+	defer srv.Close()
+
+	args := func(state, out string, extra ...string) []string {
+		return append([]string{"--json", "--quiet", "--kind", "static", "--state", state, "--output", out}, append(extra, fx.Filter, srv.URL)...)
+	}
+	once := filepath.Join(dir, "once.jsonl")
+	if err := exec.Command(bin, args(filepath.Join(dir, "once.state"), once)...).Run(); exitCode(err) != exitFound {
+		t.Fatalf("one run: %v", err)
+	}
+	want := hitIndexes(t, once)
+	var planted []int64
+	for i := range fx.Planted {
+		planted = append(planted, i)
+	}
+	slices.Sort(planted)
+	if !slices.Equal(want, planted) {
+		t.Fatalf("one run found %v\nwant %v", want, planted)
+	}
+
+	state, out := filepath.Join(dir, "killed.state"), filepath.Join(dir, "killed.jsonl")
+	readState := func() (next, offset int64) { // where the next run starts, in the log and the output
+		var st struct {
+			Next  int64
+			Extra struct {
+				Offset int64 `json:"output_offset"`
+			}
+		}
+		b, _ := os.ReadFile(state)
+		json.Unmarshal(b, &st)
+		return st.Next, st.Extra.Offset
+	}
+	next := func() int64 { n, _ := readState(); return n }
+	unsaved := func() bool { // hits in the output that the state does not cover
+		_, off := readState()
+		fi, err := os.Stat(out)
+		return err == nil && fi.Size() > off
+	}
+	r := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+	// A kill counts when the run had moved the state on and not finished:
+	// the next run resumes from the middle.
+	kills, interrupts, unsavedKills := 0, 0, 0
+	for run := 0; ; run++ {
+		if run > 300 {
+			t.Fatalf("no end after %d runs (%d kills)", run, kills)
+		}
+		// Slow enough to be killed midway: 100 requests a second.
+		cmd := exec.Command(bin, args(state, out, "--rate", "100", "--parallel", "2", "--save-every", "300ms")...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		before := next()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		signal := syscall.SIGKILL
+		if kills >= 10 && unsavedKills >= 2 {
+			signal = syscall.SIGINT
+		}
+		// Kill it once it has moved the state on: in the middle of the
+		// log, most often with hits written since the last save.
+		var err error
+		tick := time.NewTicker(5 * time.Millisecond)
+	wait:
+		for {
+			select {
+			case err = <-done:
+				break wait
+			case <-tick.C:
+				if next() > before && (interrupts == 0 || kills < 10 || unsavedKills < 2) && (unsaved() || r.IntN(8) == 0) {
+					if unsaved() {
+						unsavedKills++
+					}
+					cmd.Process.Signal(signal)
+					err = <-done
+					break wait
+				}
+			}
+		}
+		tick.Stop()
+		code, after := exitCode(err), next()
+		switch {
+		case code == -int(syscall.SIGKILL):
+			if after > before && after < int64(len(fx.Entries)) {
+				kills++
+			}
+			continue
+		case signal == syscall.SIGINT && interrupts == 0 && (code == exitSignaled || code == exitFound) && strings.Contains(stderr.String(), "interrupted"):
+			interrupts++
+			if !strings.Contains(stderr.String(), "interrupted: the next run goes on from entry") {
+				t.Errorf("SIGINT: %s", stderr.String())
+			}
+			continue
+		case code == exitOK || code == exitFound:
+		default:
+			t.Fatalf("run %d: exit %d\n%s", run, code, stderr.String())
+		}
+		if kills >= 10 && interrupts > 0 && unsavedKills >= 2 {
+			break
+		}
+		// It finished too soon: start over.
+		os.Remove(state)
+		os.Remove(out)
+		kills, interrupts, unsavedKills = 0, 0, 0
+	}
+	t.Logf("%d kills midway (%d of them with hits written since the last save), %d interrupt", kills, unsavedKills, interrupts)
+	if got := hitIndexes(t, out); !slices.Equal(got, want) {
+		t.Errorf("after %d kills and %d interrupts: hits %v\nwant %v", kills, interrupts, got, want)
+	}
+}
