@@ -1,0 +1,279 @@
+package ct
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pkbf/pkbf/ct/internal/cttest"
+)
+
+var sunlightBuild struct {
+	once     sync.Once
+	dir, msg string
+	err      error
+}
+
+// sunlightBinaries builds Sunlight's server and key generator
+// (filippo.io/sunlight v0.8.0, from the module cache, with cgo for
+// SQLite) once, into the user's cache directory: a cold build takes
+// minutes. It skips without gcc or sqlite3, unless PKBF_REQUIRE_SUNLIGHT
+// is set (as .ci/run sets it): there it fails.
+func sunlightBinaries(t *testing.T) (server, keygen string) {
+	t.Helper()
+	need := func(msg string) {
+		if os.Getenv("PKBF_REQUIRE_SUNLIGHT") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	for _, tool := range []string{"gcc", "sqlite3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			need(tool + " is missing: the Sunlight test builds Sunlight (cgo) and makes its SQLite checkpoints table")
+		}
+	}
+	sunlightBuild.once.Do(func() {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			cache = os.TempDir()
+		}
+		dir := filepath.Join(cache, "pkbf-test", "sunlight-v0.8.0")
+		sunlightBuild.dir = dir
+		if _, err := os.Stat(filepath.Join(dir, "sunlight-keygen")); err == nil {
+			return
+		}
+		out, err := exec.Command("go", "mod", "download", "-json", "filippo.io/sunlight@v0.8.0").Output()
+		if err != nil {
+			sunlightBuild.err, sunlightBuild.msg = err, string(out)
+			return
+		}
+		var mod struct{ Dir string }
+		json.Unmarshal(out, &mod)
+		build := exec.Command("go", "build", "-o", dir+"/", "./cmd/sunlight", "./cmd/sunlight-keygen")
+		build.Dir = mod.Dir
+		build.Env = append(os.Environ(), "CGO_ENABLED=1", "GOFLAGS=-mod=mod")
+		b, err := build.CombinedOutput()
+		sunlightBuild.err, sunlightBuild.msg = err, string(b)
+	})
+	if sunlightBuild.err != nil {
+		t.Fatalf("building Sunlight: %v\n%s", sunlightBuild.err, sunlightBuild.msg)
+	}
+	return filepath.Join(sunlightBuild.dir, "sunlight"), filepath.Join(sunlightBuild.dir, "sunlight-keygen")
+}
+
+// sunlightLog runs a Sunlight log on 127.0.0.1, its monitoring side (the
+// local directory Sunlight writes) served by the test, until the test
+// ends. It returns the submission and monitoring prefixes and the log's
+// key.
+func sunlightLog(t *testing.T, fx *cttest.Fixture) (submit, monitor string, key any) {
+	server, keygen := sunlightBinaries(t)
+	dir := t.TempDir()
+	t.Cleanup(func() { exec.Command("chattr", "-R", "-i", dir).Run() }) // Sunlight makes its seed and full tiles immutable as root
+	run := func(name string, args ...string) {
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	run(keygen, "-f", filepath.Join(dir, "seed.bin"))
+	run("sqlite3", filepath.Join(dir, "checkpoints.db"), "CREATE TABLE checkpoints (logID BLOB PRIMARY KEY, body BLOB NOT NULL) STRICT")
+	os.WriteFile(filepath.Join(dir, "roots.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: fx.CA.Raw}), 0o644)
+
+	data := filepath.Join(dir, "data")
+	// Sunlight stores data tiles gzipped and serves nothing of the
+	// monitoring side: served here, as a CDN would.
+	mon := httptest.NewServer(http.StripPrefix("/pkbftest", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/tile/data/") {
+			w.Header().Set("Content-Encoding", "gzip")
+		}
+		http.FileServer(http.Dir(data)).ServeHTTP(w, r)
+	})))
+	t.Cleanup(mon.Close)
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	monitor = mon.URL + "/pkbftest"
+	config := fmt.Sprintf(`listen: [%q]
+checkpoints: %s
+logs:
+  - shortname: pkbftest
+    inception: %s
+    submissionprefix: https://127.0.0.1/pkbftest
+    monitoringprefix: %s
+    secret: %s
+    cache: %s
+    localdirectory: %s
+    roots: %s
+    period: 100
+    notafterstart: 2000-01-01T00:00:00Z
+    notafterlimit: 2100-01-01T00:00:00Z
+`, addr, filepath.Join(dir, "checkpoints.db"), time.Now().UTC().Format("2006-01-02"), monitor,
+		filepath.Join(dir, "seed.bin"), filepath.Join(dir, "cache.db"), data, filepath.Join(dir, "roots.pem"))
+	os.WriteFile(filepath.Join(dir, "sunlight.yaml"), []byte(config), 0o644)
+	cmd := exec.Command(server, "-c", filepath.Join(dir, "sunlight.yaml"))
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	submit = "http://" + addr + "/pkbftest"
+	for i := 0; ; i++ {
+		resp, err := http.Get(submit + "/log.v3.json")
+		if err == nil && resp.StatusCode == 200 {
+			var info struct{ Key []byte }
+			json.NewDecoder(resp.Body).Decode(&info)
+			resp.Body.Close()
+			k, err := x509.ParsePKIXPublicKey(info.Key)
+			if err != nil {
+				t.Fatalf("the log's key: %v", err)
+			}
+			return submit, monitor, k
+		}
+		if i == 200 {
+			t.Fatalf("Sunlight did not start: %v\n%s", err, log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// submitAll submits every entry of the fixture (add-chain, or
+// add-pre-chain for a precertificate), many at once: each waits for the
+// log to sequence it.
+func submitAll(t *testing.T, submit string, fx *cttest.Fixture) {
+	t.Helper()
+	sem := make(chan struct{}, 100)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed []string
+	for i, e := range fx.Entries {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			path := "/ct/v1/add-chain"
+			if e.Precert {
+				path = "/ct/v1/add-pre-chain"
+			}
+			body, _ := json.Marshal(map[string][]string{"chain": {base64.StdEncoding.EncodeToString(e.DER), base64.StdEncoding.EncodeToString(fx.CA.Raw)}})
+			resp, err := http.Post(submit+path, "application/json", bytes.NewReader(body))
+			if err == nil && resp.StatusCode != 200 {
+				b := new(bytes.Buffer)
+				b.ReadFrom(resp.Body)
+				err = fmt.Errorf("%s: %s", resp.Status, b)
+			}
+			if resp != nil {
+				resp.Body.Close()
+			}
+			if err != nil {
+				mu.Lock()
+				failed = append(failed, fmt.Sprintf("entry %d: %v", i, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Fatalf("%d submissions failed, the first: %s", len(failed), failed[0])
+	}
+}
+
+// Sunlight's own server, fed certificates and precertificates some of
+// whose keys are in the filter: a scan with the log's key (the checkpoint
+// verified) finds each planted certificate once and nothing else, in
+// one run and in a run interrupted ten times.
+func TestSunlightLog(t *testing.T) {
+	fx := cttest.NewFixture(t, 700, 700, 41)
+	submit, monitor, key := sunlightLog(t, fx)
+	submitAll(t, submit, fx)
+	f := openFilter(t, fx.Filter)
+	// The planted certificates, by serial (the log orders entries its
+	// own way).
+	want := map[string]bool{}
+	for i := range fx.Planted {
+		c, _ := x509.ParseCertificate(fx.Entries[i].DER)
+		want[fmt.Sprintf("%x", c.SerialNumber.Bytes())] = true
+	}
+	open := func() Log {
+		l, err := NewStatic(monitor, StaticOptions{Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	check := func(name string, hits []Hit) {
+		t.Helper()
+		got := map[string]int{}
+		var indexes []int64
+		precerts := 0
+		for _, h := range hits {
+			got[h.Serial]++
+			indexes = append(indexes, h.Index)
+			if h.Precert {
+				precerts++
+			}
+			if !want[h.Serial] || h.Issuer != "CN=pkbf CT test CA" {
+				t.Errorf("%s: hit %+v is not a planted certificate", name, h)
+			}
+		}
+		for s := range want {
+			if got[s] != 1 {
+				t.Errorf("%s: planted certificate %s reported %d times", name, s, got[s])
+			}
+		}
+		if !slices.IsSorted(indexes) || precerts == 0 || precerts == len(hits) {
+			t.Errorf("%s: hits at %v, %d precertificates", name, indexes, precerts)
+		}
+	}
+
+	var hits []Hit
+	res, err := (&Scan{Log: open(), Filter: f, Report: func(h Hit) error { hits = append(hits, h); return nil },
+		Unchecked: func(i int64, err error) { t.Errorf("entry %d: %v", i, err) }}).Run(context.Background())
+	if err != nil || !res.Head.Verified || res.Head.Size != int64(len(fx.Entries)) || res.Entries != res.Head.Size {
+		t.Fatalf("scan: %+v, %v", res, err)
+	}
+	check("one run", hits)
+
+	state := filepath.Join(t.TempDir(), "state.json")
+	hits = nil
+	interrupted := 0
+	for run := 0; run < 100; run++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		n := 0
+		s := &Scan{Log: open(), Filter: f, State: state, SaveEvery: time.Nanosecond, Report: func(h Hit) error {
+			hits = append(hits, h)
+			if n++; n == 1+run%2 && interrupted < 10 {
+				cancel()
+			}
+			return nil
+		}}
+		_, err := s.Run(ctx)
+		cancel()
+		if errors.Is(err, context.Canceled) {
+			interrupted++
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	if interrupted < 10 {
+		t.Errorf("interrupted %d times", interrupted)
+	}
+	check("ten interruptions", hits)
+}
