@@ -107,6 +107,12 @@ type CheckOptions struct {
 	// pipe, a terminal), so a caller that buffers its output should flush
 	// it. It runs in the caller's goroutine.
 	Idle func()
+	// FingerprintHitsOnly leaves Fingerprint, OtherFingerprint and
+	// OtherLabel empty in Check's verdicts of keys the filter does not
+	// hold (AddKeys ignores it):
+	// a scan that reports only hits (a CT log's entries, by the million)
+	// saves a SHA-256 a key.
+	FingerprintHitsOnly bool
 }
 
 // Check reads every key of the inputs and yields one verdict per key, in
@@ -145,6 +151,7 @@ func (f *Filter) Check(ctx context.Context, inputs iter.Seq[Input], opts CheckOp
 // it between two keys, as for [Filter.Check]; the keys before stay added.
 func (w *Writable) AddKeys(ctx context.Context, inputs iter.Seq[Input], opts CheckOptions) iter.Seq[Verdict] {
 	opts.Confirm = nil
+	opts.FingerprintHitsOnly = false // every key added has its fingerprints
 	r := &run{f: w.Filter, ctx: ctx, opts: opts, decode: decodeForAdd, work: (*run).fingerprints}
 	r.finish = func(s *slot) error {
 		added, err := w.addEncodings(s.encodings)
@@ -625,12 +632,17 @@ func (r *run) lookup(b *batch) {
 // fingerprints sets the fingerprints of b's keys, all in one string: one
 // allocation a batch, which a verdict kept keeps alive.
 func (r *run) fingerprints(b *batch) {
-	buf := make([]byte, 0, 2*fingerprint.Size*len(b.slots))
+	hitsOnly := r.opts.FingerprintHitsOnly
+	var buf []byte
+	if !hitsOnly {
+		buf = make([]byte, 0, 2*fingerprint.Size*len(b.slots))
+	}
 	type span struct{ fp, other int }
 	spans := make([]span, len(b.slots))
 	for i := range b.slots {
 		s := &b.slots[i]
-		if s.Err != nil {
+		if s.Err != nil || (hitsOnly && !s.Probably) {
+			spans[i].fp = -1
 			continue
 		}
 		fp, other, label := reported(s.spki, s.canonical)
@@ -647,7 +659,7 @@ func (r *run) fingerprints(b *batch) {
 	}
 	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
 	for i := range b.slots {
-		if s := &b.slots[i]; s.Err == nil {
+		if s := &b.slots[i]; spans[i].fp >= 0 {
 			s.Fingerprint = all[spans[i].fp : spans[i].fp+fingerprint.Size]
 			if o := spans[i].other; o >= 0 {
 				s.OtherFingerprint = all[o : o+fingerprint.Size]

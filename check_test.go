@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,6 +208,51 @@ func TestCheckStops(t *testing.T) {
 	}
 	if after := runtime.NumGoroutine(); after > before {
 		t.Errorf("%d goroutines before, %d after", before, after)
+	}
+}
+
+// With FingerprintHitsOnly, the verdicts of keys the filter holds have
+// their fingerprints, the same as without it, and the others none; the
+// answers do not change. AddKeys ignores it.
+func TestCheckFingerprintHitsOnly(t *testing.T) {
+	files := keyFiles(t)
+	f, _ := New(4, 18)
+	for i, path := range files {
+		if i%3 == 0 {
+			f.AddKey(testkit.ReadFile(t, path))
+		}
+	}
+	for _, workers := range []int{1, 2} {
+		all := slices.Collect(f.Check(context.Background(), Files(files...), CheckOptions{Workers: workers}))
+		hits := slices.Collect(f.Check(context.Background(), Files(files...), CheckOptions{Workers: workers, FingerprintHitsOnly: true}))
+		if len(all) != len(hits) {
+			t.Fatalf("%d verdicts, %d with FingerprintHitsOnly", len(all), len(hits))
+		}
+		probably := 0
+		for i, a := range all {
+			h := hits[i]
+			if a.Probably != h.Probably || (a.Err == nil) != (h.Err == nil) || a.Source() != h.Source() {
+				t.Fatalf("%s: %+v, with FingerprintHitsOnly %+v", a.Source(), a, h)
+			}
+			switch {
+			case a.Probably:
+				probably++
+				if h.Fingerprint != a.Fingerprint || h.OtherFingerprint != a.OtherFingerprint || h.OtherLabel != a.OtherLabel || h.Fingerprint == "" {
+					t.Errorf("%s: a hit's fingerprints %q %q, want %q %q", a.Source(), h.Fingerprint, h.OtherFingerprint, a.Fingerprint, a.OtherFingerprint)
+				}
+			case h.Fingerprint != "" || h.OtherFingerprint != "" || h.OtherLabel != "":
+				t.Errorf("%s: not a hit, and fingerprints %q %q", a.Source(), h.Fingerprint, h.OtherFingerprint)
+			}
+		}
+		if probably == 0 || probably == len(all) {
+			t.Fatalf("%d of %d verdicts probably: the test proves nothing", probably, len(all))
+		}
+	}
+	w, _ := New(4, 18)
+	for v := range w.AddKeys(context.Background(), Files(files[0]), CheckOptions{FingerprintHitsOnly: true}) {
+		if v.Err == nil && v.Fingerprint == "" {
+			t.Errorf("AddKeys with FingerprintHitsOnly: %s has no fingerprint", v.Source())
+		}
 	}
 }
 
