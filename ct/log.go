@@ -31,7 +31,8 @@ type Entry struct {
 	// Timestamp is the entry's, in milliseconds since the Unix epoch.
 	Timestamp int64
 	Precert   bool
-	// Cert is valid until the iteration moves on.
+	// Cert is not reused by the Log: a scan holds entries in flight
+	// while reading more.
 	Cert []byte
 }
 

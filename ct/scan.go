@@ -140,21 +140,44 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 		readErr   error
 		readAll   bool
 	)
-	inputs := func(yield func(pkbf.Input) bool) {
+	// The log is read in a goroutine of its own, a batch of entries at a
+	// time: fetching, parsing and checking tiles against the tree is most
+	// of a scan's work, and the keys' checks run beside it.
+	batches := make(chan []Entry, 8)
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		for range batches { // the reader is done with the Log when Run returns
+		}
+	}()
+	go func() {
+		defer close(batches)
+		batch := make([]Entry, 0, snapshotEvery)
+		send := func() bool {
+			if len(batch) == 0 {
+				return true
+			}
+			select {
+			case batches <- batch:
+				batch = make([]Entry, 0, snapshotEvery)
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
 		for e, err := range entries {
 			if err != nil {
 				mu.Lock()
 				readErr = err
 				mu.Unlock()
+				send()
 				return
 			}
 			if e.Index >= end {
 				break
 			}
-			cert := e.Cert
-			if !yield(pkbf.Input{Name: strconv.FormatInt(e.Index, 10), Open: func() (io.ReadCloser, error) { return bytesReader(cert), nil }}) {
-				return
-			}
+			batch = append(batch, e)
 			if saveVerify != nil && ((e.Index+1)%snapshotEvery == 0 || e.Index+1 == end) {
 				data, err := saveVerify()
 				mu.Lock()
@@ -166,10 +189,27 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 				}
 				mu.Unlock()
 			}
+			if len(batch) == snapshotEvery && !send() {
+				return
+			}
 		}
-		mu.Lock()
-		readAll = true
-		mu.Unlock()
+		if send() {
+			mu.Lock()
+			readAll = true
+			mu.Unlock()
+		}
+	}()
+	inputsDone := false // every entry read went to Check
+	inputs := func(yield func(pkbf.Input) bool) {
+		for batch := range batches {
+			for _, e := range batch {
+				cert := e.Cert
+				if !yield(pkbf.Input{Name: strconv.FormatInt(e.Index, 10), Open: func() (io.ReadCloser, error) { return bytesReader(cert), nil }}) {
+					return
+				}
+			}
+		}
+		inputsDone = true
 	}
 	reported := map[int64]bool{} // hits reported, this run or before
 	for _, i := range st.Reported {
@@ -214,12 +254,10 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 		}
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var stopErr error
 	seen := st.Next - 1 // the entry of the last verdict: those before it are done
 	lastSave, lastProgress := time.Now(), time.Now()
-	for v := range s.Filter.Check(ctx, inputs, pkbf.CheckOptions{Workers: s.Workers}) {
+	for v := range s.Filter.Check(ctx, inputs, pkbf.CheckOptions{Workers: s.Workers, FingerprintHitsOnly: true}) {
 		index, err := strconv.ParseInt(v.Input, 10, 64)
 		if err != nil {
 			stopErr = fmt.Errorf("a verdict about %q, not an entry", v.Input)
@@ -267,9 +305,9 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 	mu.Lock()
 	rerr, all := readErr, readAll
 	mu.Unlock()
-	if stopErr == nil && rerr == nil && all && context.Cause(ctx) == context.Canceled && seen < end {
-		// Check ran to its end: every entry was read and has its
-		// verdicts (cancel above is this function's own).
+	if stopErr == nil && rerr == nil && all && inputsDone && parent.Err() == nil && seen < end {
+		// Check ran to its end (nothing cancelled it but the cancel
+		// above): every entry was read and has its verdicts.
 		for gap := seen + 1; gap < end; gap++ {
 			unchecked(gap, errNoCertificate)
 		}

@@ -48,7 +48,9 @@ func testLogs(t *testing.T, fx *cttest.Fixture) map[string]func() Log {
 	}
 }
 
-func openFilter(t *testing.T, path string) *pkbf.Filter {
+func openFilter(t *testing.T, path string) *pkbf.Filter { return openFilterTB(t, path) }
+
+func openFilterTB(t testing.TB, path string) *pkbf.Filter {
 	f, err := pkbf.Open(path)
 	if err != nil {
 		t.Fatal(err)
