@@ -11,7 +11,7 @@ import (
 
 	"filippo.io/sunlight"
 
-	"github.com/pkbf/pkbf/ct/internal/cttest"
+	"github.com/pkbf/pkbf/ct/cttest"
 )
 
 // BenchmarkScan scans a Static CT log of 2^20 entries (PKBF_CT_ENTRIES

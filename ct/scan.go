@@ -37,6 +37,10 @@ type Scan struct {
 	// From is where a scan without state starts. To, if not 0, is where
 	// it stops (else at the tree head's size).
 	From, To int64
+	// Head, if set, is the tree head to read up to, instead of the
+	// log's current one: so that the workers of a cluster, each scanning
+	// a range, check their entries against one tree.
+	Head *Head
 	// Workers is how many goroutines check keys (0: GOMAXPROCS).
 	Workers int
 	// SaveEvery is how often the state is saved during a run (0: 10 s).
@@ -70,6 +74,27 @@ type Hit struct {
 	Serial, Subject, Issuer string
 	// Verdict is Filter.Check's, with the key's fingerprints.
 	Verdict pkbf.Verdict
+}
+
+// AppendJSON appends the hit as one JSON object, as pkbf-ct --json
+// prints it: log, index, timestamp, precertificate, serial, subject,
+// issuer, fingerprint (and fingerprint_other where the key's encoding in
+// the certificate is not its canonical one), probably.
+func (h *Hit) AppendJSON(b []byte) []byte {
+	j, _ := json.Marshal(struct {
+		Log              string `json:"log"`
+		Index            int64  `json:"index"`
+		Timestamp        string `json:"timestamp"`
+		Precert          bool   `json:"precertificate"`
+		Serial           string `json:"serial"`
+		Subject          string `json:"subject"`
+		Issuer           string `json:"issuer"`
+		Fingerprint      string `json:"fingerprint"`
+		OtherFingerprint string `json:"fingerprint_other,omitempty"`
+		Probably         bool   `json:"probably"`
+	}{h.Log, h.Index, h.Timestamp.Format(time.RFC3339Nano), h.Precert, h.Serial, h.Subject, h.Issuer,
+		h.Verdict.Fingerprint, h.Verdict.OtherFingerprint, true})
+	return append(b, j...)
 }
 
 // A Result says what a run did.
@@ -116,8 +141,10 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 	}
-	head, err := s.Log.Head(ctx)
-	if err != nil {
+	var head Head
+	if s.Head != nil {
+		head = *s.Head
+	} else if head, err = s.Log.Head(ctx); err != nil {
 		return Result{Start: st.Next, Next: st.Next}, err
 	}
 	end := head.Size

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/ct/internal/cttest"
+	"github.com/pkbf/pkbf/ct/cttest"
 )
 
 // testLogs returns the fixture's entries as both kinds of log, served on

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pkbf/pkbf/ct/internal/cttest"
+	"github.com/pkbf/pkbf/ct/cttest"
 )
 
 var sunlightBuild struct {

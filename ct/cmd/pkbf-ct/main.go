@@ -355,20 +355,7 @@ func (o *output) hit(h ct.Hit, asJSON bool) error {
 		kind = "precertificate"
 	}
 	if asJSON {
-		b, _ := json.Marshal(struct {
-			Log              string `json:"log"`
-			Index            int64  `json:"index"`
-			Timestamp        string `json:"timestamp"`
-			Precert          bool   `json:"precertificate"`
-			Serial           string `json:"serial"`
-			Subject          string `json:"subject"`
-			Issuer           string `json:"issuer"`
-			Fingerprint      string `json:"fingerprint"`
-			OtherFingerprint string `json:"fingerprint_other,omitempty"`
-			Probably         bool   `json:"probably"`
-		}{h.Log, h.Index, h.Timestamp.Format(time.RFC3339Nano), h.Precert, h.Serial, h.Subject, h.Issuer,
-			h.Verdict.Fingerprint, h.Verdict.OtherFingerprint, true})
-		o.w.Write(append(b, '\n'))
+		o.w.Write(append(h.AppendJSON(nil), '\n'))
 	} else {
 		fmt.Fprintf(o.w, "probably\t%s\t%s: entry %d (%s)\t%s\tserial %s\tsubject %s\tissuer %s\n",
 			h.Verdict.Fingerprint, h.Log, h.Index, kind, h.Timestamp.Format(time.RFC3339Nano), h.Serial, h.Subject, h.Issuer)

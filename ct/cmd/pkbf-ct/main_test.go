@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pkbf/pkbf/ct/internal/cttest"
+	"github.com/pkbf/pkbf/ct/cttest"
 )
 
 // build builds pkbf-ct into a temporary directory.
