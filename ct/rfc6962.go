@@ -184,8 +184,11 @@ func (l *rfc6962Log) startRange(ctx context.Context, head Head, start int64, sta
 		return nil, fmt.Errorf("%s: start %d is past the tree head's size %d", l.url, start, head.Size)
 	}
 	resp, err := l.c.GetRawEntries(ctx, start, start)
-	if err != nil || len(resp.Entries) == 0 {
-		return nil, fmt.Errorf("%s: get-entries %d: %v", l.url, start, err)
+	if err == nil && len(resp.Entries) == 0 {
+		err = errors.New("no entry in the answer")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: get-entries %d: %w", l.url, start, err)
 	}
 	leaf := rfc6962.DefaultHasher.HashLeaf(resp.Entries[0].LeafInput)
 	p, err := l.c.GetProofByHash(ctx, leaf, uint64(head.Size))
@@ -289,8 +292,11 @@ func (l *rfc6962Log) batches(ctx context.Context, start, end int64) iter.Seq2[*c
 
 func (l *rfc6962Log) Entry(ctx context.Context, head Head, index int64) (Entry, error) {
 	resp, err := l.c.GetRawEntries(ctx, index, index)
-	if err != nil || len(resp.Entries) != 1 {
-		return Entry{}, fmt.Errorf("%s: get-entries %d: %v", l.url, index, errors.Join(err))
+	if err == nil && len(resp.Entries) != 1 {
+		err = fmt.Errorf("%d entries in the answer", len(resp.Entries))
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("%s: get-entries %d: %w", l.url, index, err)
 	}
 	raw, err := ct.RawLogEntryFromLeaf(index, &resp.Entries[0])
 	if err != nil {

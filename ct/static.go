@@ -48,6 +48,9 @@ func NewStatic(monitoringPrefix string, opts StaticOptions) (Log, error) {
 	if opts.UserAgent == "" {
 		opts.UserAgent = "pkbf-ct (+https://github.com/pkbf/pkbf)"
 	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Transport: &Transport{}}
+	}
 	c, err := sunlight.NewClient(&sunlight.ClientConfig{
 		MonitoringPrefix: monitoringPrefix,
 		PublicKey:        opts.Key,
