@@ -109,9 +109,8 @@ type CheckOptions struct {
 	Idle func()
 	// FingerprintHitsOnly leaves Fingerprint, OtherFingerprint and
 	// OtherLabel empty in Check's verdicts of keys the filter does not
-	// hold (AddKeys ignores it):
-	// a scan that reports only hits (a CT log's entries, by the million)
-	// saves a SHA-256 a key.
+	// hold, saving a SHA-256 a key: for a scan that reports only hits (a
+	// CT log's entries, by the million). AddKeys ignores it.
 	FingerprintHitsOnly bool
 }
 
@@ -503,6 +502,7 @@ func (rd *reader) input(in Input) {
 	}
 	sc.Reset(nil)
 	sc.SetRawAlloc(nil)
+	sc.SetPassphrases() // not kept alive in the pool
 	scanners.Put(sc)
 }
 
