@@ -54,8 +54,8 @@ pkbf nix check [--json] [--confirm] CACHE [PATH...]
 
 Exit status of check, the first row that applies: 1 a path is possibly
 present (with --confirm: present); 2 no such path, but a PATH was not a
-store path, a confirmation failed, or the filter could not be fetched;
-0 every path is absent.`
+store path, a confirmation failed, the filter could not be fetched, or
+there was no PATH at all; 0 every path is absent.`
 
 func runNix(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
@@ -305,8 +305,9 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
-	var found, failed int
+	var found, failed, asked int
 	answer := func(source, path string) {
+		asked++
 		v := nixVerdict{Source: source, Path: path}
 		maybe, err := f.MayContain(path)
 		switch {
@@ -361,6 +362,9 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case found > 0:
 		return exitFound
 	case failed > 0 || ctx.Err() != nil:
+		return exitTrouble
+	case asked == 0:
+		errorf(stderr, "no store path to check: give PATHs, or one a line on standard input")
 		return exitTrouble
 	}
 	return exitOK

@@ -178,6 +178,9 @@ func TestNixCache(t *testing.T) {
 	if r := runWith(t, nil, "nix", "check", cache, absent[0], "not-a-store-path"); r.code != exitTrouble || !strings.Contains(r.stderr, "argument 3: ") || !strings.Contains(r.stderr, `"not-a-store-path"`) {
 		t.Errorf("a bad path: exit %d, %q", r.code, r.stderr)
 	}
+	if r := runWith(t, strings.NewReader("# nothing\n"), "nix", "check", cache); r.code != exitTrouble || !strings.Contains(r.stderr, "no store path to check") {
+		t.Errorf("no path at all: exit %d, %q", r.code, r.stderr)
+	}
 	if r := runWith(t, nil, "nix", "check", cache, cached[0], "not-a-store-path"); r.code != exitFound {
 		t.Errorf("a bad path beside one present: exit %d, want %d", r.code, exitFound)
 	}
