@@ -80,22 +80,24 @@ const confirmTimeout = 30 * time.Second
 
 func (l *compromisedKey) Execute(c *x509.Certificate) *lint.LintResult {
 	if l.Filter == "" {
-		return fatal("no filter configured: set filter, the path of a pkbfv1 filter file, in the [%s] section of zlint's configuration", Name)
+		return fatal("no filter configured: set Filter, the path of a pkbfv1 filter file, in the [%s] section of zlint's configuration", Name)
 	}
 	live, err := openFilter(l.Filter)
 	if err != nil {
 		return fatal("%v", err)
 	}
 	opts := pkbf.CheckOptions{Workers: 1}
+	ctx := context.Background()
 	if l.Confirm {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, confirmTimeout)
+		defer cancel()
 		client := client(l.API)
 		opts.Confirm = func(ctx context.Context, canonical []byte) (bool, error) {
 			res, err := client.Check(ctx, canonical)
 			return res.Pwned, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), confirmTimeout)
-	defer cancel()
 	var v pkbf.Verdict
 	found := false
 	live.Do(func(f *pkbf.Filter) {
