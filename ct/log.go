@@ -20,6 +20,8 @@ package ct
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"iter"
 )
 
@@ -60,4 +62,16 @@ type Log interface {
 	Entries(ctx context.Context, head Head, start int64, state []byte) (entries iter.Seq2[Entry, error], save func() ([]byte, error))
 	// Entry fetches one entry again: a hit's details.
 	Entry(ctx context.Context, head Head, index int64) (Entry, error)
+}
+
+// stopped returns err, or, when ctx is done, an error that also matches
+// ctx's error with errors.Is: client libraries report a request cut short
+// by a cancelled context in words of their own ("failed to read response
+// body: context canceled"), and a caller tells an interrupted scan from a
+// failed one by errors.Is(err, context.Canceled).
+func stopped(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	return err
 }

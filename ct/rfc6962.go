@@ -86,7 +86,7 @@ func (l *rfc6962Log) URL() string { return l.url }
 func (l *rfc6962Log) Head(ctx context.Context) (Head, error) {
 	sth, err := l.c.GetSTH(ctx)
 	if err != nil {
-		return Head{}, fmt.Errorf("%s: get-sth: %w", l.url, err)
+		return Head{}, stopped(ctx, fmt.Errorf("%s: get-sth: %w", l.url, err))
 	}
 	return Head{Size: int64(sth.TreeSize), Root: append([]byte(nil), sth.SHA256RootHash[:]...), Verified: l.verified}, nil
 }
@@ -188,12 +188,12 @@ func (l *rfc6962Log) startRange(ctx context.Context, head Head, start int64, sta
 		err = errors.New("no entry in the answer")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: get-entries %d: %w", l.url, start, err)
+		return nil, stopped(ctx, fmt.Errorf("%s: get-entries %d: %w", l.url, start, err))
 	}
 	leaf := rfc6962.DefaultHasher.HashLeaf(resp.Entries[0].LeafInput)
 	p, err := l.c.GetProofByHash(ctx, leaf, uint64(head.Size))
 	if err != nil {
-		return nil, fmt.Errorf("%s: get-proof-by-hash for entry %d: %w", l.url, start, err)
+		return nil, stopped(ctx, fmt.Errorf("%s: get-proof-by-hash for entry %d: %w", l.url, start, err))
 	}
 	if p.LeafIndex != start {
 		return nil, fmt.Errorf("%s: get-proof-by-hash for entry %d answered index %d", l.url, start, p.LeafIndex)
@@ -255,7 +255,7 @@ func (l *rfc6962Log) batches(ctx context.Context, start, end int64) iter.Seq2[*c
 				q.err = fmt.Errorf("%d entries", len(q.resp.Entries))
 			}
 			if q.err != nil {
-				q.err = fmt.Errorf("%s: get-entries [%d, %d): %w", l.url, q.from, q.to, q.err)
+				q.err = stopped(ctx, fmt.Errorf("%s: get-entries [%d, %d): %w", l.url, q.from, q.to, q.err))
 			}
 			close(q.done)
 		}
@@ -296,7 +296,7 @@ func (l *rfc6962Log) Entry(ctx context.Context, head Head, index int64) (Entry, 
 		err = fmt.Errorf("%d entries in the answer", len(resp.Entries))
 	}
 	if err != nil {
-		return Entry{}, fmt.Errorf("%s: get-entries %d: %w", l.url, index, err)
+		return Entry{}, stopped(ctx, fmt.Errorf("%s: get-entries %d: %w", l.url, index, err))
 	}
 	raw, err := ct.RawLogEntryFromLeaf(index, &resp.Entries[0])
 	if err != nil {

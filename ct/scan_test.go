@@ -22,13 +22,18 @@ import (
 // Sunlight client) and an RFC 6962 log (read by certificate-transparency-
 // go's client, its tree head signed and verified with a key).
 func testLogs(t *testing.T, fx *cttest.Fixture) map[string]func() Log {
+	return testLogsThrough(t, fx, func(h http.Handler) http.Handler { return h })
+}
+
+// testLogsThrough is testLogs with both servers' handlers wrapped.
+func testLogsThrough(t *testing.T, fx *cttest.Fixture, wrap func(http.Handler) http.Handler) map[string]func() Log {
 	t.Helper()
 	dir := t.TempDir()
 	fx.WriteStatic(t, dir, len(fx.Entries))
-	static := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	static := httptest.NewServer(wrap(http.FileServer(http.Dir(dir))))
 	t.Cleanup(static.Close)
 	rs := cttest.NewRFC6962Server(t, fx)
-	rfc := httptest.NewServer(rs)
+	rfc := httptest.NewServer(wrap(rs))
 	t.Cleanup(rfc.Close)
 	return map[string]func() Log{
 		"static": func() Log {
@@ -164,6 +169,52 @@ func TestScanResumedTenTimes(t *testing.T) {
 				t.Fatalf("only %d interruptions", runs)
 			}
 			checkHits(t, fx, hits)
+		})
+	}
+}
+
+// A scan cancelled while a response body is still arriving returns an
+// error that errors.Is(err, context.Canceled) matches, on both kinds of
+// log: the client libraries report that cut in words of their own, and
+// callers (pkbf-ct's SIGINT, a resumed run) tell an interruption from a
+// failure by it.
+func TestScanCancelledMidBody(t *testing.T) {
+	fx := cttest.NewFixture(t, 600, 20, 7)
+	f := openFilter(t, fx.Filter)
+	arrived := make(chan struct{}, 100)
+	stall := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !strings.Contains(r.URL.Path, "get-entries") && !strings.Contains(r.URL.Path, "/tile/data/") {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.Header().Del("Content-Length")
+			w.WriteHeader(rec.Code)
+			body := rec.Body.Bytes()
+			w.Write(body[:len(body)/2])
+			w.(http.Flusher).Flush()
+			arrived <- struct{}{}
+			<-r.Context().Done()
+		})
+	}
+	for kind, open := range testLogsThrough(t, fx, stall) {
+		t.Run(kind, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				<-arrived
+				time.Sleep(20 * time.Millisecond)
+				cancel()
+			}()
+			_, err := (&Scan{Log: open(), Filter: f}).Run(ctx)
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("err = %v, which is not context.Canceled", err)
+			}
 		})
 	}
 }

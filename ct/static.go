@@ -70,13 +70,13 @@ func (l *staticLog) Head(ctx context.Context) (Head, error) {
 	if l.key != nil {
 		cp, _, err := l.c.Checkpoint(ctx)
 		if err != nil {
-			return Head{}, fmt.Errorf("%s: %w", l.prefix, err)
+			return Head{}, stopped(ctx, fmt.Errorf("%s: %w", l.prefix, err))
 		}
 		return Head{Size: cp.N, Root: cp.Hash[:], Verified: true}, nil
 	}
 	b, err := l.c.TileReader().ReadEndpoint(ctx, "checkpoint")
 	if err != nil {
-		return Head{}, fmt.Errorf("%s: reading the checkpoint: %w", l.prefix, err)
+		return Head{}, stopped(ctx, fmt.Errorf("%s: reading the checkpoint: %w", l.prefix, err))
 	}
 	text, _, ok := strings.Cut(string(b), "\n\n")
 	if !ok {
@@ -117,7 +117,7 @@ func (l *staticLog) Entries(ctx context.Context, head Head, start int64, _ []byt
 				start = i + 1
 			}
 			if err := l.c.Err(); err != nil {
-				yield(Entry{}, fmt.Errorf("%s: entry %d: %w", l.prefix, start, err))
+				yield(Entry{}, stopped(ctx, fmt.Errorf("%s: entry %d: %w", l.prefix, start, err)))
 				return
 			}
 			if err := ctx.Err(); err != nil {
@@ -147,7 +147,7 @@ func (l *staticLog) Entry(ctx context.Context, head Head, index int64) (Entry, e
 	}
 	e, _, err := l.c.Entry(ctx, t, index)
 	if err != nil {
-		return Entry{}, fmt.Errorf("%s: entry %d: %w", l.prefix, index, err)
+		return Entry{}, stopped(ctx, fmt.Errorf("%s: entry %d: %w", l.prefix, index, err))
 	}
 	return staticEntry(index, e), nil
 }
