@@ -358,7 +358,7 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 	case stopErr != nil:
 		return res, stopErr
 	case rerr != nil:
-		return res, stopped(ctx, rerr)
+		return res, stopped(parent, rerr) // ctx is cancelled by now, whatever happened
 	case !finished:
 		if err := ctx.Err(); err != nil {
 			return res, err

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -182,5 +183,62 @@ func TestKilledAndResumed(t *testing.T) {
 	t.Logf("%d kills midway (%d of them with hits written since the last save), %d interrupt", kills, unsavedKills, interrupts)
 	if got := hitIndexes(t, out); !slices.Equal(got, want) {
 		t.Errorf("after %d kills and %d interrupts: hits %v\nwant %v", kills, interrupts, got, want)
+	}
+}
+
+// On an RFC 6962 log, a SIGINT that arrives while a get-entries answer is
+// half sent is an interruption (exit 130, the position saved), and a log
+// whose entries do not match its tree head is a failure (exit 2, the
+// roots named): the command tells the two apart, whatever words the
+// client library puts around a cancelled request.
+func TestRFC6962InterruptedOrFailed(t *testing.T) {
+	bin := build(t)
+	fx := cttest.NewFixture(t, 500, 50, 7)
+	rs := cttest.NewRFC6962Server(t, fx)
+	arrived := make(chan struct{}, 100)
+	var stall atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !stall.Load() || !strings.Contains(r.URL.Path, "get-entries") {
+			rs.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		rs.ServeHTTP(rec, r)
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes()[:rec.Body.Len()/2])
+		w.(http.Flusher).Flush()
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	run := func(name string, interrupt bool) (int, string) {
+		cmd := exec.Command(bin, "--kind", "rfc6962", "--state", filepath.Join(dir, name+".state"), fx.Filter, srv.URL)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if interrupt {
+			select {
+			case <-arrived:
+			case <-time.After(time.Minute):
+				cmd.Process.Kill()
+				t.Fatal("no get-entries request in a minute")
+			}
+			time.Sleep(50 * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGINT)
+		}
+		return exitCode(cmd.Wait()), stderr.String()
+	}
+
+	stall.Store(true)
+	if code, stderr := run("interrupted", true); code != exitSignaled || !strings.Contains(stderr, "interrupted: the next run goes on from entry 0") {
+		t.Errorf("SIGINT during a body: exit %d\n%s", code, stderr)
+	}
+	stall.Store(false)
+	rs.Tamper.Store(100 + 1)
+	if code, stderr := run("tampered", false); code != exitTrouble || !strings.Contains(stderr, "do not match the tree head") || strings.Contains(stderr, "interrupted") {
+		t.Errorf("a tampered log: exit %d\n%s", code, stderr)
 	}
 }
