@@ -198,12 +198,18 @@ func TestScanCancelledMidBody(t *testing.T) {
 			body := rec.Body.Bytes()
 			w.Write(body[:len(body)/2])
 			w.(http.Flusher).Flush()
-			arrived <- struct{}{}
+			select { // never blocks: the handler must reach its wait
+			case arrived <- struct{}{}:
+			default:
+			}
 			<-r.Context().Done()
 		})
 	}
 	for kind, open := range testLogsThrough(t, fx, stall) {
 		t.Run(kind, func(t *testing.T) {
+			for len(arrived) > 0 { // the other log's
+				<-arrived
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {

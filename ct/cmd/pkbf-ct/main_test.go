@@ -207,7 +207,10 @@ func TestRFC6962InterruptedOrFailed(t *testing.T) {
 		w.WriteHeader(rec.Code)
 		w.Write(rec.Body.Bytes()[:rec.Body.Len()/2])
 		w.(http.Flusher).Flush()
-		arrived <- struct{}{}
+		select { // never blocks: the handler must reach its wait
+		case arrived <- struct{}{}:
+		default:
+		}
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
