@@ -54,21 +54,7 @@ func (t *Transport) wait(ctx context.Context) error {
 		t.nextReq = at.Add(time.Duration(float64(time.Second) / t.Rate))
 	}
 	t.mu.Unlock()
-	return sleep(ctx, at.Sub(now))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return retryafter.Sleep(ctx, at.Sub(now))
 }
 
 // RoundTrip sends req, retrying as the Transport's documentation says.
@@ -103,7 +89,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
 		}
-		if err := sleep(req.Context(), min(backoff, maxWait)); err != nil {
+		if err := retryafter.Sleep(req.Context(), min(backoff, maxWait)); err != nil {
 			return nil, err
 		}
 	}

@@ -173,14 +173,10 @@ func (c *Client) waitPause(ctx context.Context, cause error) error {
 	if deadline, ok := ctx.Deadline(); ok && until.After(deadline) {
 		return fmt.Errorf("%w (no time left to retry before the deadline, in %s)", cause, time.Until(deadline).Round(time.Millisecond))
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("%w (then %w)", cause, ctx.Err())
-	case <-timer.C:
-		return nil
+	if err := retryafter.Sleep(ctx, wait); err != nil {
+		return fmt.Errorf("%w (then %w)", cause, err)
 	}
+	return nil
 }
 
 // get makes one request. For an answer worth retrying (429, 5xx) it

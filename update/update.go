@@ -269,7 +269,7 @@ func (up *updater) setDefaults() {
 	c.CheckRedirect = dropHeaderOnRedirect(o.Client.CheckRedirect, o.Header)
 	o.Client = &c
 	if o.sleep == nil {
-		o.sleep = sleepCtx
+		o.sleep = retryafter.Sleep
 	}
 }
 
@@ -330,21 +330,10 @@ func lockUpdate(ctx context.Context, lockPath, path string, logf func(string, ..
 		if !waited {
 			logf("waiting for another update of %s to finish", path)
 		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+		if err := retryafter.Sleep(ctx, 100*time.Millisecond); err != nil {
 			f.Close()
 			return nil, err
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

@@ -1,9 +1,10 @@
 // Package retryafter reads the Retry-After header of an HTTP response
-// (RFC 9110, section 10.2.3), for the clients that retry: pkbf update and
-// the pwnedkeys API client.
+// (RFC 9110, section 10.2.3) and waits between tries, for the clients
+// that retry: pkbf update, the pwnedkeys API client and the CT scan.
 package retryafter
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -20,4 +21,20 @@ func Parse(v string, limit time.Duration) time.Duration {
 		d = time.Until(t)
 	}
 	return min(max(d, 0), limit)
+}
+
+// Sleep waits d, or until ctx is done, and then returns ctx's error: the
+// pause between two tries of a request.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -1,6 +1,8 @@
 package retryafter
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -28,5 +30,23 @@ func TestParse(t *testing.T) {
 		if got := Parse(c.v, limit); got < c.min || got > c.max {
 			t.Errorf("Parse(%q) = %v, want %v to %v", c.v, got, c.min, c.max)
 		}
+	}
+}
+
+func TestSleep(t *testing.T) {
+	if err := Sleep(context.Background(), time.Millisecond); err != nil {
+		t.Errorf("a pause that ends: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) || time.Since(start) > time.Minute {
+		t.Errorf("a cancelled pause: %v after %v", err, time.Since(start))
+	}
+	if err := Sleep(ctx, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("no pause, cancelled: %v", err)
+	}
+	if err := Sleep(context.Background(), -time.Second); err != nil {
+		t.Errorf("no pause: %v", err)
 	}
 }
