@@ -267,6 +267,12 @@ func BenchmarkContains(b *testing.B) {
 				f.Contains(keys[i%n])
 			}
 		})
+		b.Run(name+"/CheckKey", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				f.CheckKey(keys[i%n])
+			}
+		})
 	}
 }
 

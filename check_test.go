@@ -452,6 +452,14 @@ func BenchmarkCheckOne(b *testing.B) {
 			}
 		}
 	})
+	b.Run("CheckKey", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if v := f.CheckKey(cert); v.Err != nil {
+				b.Fatal(v.Err)
+			}
+		}
+	})
 	b.Run("Floor", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -1,6 +1,12 @@
 package pkbf
 
-import "github.com/pkbf/pkbf/keys"
+import (
+	"runtime/debug"
+	"sync"
+
+	"github.com/pkbf/pkbf/internal/fingerprint"
+	"github.com/pkbf/pkbf/keys"
+)
 
 // What a user holds, turned into the bytes a filter hashes: a thin facade
 // over package keys, which reads keys, certificates, requests and
@@ -48,6 +54,71 @@ func (f *Filter) Contains(spki []byte) bool {
 	}
 	return false
 }
+
+// CheckKey returns the verdict on the one key in data, anything [SPKI]
+// accepts: Probably when the filter probably holds it under any encoding
+// it may hold it in (the answer [Filter.Contains] gives), or Err, wrapping
+// [keys.ErrInvalidKey], when data holds no key it can read.
+//
+// A hit carries what a gate logs when it refuses a key: the fingerprints
+// (as [Filter.Check] reports them) and, for an SSH key, SSHFingerprint and
+// Comment. A "no" carries nothing else, so that it costs and allocates
+// what Contains does (nothing, for a key in DER in its canonical form);
+// name a clean key with [Fingerprint] if you must. Input and the positions are zero. CheckKey is
+// safe for concurrent use and does no I/O: confirm a hit with package
+// pwnedkeys.
+func (f *Filter) CheckKey(data []byte) Verdict {
+	k := keys.ParseKey(data)
+	buf := formsBuffers.Get().(*[]byte)
+	defer formsBuffers.Put(buf)
+	spki, canonical, other, err := k.Forms((*buf)[:0])
+	switch {
+	case spki == nil:
+		return Verdict{Err: err}
+	case err != nil:
+		canonical, other = spki, nil // looked up as given only
+	}
+	e, n := lookups(spki, canonical, other)
+	hit, err := f.probablyAny(e[:n])
+	switch {
+	case err != nil:
+		return Verdict{Err: err}
+	case !hit:
+		return Verdict{}
+	}
+	v := Verdict{Probably: true}
+	fp, otherFP, label := reported(spki, canonical)
+	both := fingerprint.Append(make([]byte, 0, 2*fingerprint.Size), fp)
+	if label != "" {
+		both = fingerprint.Append(both, otherFP)
+	}
+	all := string(both)
+	v.Fingerprint = all[:fingerprint.Size]
+	if label != "" {
+		v.OtherFingerprint, v.OtherLabel = all[fingerprint.Size:], label
+	}
+	v.SSHFingerprint, v.Comment = k.SSHFingerprint()
+	return v
+}
+
+// probablyAny reports whether the filter probably holds any of encs. A
+// fault in the filter's file, cut short while mapped, is its error
+// ([ErrFileChanged]) instead of Probably's panic.
+func (f *Filter) probablyAny(encs [][]byte) (hit bool, err error) {
+	if f.mapped != nil {
+		defer f.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
+	}
+	for _, e := range encs {
+		if f.probably(e) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// formsBuffers hold CheckKey's encodings of a key: the compiler cannot
+// keep them on the stack, as they pass through the key's parse.
+var formsBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // AddKey adds the key of data, anything [SPKI] accepts, under every
 // encoding [keys.Encodings] lists: as given, canonical, and an EC key

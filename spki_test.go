@@ -2,7 +2,10 @@ package pkbf
 
 import (
 	"context"
+	"errors"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pkbf/pkbf/internal/testkit"
@@ -66,6 +69,109 @@ func TestContainsAllocs(t *testing.T) {
 		}
 		if allocs := testing.AllocsPerRun(100, func() { f.Contains(spki) }); allocs != 0 {
 			t.Errorf("Contains of %s: %v allocations", name, allocs)
+		}
+	}
+}
+
+// CheckKey gives, for every key file that holds one key, the verdict
+// Check gives for it: the same answer, and for a hit the same
+// fingerprints; a "no" carries nothing but its answer. The filter holds
+// every other distinct key, so both answers occur.
+func TestCheckKeyAgreesWithCheck(t *testing.T) {
+	f, _ := New(4, 18)
+	seen := map[string]bool{}
+	files := keyFiles(t)
+	for _, path := range files {
+		spki, err := SPKI(testkit.ReadFile(t, path))
+		if err != nil {
+			continue
+		}
+		if fp := keys.Fingerprint(spki); !seen[fp] {
+			seen[fp] = true
+			if len(seen)%2 == 0 {
+				if _, err := f.AddKey(spki); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	hits, misses, errs := 0, 0, 0
+	for _, path := range files {
+		data := testkit.ReadFile(t, path)
+		var verdicts []Verdict
+		for v := range f.Check(context.Background(), Bytes(path, data), CheckOptions{Workers: 1}) {
+			verdicts = append(verdicts, v)
+		}
+		if len(verdicts) != 1 {
+			continue // a bundle, a file of lines: not one key
+		}
+		want, got := verdicts[0], f.CheckKey(data)
+		switch {
+		case (want.Err != nil) != (got.Err != nil):
+			t.Errorf("%s: Check's error %v, CheckKey's %v", path, want.Err, got.Err)
+		case got.Err != nil:
+			errs++
+			if !errors.Is(got.Err, keys.ErrInvalidKey) {
+				t.Errorf("%s: CheckKey's error %v is not ErrInvalidKey", path, got.Err)
+			}
+		case got.Probably != want.Probably:
+			t.Errorf("%s: Check says %v, CheckKey %v", path, want.Probably, got.Probably)
+		case got.Probably:
+			hits++
+			if got.Fingerprint != want.Fingerprint || got.OtherFingerprint != want.OtherFingerprint ||
+				got.OtherLabel != want.OtherLabel || got.SSHFingerprint != want.SSHFingerprint || got.Comment != want.Comment {
+				t.Errorf("%s: CheckKey's hit\n%+v\nCheck's\n%+v", path, got, want)
+			}
+		default:
+			misses++
+			if got != (Verdict{}) {
+				t.Errorf("%s: a no carries more than its answer: %+v", path, got)
+			}
+		}
+	}
+	if hits < 20 || misses < 20 || errs < 3 {
+		t.Fatalf("%d hits, %d misses, %d errors: the test does not discriminate", hits, misses, errs)
+	}
+}
+
+// The SSH fingerprint of a hit is the one ssh-keygen -l prints; recorded
+// with: ssh-keygen -l -f testdata/keys/ed25519.pub
+func TestCheckKeySSHFingerprint(t *testing.T) {
+	data := testkit.ReadFile(t, filepath.Join(keysDir, "ed25519.pub"))
+	f, _ := New(4, 16)
+	if _, err := f.AddKey(data); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("ssh-keygen", "-l", "-f", filepath.Join(keysDir, "ed25519.pub")).Output()
+	if err != nil {
+		t.Skipf("ssh-keygen: %v", err)
+	}
+	v := f.CheckKey(data)
+	if fields := strings.Fields(string(out)); !v.Probably || len(fields) < 3 || v.SSHFingerprint != fields[1] || !strings.HasPrefix(v.Comment, fields[2]) {
+		t.Fatalf("CheckKey: %+v; ssh-keygen -l: %s", v, out)
+	}
+}
+
+// CheckKey allocates what Contains allocates (nothing for a key in a
+// canonical DER form, a compressed point's square root for one that is
+// not), and for a hit one string more, for its fingerprints.
+func TestCheckKeyAllocs(t *testing.T) {
+	for _, name := range []string{"rsa2048.spki.der", "p256.spki.der", "p256.spki-compressed.der", "p256.cert.der", "ed25519.spki.der"} {
+		data := testkit.ReadFile(t, filepath.Join(keysDir, name))
+		spki, err := SPKI(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := New(4, 16)
+		contains := testing.AllocsPerRun(100, func() { f.Contains(spki) })
+		if allocs := testing.AllocsPerRun(100, func() { f.CheckKey(data) }); allocs != contains {
+			t.Errorf("CheckKey of %s, not in the filter: %v allocations, Contains %v", name, allocs, contains)
+		}
+		if _, err := f.AddKey(data); err != nil {
+			t.Fatal(err)
+		}
+		if allocs := testing.AllocsPerRun(100, func() { f.CheckKey(data) }); allocs != contains+1 {
+			t.Errorf("CheckKey of %s, in the filter: %v allocations, want %v", name, allocs, contains+1)
 		}
 	}
 }

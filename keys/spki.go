@@ -64,7 +64,35 @@ func SPKI(data []byte) ([]byte, error) {
 	case bytes.HasPrefix(text, []byte(puttyMagic)):
 		return puttySPKI(text)
 	}
-	return sshTextSPKI(text)
+	spki, _, err := sshTextSPKI(text)
+	return spki, err
+}
+
+// ParseKey returns the one key in data, anything [SPKI] reads, as a Key:
+// its [Key.Forms] then reads a key in DER in the same parse that finds its
+// encodings, and its [Key.SSHFingerprint] names an SSH key. For data SPKI
+// cannot read, the Key carries SPKI's error. Raw is data (the key line,
+// for OpenSSH text); the positions are zero.
+func ParseKey(data []byte) Key {
+	if len(data) > 0 && data[0] == 0x30 {
+		return Key{Raw: data, kind: kindDER}
+	}
+	text := trimSpace(bytes.TrimPrefix(data, []byte(utf8BOM)))
+	k := Key{Raw: data}
+	switch {
+	case bytes.HasPrefix(text, []byte(rfc4716Begin)):
+		k.Raw, k.kind = text, kindRFC4716
+	case bytes.HasPrefix(text, []byte(puttyMagic)):
+		k.Raw, k.kind = text, kindPuTTY
+	case len(text) > 0 && !bytes.HasPrefix(text, []byte("-----BEGIN ")) && !bytes.HasPrefix(text, []byte(opensshMagic)):
+		var line []byte
+		if k.spki, line, k.err = sshTextSPKI(text); k.err == nil {
+			k.Raw, k.kind = line, kindLine
+		}
+		return k
+	}
+	k.spki, k.err = SPKI(data)
+	return k
 }
 
 // trimSpace drops leading ASCII white space.

@@ -181,32 +181,32 @@ func opensshPrivateSPKI(b []byte) ([]byte, error) {
 	return sshBlobSPKI(blob)
 }
 
-// sshTextSPKI reads the one OpenSSH public key line of text; blank lines and
-// lines starting with # are skipped.
-func sshTextSPKI(text []byte) ([]byte, error) {
-	var found []byte
+// sshTextSPKI reads the one OpenSSH public key line of text, and returns
+// its SPKI and the line; blank lines and lines starting with # are
+// skipped.
+func sshTextSPKI(text []byte) (spki, line []byte, err error) {
 	for len(text) > 0 {
-		var line []byte
-		line, text, _ = bytes.Cut(text, []byte("\n"))
-		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 && trimmed[0] != '#' && !looksLikeSSHLine(trimmed) {
+		var l []byte
+		l, text, _ = bytes.Cut(text, []byte("\n"))
+		if trimmed := bytes.TrimSpace(l); len(trimmed) > 0 && trimmed[0] != '#' && !looksLikeSSHLine(trimmed) {
 			continue // text, not a key line
 		}
-		spki, err := sshLineSPKI(line)
+		s, err := sshLineSPKI(l)
 		if err == errNoKeyLine {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if found != nil {
-			return nil, keyErrorf("more than one OpenSSH key line; read many with Scanner")
+		if spki != nil {
+			return nil, nil, keyErrorf("more than one OpenSSH key line; read many with Scanner")
 		}
-		found = spki
+		spki, line = s, l
 	}
-	if found == nil {
-		return nil, keyErrorf("input is not a key, certificate or certificate request in PEM, DER or OpenSSH form")
+	if spki == nil {
+		return nil, nil, keyErrorf("input is not a key, certificate or certificate request in PEM, DER or OpenSSH form")
 	}
-	return found, nil
+	return spki, line, nil
 }
 
 // errNoKeyLine marks a blank or comment line.

@@ -28,7 +28,7 @@
 // cannot answer about stays an Error.
 //
 // The answer is that of pkbf check on the certificate: the lint hands the
-// certificate's DER to the library's Filter.Check. A filter is opened once
+// certificate's DER to the library's Filter.CheckKey. A filter is opened once
 // a process (pkbf.OpenLive: a file renamed over it is picked up).
 package pkbflint
 
@@ -43,6 +43,7 @@ import (
 	"github.com/zmap/zlint/v3/util"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/pwnedkeys"
 )
 
@@ -86,38 +87,27 @@ func (l *compromisedKey) Execute(c *x509.Certificate) *lint.LintResult {
 	if err != nil {
 		return fatal("%v", err)
 	}
-	opts := pkbf.CheckOptions{Workers: 1}
-	ctx := context.Background()
-	if l.Confirm {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, confirmTimeout)
-		defer cancel()
-		client := client(l.API)
-		opts.Confirm = func(ctx context.Context, canonical []byte) (bool, error) {
-			res, err := client.Check(ctx, canonical)
-			return res.Pwned, err
-		}
-	}
 	var v pkbf.Verdict
-	found := false
-	live.Do(func(f *pkbf.Filter) {
-		for v = range f.Check(ctx, pkbf.Bytes("certificate", c.Raw), opts) {
-			found = true
-			break
-		}
-	})
+	live.Do(func(f *pkbf.Filter) { v = f.CheckKey(c.Raw) })
 	switch {
-	case !found:
-		return fatal("no answer from %s about the certificate's key", l.Filter)
 	case v.Err != nil:
 		return fatal("%v", v.Err)
 	case !v.Probably:
 		return &lint.LintResult{Status: lint.Pass}
 	case !l.Confirm:
 		return errorf("the subject public key is probably compromised: filter %s holds it (SHA-256 of its SPKI %s; %s/%s confirms or denies it)", l.Filter, v.Fingerprint, l.API, v.Fingerprint)
-	case v.ConfirmErr != nil:
-		return errorf("the subject public key is probably compromised: filter %s holds it (SHA-256 of its SPKI %s), and the pwnedkeys API could not confirm it: %v", l.Filter, v.Fingerprint, v.ConfirmErr)
-	case v.Pwned:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), confirmTimeout)
+	defer cancel()
+	canonical, err := keys.Canonical(c.RawSubjectPublicKeyInfo) // as pwnedkeys names keys
+	if err != nil {
+		canonical = c.RawSubjectPublicKeyInfo
+	}
+	res, err := client(l.API).Check(ctx, canonical)
+	switch {
+	case err != nil:
+		return errorf("the subject public key is probably compromised: filter %s holds it (SHA-256 of its SPKI %s), and the pwnedkeys API could not confirm it: %v", l.Filter, v.Fingerprint, err)
+	case res.Pwned:
 		return errorf("the subject public key is compromised: filter %s holds it, and the pwnedkeys API proved it with a signature made by its private key (SHA-256 of its SPKI %s)", l.Filter, v.Fingerprint)
 	}
 	return &lint.LintResult{Status: lint.Pass} // the filter's false positive
