@@ -54,11 +54,13 @@ Exit status, the first row that applies:
 			flags: func(o, e io.Writer) *command { c, _ := checkCommand(o, e); return c }, run: runCheck,
 		},
 		{
-			name: "create", synopsis: "create (--hashes K --length L | --entries N --fp-rate P) FILTER",
+			name: "create", synopsis: "create (--keys N --fp-rate P | --entries N --fp-rate P | --hashes K --length L) FILTER",
 			summary: "Create an empty filter file.",
-			help: `Create an empty filter file; refuses an existing file. Give the hash count
-and length, or the expected number of entries and the false-positive rate
-(sized as the reference implementation does). The file's disk space is
+			help: `Create an empty filter file; refuses an existing file. Give the expected
+number of keys and the false-positive rate, or of entries (add stores a key
+under each of its encodings: an EC key is two entries, both point forms),
+or the hash count and length. The size for N entries is the reference
+implementation's; --keys N sizes for 2N entries. The file's disk space is
 reserved at once.`,
 			flags: func(o, e io.Writer) *command { c, _ := createCommand(o, e); return c },
 			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runCreate(args, stdout, stderr) },
