@@ -54,11 +54,11 @@ func CacheInfoField(info []byte, key string) (value string, ok bool) {
 }
 
 // SetCacheInfoField returns info, the text of a nix-cache-info file, with
-// key set to value: the first line that has the key becomes "key: value",
-// and every other line that has it is removed, with every line whose key is
-// the key with spaces or tabs around it, which Nix reads as another field
-// but a reader that trims keys would take for this one. Other lines are
-// kept as they are. The result reads back, by [CacheInfoField], as value.
+// key set to value. The lines that have the key, and those whose key is
+// the key with spaces or tabs around it (which Nix reads as another field,
+// but a reader that trims keys would take for this one), give way to one
+// "key: value" line where the first of them was, or at the end if there is
+// none. Other lines are kept as they are. The result reads back, by [CacheInfoField], as value.
 // It returns an error for a key or value that would not read back so (a
 // ':' or line end in the key, a line end in the value, spaces around
 // either, an empty key).
@@ -73,7 +73,7 @@ func SetCacheInfoField(info []byte, key, value string) ([]byte, error) {
 	done := false
 	for _, l := range cacheInfoLines(info) {
 		if l.field && strings.Trim(l.key, nixSpace) == key {
-			if !done && l.key == key {
+			if !done {
 				fmt.Fprintf(&out, "%s: %s\n", key, value)
 				done = true
 			}

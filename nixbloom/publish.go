@@ -203,9 +203,9 @@ func noLinks(root *os.Root, dir, name string) error {
 		case err != nil:
 			return fmt.Errorf("nixbloom: %w", err)
 		case !last && !fi.IsDir():
-			return fmt.Errorf("nixbloom: %s is %s, not a directory: pkbf writes in a cache only through its own directories", filepath.Join(dir, sub), kind(fi.Mode()))
+			return fmt.Errorf("nixbloom: %s is %s, not a directory: pkbf never writes through a link in a cache", filepath.Join(dir, sub), kind(fi.Mode()))
 		case last && !fi.Mode().IsRegular():
-			return fmt.Errorf("nixbloom: %s is %s, not a regular file: pkbf never writes through it", filepath.Join(dir, sub), kind(fi.Mode()))
+			return fmt.Errorf("nixbloom: %s is %s, not a regular file: pkbf never writes through a link in a cache", filepath.Join(dir, sub), kind(fi.Mode()))
 		}
 	}
 	return nil

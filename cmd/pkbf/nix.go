@@ -133,11 +133,11 @@ func runNixBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if isCache {
 		err = nixbloom.Publish(source, filepath.ToSlash(out), f)
 		out = filepath.Join(source, out)
-	} else {
-		err = mapfile.WriteAtomic(out, func(w io.Writer) error { _, err := f.WriteTo(w); return err }, nil)
+	} else if err = mapfile.WriteAtomic(out, func(w io.Writer) error { _, err := f.WriteTo(w); return err }, nil); err != nil {
+		err = fmt.Errorf("writing %s: %w", out, err)
 	}
 	if err != nil {
-		errorf(stderr, "writing %s: %s", out, message(err))
+		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d store paths, %d bits, %d hash functions, sized for a false-positive rate of %g, %s\n",
