@@ -137,7 +137,8 @@ func parseNarinfo(b []byte, storeDir, where string) (narinfo, error) {
 		case "NarHash":
 			haveNarHash = true
 		case "NarSize", "FileSize":
-			n, err := strconv.ParseUint(value, 10, 64)
+			// Nix's string2Int (boost::lexical_cast) takes a leading '+'.
+			n, err := strconv.ParseUint(strings.TrimPrefix(value, "+"), 10, 64)
 			if err != nil {
 				return narinfo{}, fmt.Errorf("nixbloom: %s is corrupt: %s %q is not a number", where, name, value)
 			}
