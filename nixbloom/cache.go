@@ -79,7 +79,7 @@ func OpenCache(location string, client *http.Client) (*Cache, error) {
 	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/"
 	u.RawPath = ""
-	c := &Cache{name: u.String(), root: u, allowHTTP: u.Scheme == "http"}
+	c := &Cache{name: u.Redacted(), root: u, allowHTTP: u.Scheme == "http"}
 	c.client = c.withPolicy(client)
 	return c, nil
 }
@@ -146,7 +146,7 @@ func (c *Cache) checkURL(u *url.URL, fromHTTPS bool) error {
 // where names a file of the cache for messages.
 func (c *Cache) where(name string) string {
 	if c.root != nil {
-		return c.root.JoinPath(name).String()
+		return c.root.JoinPath(name).Redacted()
 	}
 	return filepath.Join(c.name, filepath.FromSlash(name))
 }
@@ -181,7 +181,7 @@ func (c *Cache) Filter(ctx context.Context) (*Filter, error) {
 		if err := c.checkURL(ref, c.root != nil && c.root.Scheme == "https"); err != nil {
 			return nil, fmt.Errorf("nixbloom: %s: BloomFilter refused: %w", c.where("nix-cache-info"), err)
 		}
-		return c.fetchFilter(ctx, ref.String())
+		return c.fetchFilter(ctx, ref)
 	}
 	rel, err := localName(ref)
 	if err != nil {
@@ -192,7 +192,7 @@ func (c *Cache) Filter(ctx context.Context) (*Filter, error) {
 	}
 	u := c.root.JoinPath(rel)
 	u.RawQuery = ref.RawQuery
-	return c.fetchFilter(ctx, u.String())
+	return c.fetchFilter(ctx, u)
 }
 
 // localName returns the path of a relative reference, cleaned, if it names
@@ -240,7 +240,7 @@ func (c *Cache) readFile(ctx context.Context, name string, limit int64) ([]byte,
 		defer f.Close()
 		r = f
 	} else {
-		resp, err := c.get(ctx, c.root.JoinPath(name).String())
+		resp, err := c.get(ctx, c.root.JoinPath(name))
 		if err != nil {
 			return nil, err
 		}
@@ -296,7 +296,7 @@ func (c *Cache) readFilter(name string) (*Filter, error) {
 }
 
 // fetchFilter downloads the filter at u.
-func (c *Cache) fetchFilter(ctx context.Context, u string) (*Filter, error) {
+func (c *Cache) fetchFilter(ctx context.Context, u *url.URL) (*Filter, error) {
 	resp, err := c.get(ctx, u)
 	if err != nil {
 		return nil, err
@@ -305,9 +305,9 @@ func (c *Cache) fetchFilter(ctx context.Context, u string) (*Filter, error) {
 	// get asks for the bytes as they are; a server that compresses anyway
 	// would make Content-Length and the header disagree with what arrives.
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		return nil, fmt.Errorf("%w: %s: sent with Content-Encoding %q although the request asked for identity", ErrInvalidFilter, u, enc)
+		return nil, fmt.Errorf("%w: %s: sent with Content-Encoding %q although the request asked for identity", ErrInvalidFilter, u.Redacted(), enc)
 	}
-	return readFilter(resp.Body, u, "Content-Length", resp.ContentLength)
+	return readFilter(resp.Body, u.Redacted(), "Content-Length", resp.ContentLength)
 }
 
 // readFilter reads a filter file from r, whose lengthName says it holds
@@ -360,8 +360,8 @@ func readFilter(r io.Reader, where, lengthName string, length int64) (*Filter, e
 // an error, wrapping fs.ErrNotExist for the answers Nix takes for a file
 // the cache does not have (404, 410, 401, 403, 407: FileTransfer's
 // NotFound and Forbidden).
-func (c *Cache) get(ctx context.Context, u string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+func (c *Cache) get(ctx context.Context, u *url.URL) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("nixbloom: %w", err)
 	}
@@ -374,7 +374,7 @@ func (c *Cache) get(ctx context.Context, u string) (*http.Response, error) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		err := fmt.Errorf("nixbloom: %s answered %s", u, resp.Status)
+		err := fmt.Errorf("nixbloom: %s answered %s", u.Redacted(), resp.Status)
 		switch resp.StatusCode {
 		case http.StatusNotFound, http.StatusGone, http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired:
 			err = fmt.Errorf("%w (%w)", err, fs.ErrNotExist)

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/pkbf/pkbf/internal/mapfile"
 )
 
 // FromPaths returns a filter sized by [Size] for paths at false-positive
@@ -118,7 +120,7 @@ func readRegular(root *os.Root, dir, name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file", where, kind(fi.Mode()))
+		return nil, fmt.Errorf("%s is %s, not a regular file", where, mapfile.Kind(fi.Mode()))
 	}
 	if fi.Size() > limit {
 		return nil, fmt.Errorf("%s is larger than %d bytes", where, limit)
@@ -133,16 +135,6 @@ func readRegular(root *os.Root, dir, name string, limit int64) ([]byte, error) {
 		err = fmt.Errorf("%s is larger than %d bytes", where, limit)
 	}
 	return b, err
-}
-
-func kind(mode fs.FileMode) string {
-	switch {
-	case mode&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case mode.IsDir():
-		return "a directory"
-	}
-	return "a special file"
 }
 
 // Publish puts f into the binary cache directory dir, at name (a
@@ -203,9 +195,9 @@ func noLinks(root *os.Root, dir, name string) error {
 		case err != nil:
 			return fmt.Errorf("nixbloom: %w", err)
 		case !last && !fi.IsDir():
-			return fmt.Errorf("nixbloom: %s is %s, not a directory: pkbf never writes through a link in a cache", filepath.Join(dir, sub), kind(fi.Mode()))
+			return fmt.Errorf("nixbloom: %s is %s, not a directory: pkbf never writes through a link in a cache", filepath.Join(dir, sub), mapfile.Kind(fi.Mode()))
 		case last && !fi.Mode().IsRegular():
-			return fmt.Errorf("nixbloom: %s is %s, not a regular file: pkbf never writes through a link in a cache", filepath.Join(dir, sub), kind(fi.Mode()))
+			return fmt.Errorf("nixbloom: %s is %s, not a regular file: pkbf never writes through a link in a cache", filepath.Join(dir, sub), mapfile.Kind(fi.Mode()))
 		}
 	}
 	return nil
