@@ -3,7 +3,19 @@
 // .narinfo request for a path the cache certainly lacks.
 //
 // A false answer from [Filter.MayContain] is definite; a true one must be
-// confirmed by fetching the path's .narinfo.
+// confirmed by fetching the path's .narinfo ([Cache.Confirm]).
+//
+// A client opens the cache with [OpenCache] and reads its filter with
+// [Cache.Filter] (or both at once with [Fetch]). A server builds the filter
+// of a cache directory with [CachePaths] and [FromPaths] and puts it in
+// place with [Publish].
+//
+// # Nix's rules
+//
+// nix-cache-info is read and written ([CacheInfoField],
+// [SetCacheInfoField]) as Nix reads it, and a .narinfo as Nix's parser
+// frames it; the tests check both against Nix itself. What a cache says
+// never leads to a local file outside it: see [Cache].
 //
 // # Format
 //

@@ -31,13 +31,15 @@ paths (the BloomFilter field of its nix-cache-info names the file).
 
 pkbf nix build [--fp-rate P] [--output PATH] SOURCE
   SOURCE is a binary cache directory (as nix copy --to file://DIR writes
-  one): the filter holds the StorePath of each of its .narinfo files, is
-  written to PATH inside it (default ` + defaultNixFilterName + `), and its
-  nix-cache-info gets BloomFilter: PATH. Or SOURCE is a file of store paths,
-  one a line (- for standard input), and --output names the filter file.
-  Files are replaced atomically (the filter first, then nix-cache-info).
-  Run it again after each nix copy to the cache: a path added since is not
-  in the filter, and clients would skip it.
+  one): the filter holds the StorePath of each of its .narinfo files (read
+  as Nix reads them), is written to PATH inside it (default
+  ` + defaultNixFilterName + `), and its nix-cache-info gets BloomFilter: PATH.
+  A symbolic link under the cache on the way to either file is refused:
+  nothing is written through one. Or SOURCE is a file of store paths, one a
+  line (- for standard input), and --output names the filter file. Files
+  are replaced atomically (the filter first, then nix-cache-info). Run it
+  again after each nix copy to the cache: a path added since is not in the
+  filter, and clients would skip it.
 
 pkbf nix check [--json] [--confirm] CACHE [PATH...]
   CACHE is the cache's URL (https://, http://, file://) or directory.
@@ -47,7 +49,9 @@ pkbf nix check [--json] [--confirm] CACHE [PATH...]
   from its bits alone: absent is certain, possibly-present may be a false
   positive. --confirm asks the cache for the .narinfo of each
   possibly-present path: present, or absent (the filter's false positive),
-  or unconfirmed.
+  or unconfirmed. What a cache says never leads to a file outside it: the
+  BloomFilter field is a path under the cache or an http(s) URL, redirects
+  go to http(s) only, and from an https cache never to plain http.
 
 Exit status of check, the first row that applies: 1 a path is possibly
 present (with --confirm: present); 2 no such path, but a PATH was not a
