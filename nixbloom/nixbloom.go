@@ -118,8 +118,6 @@ func Parse(b []byte) (*Filter, error) {
 	return &Filter{k: k, m: m, bits: b[headerSize:len(b):len(b)]}, nil
 }
 
-// hashPart returns the hash part of a store path ("/nix/store/HASH-name"),
-// a base name ("HASH-name") or a bare hash part ("HASH").
 // HashPart returns the hash part of a store path, a base name or a bare
 // hash part: the 32 characters that name a path in a binary cache
 // (HASH.narinfo). Its Nix32 is checked. Errors wrap ErrInvalidPath.
@@ -135,6 +133,8 @@ func HashPart(path string) (string, error) {
 	return part, nil
 }
 
+// hashPart returns the hash part of a store path ("/nix/store/HASH-name"),
+// a base name ("HASH-name") or a bare hash part ("HASH"), unchecked.
 func hashPart(path string) (string, error) {
 	base := path[strings.LastIndexByte(path, '/')+1:]
 	switch {

@@ -90,6 +90,9 @@ func TestNixCache(t *testing.T) {
 		if r.code != exitFound {
 			t.Fatalf("%s: exit %d, %s", url, r.code, r.stderr)
 		}
+		if !strings.HasPrefix(r.stdout, `{"source":"<stdin>: line 1",`) {
+			t.Errorf("%s: JSON does not start as pkbf check's does: %.60q", url, r.stdout)
+		}
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 		if len(lines) != len(paths) {
 			t.Fatalf("%s: %d verdicts for %d paths", url, len(lines), len(paths))
