@@ -67,9 +67,9 @@ func CachePaths(dir string) ([]string, error) {
 		return nil, fmt.Errorf("nixbloom: %w", err)
 	}
 	defer root.Close()
-	info, err := readRegular(root, dir, "nix-cache-info", maxCacheInfo)
+	info, err := readCacheInfo(root, dir)
 	if err != nil {
-		return nil, fmt.Errorf("nixbloom: %s is not a Nix binary cache: %w", dir, err)
+		return nil, err
 	}
 	storeDir, ok := CacheInfoField(info, "StoreDir")
 	if !ok {
@@ -111,30 +111,45 @@ func CachePaths(dir string) ([]string, error) {
 	return paths, nil
 }
 
+// readCacheInfo reads the nix-cache-info of the cache directory dir,
+// opened as root; a directory without one is not a cache.
+func readCacheInfo(root *os.Root, dir string) ([]byte, error) {
+	info, err := readRegular(root, dir, "nix-cache-info", maxCacheInfo)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("nixbloom: %s is not a Nix binary cache: it has no nix-cache-info", dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("nixbloom: %w", err)
+	}
+	return info, nil
+}
+
 // readRegular reads name in root, a regular file (not a link) of at most
 // limit bytes.
 func readRegular(root *os.Root, dir, name string, limit int64) ([]byte, error) {
 	where := filepath.Join(dir, name)
 	fi, err := root.Lstat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", where, unwrapPath(err))
+	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("%s is %s, not a regular file", where, mapfile.Kind(fi.Mode()))
-	}
-	if fi.Size() > limit {
+	case fi.Size() > limit:
 		return nil, fmt.Errorf("%s is larger than %d bytes", where, limit)
 	}
 	f, err := root.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", where, unwrapPath(err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err == nil && int64(len(b)) > limit {
-		err = fmt.Errorf("%s is larger than %d bytes", where, limit)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", where, err)
+	case int64(len(b)) > limit:
+		return nil, fmt.Errorf("%s is larger than %d bytes", where, limit)
 	}
-	return b, err
+	return b, nil
 }
 
 // Publish puts f into the binary cache directory dir, at name (a
@@ -160,9 +175,9 @@ func Publish(dir, name string, f *Filter) error {
 		return fmt.Errorf("nixbloom: %w", err)
 	}
 	defer root.Close()
-	info, err := readRegular(root, dir, "nix-cache-info", maxCacheInfo)
+	info, err := readCacheInfo(root, dir)
 	if err != nil {
-		return fmt.Errorf("nixbloom: %s is not a Nix binary cache: %w", dir, err)
+		return err
 	}
 	newInfo, err := SetCacheInfoField(info, "BloomFilter", name)
 	if err != nil {
