@@ -47,7 +47,7 @@ type Cache struct {
 	root      *url.URL     // the cache's URL, ending in '/'; nil for a directory
 	dir       *os.Root     // the directory; nil for a URL
 	client    *http.Client // with the redirect policy
-	allowHTTP bool         // the user named an http cache, or a local one
+	allowHTTP bool         // the user named an http cache
 
 	mu   sync.Mutex
 	info []byte // nix-cache-info, once read
@@ -89,7 +89,7 @@ func openDirCache(dir, name string, client *http.Client) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nixbloom: cache %s: not a URL (https://, http://, file://) nor a directory: %w", name, err)
 	}
-	c := &Cache{name: dir, dir: root, allowHTTP: true}
+	c := &Cache{name: dir, dir: root}
 	c.client = c.withPolicy(client)
 	return c, nil
 }

@@ -134,10 +134,17 @@ func TestCacheNeverLeadsOutside(t *testing.T) {
 
 // A local cache is read through an os.Root: its BloomFilter field and its
 // links never lead out of it; a link inside it is followed; a FIFO is not
-// opened.
+// opened. Its field may name an http(s) URL, but no redirect from https to
+// http.
 func TestLocalCacheStaysInside(t *testing.T) {
 	path := randomPath()
 	top := t.TempDir()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(filterBytes(t, path))
+	}))
+	defer plain.Close()
+	secure := httptest.NewTLSServer(http.RedirectHandler(plain.URL+"/f", http.StatusFound))
+	defer secure.Close()
 	os.WriteFile(filepath.Join(top, "outside.nixbloom"), filterBytes(t, path), 0o644)
 	for _, tt := range []struct {
 		name, field string
@@ -162,6 +169,8 @@ func TestLocalCacheStaysInside(t *testing.T) {
 		}, "path escapes"},
 		{"relative out of the cache", "../outside.nixbloom", func(string) {}, "leads out of the cache"},
 		{"file URL", "file://" + filepath.Join(top, "outside.nixbloom"), func(string) {}, "only to http(s)"},
+		{"http URL", plain.URL + "/f", func(string) {}, ""},
+		{"https URL redirected to http", secure.URL + "/f", func(string) {}, "plain http after https"},
 		{"a FIFO", "fifo", func(cache string) {
 			if mkfifo == nil {
 				t.Skip("no FIFOs here")
@@ -181,7 +190,7 @@ func TestLocalCacheStaysInside(t *testing.T) {
 			os.WriteFile(filepath.Join(cache, "nix-cache-info"), []byte("BloomFilter: "+tt.field+"\n"), 0o644)
 			tt.setup(cache)
 			for _, loc := range []string{cache, "file://" + cache + "?compression=none"} {
-				f, err := Fetch(context.Background(), nil, loc)
+				f, err := Fetch(context.Background(), secure.Client(), loc)
 				switch {
 				case tt.want == "" && err != nil:
 					t.Errorf("%s: %v", loc, err)
