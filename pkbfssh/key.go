@@ -21,7 +21,8 @@ type Key struct {
 	// "ssh-rsa" for a key given as rsa-sha2-256, say.
 	Type string
 	// Fingerprint is the key's SHA-256 fingerprint as ssh-keygen -l and
-	// sshd's logs show it ("SHA256:" and unpadded base64).
+	// sshd's logs show it ("SHA256:" and unpadded base64); for a
+	// certificate, that of the key it certifies, as there.
 	Fingerprint string
 	// SPKI is the DER SubjectPublicKeyInfo of the key, or of the key a
 	// certificate certifies.
@@ -269,7 +270,6 @@ func parseBlob(blob []byte, allowCert bool) (*Key, *keyType, error) {
 			return nil, nil, err
 		}
 		k.Type, k.CA = t.canonical(true).name, ca
-		sum = sha256.Sum256(blob) // sshd fingerprints a certificate as it came
 	}
 	if !s.Empty() {
 		return nil, nil, noKeyf("%s key blob has %d bytes after its fields", t.name, len(s))
