@@ -40,7 +40,7 @@ func authKeysCommand(stdout, stderr io.Writer) (*command, *authKeysFlags) {
 	}
 	c.Var(fl.fail, "fail", "when the filter cannot be read: `closed` prints no key (no one logs in by key), open prints the user's keys unchecked")
 	c.Var(fl.files, "file", "an authorized_keys `PATTERN` to read, as sshd's AuthorizedKeysFile: %h home, %u user, %U uid, %% a %; relative to the home directory; repeat for more (default .ssh/authorized_keys and .ssh/authorized_keys2)")
-	fl.strictModes = c.Bool("strict-modes", true, "as sshd's StrictModes: skip a file that, or a directory above which up to the home directory, is writable by group or others or owned by someone other than the user or root")
+	fl.strictModes = c.Bool("strict-modes", true, "as sshd's StrictModes: skip a file that, or a directory above which up to the home directory, is writable by group or others or owned by someone other than the user or root, checked on the resolved path")
 	c.Var(fl.syslog, "syslog", "also log to syslog (auth facility), as sshd does: `auto` when a syslog socket exists, on, off")
 	c.Var(fl.maxSize, "max-size", "skip an authorized_keys file over `SIZE`")
 	return c, fl
@@ -106,7 +106,7 @@ func runAuthKeys(args []string, stdout, stderr io.Writer) int {
 			return authKeysFailed
 		}
 		if k.Compromised(f) {
-			a.lg.errorf("refused login of user %s with %s key %s", a.user, k.Type, a.why(k, f))
+			a.lg.errorf("refused login of user %s with %s key %s", a.user, k.Type, a.why(k, "", f))
 			return authKeysOK
 		}
 	}
@@ -172,7 +172,7 @@ func (a *authKeys) filter(f *pkbf.Filter, files []authFile) []byte {
 				a.lg.warnf("user %s: left out %s more of %s whose key is probably compromised", a.user, plural(len(r.Compromised)-i, "line", "lines"), af.path)
 				break
 			}
-			a.lg.warnf("user %s: left out %s line %d: %s", a.user, af.path, l.Num, a.why(l.Key, f))
+			a.lg.warnf("user %s: left out %s line %d: %s", a.user, af.path, l.Num, a.why(l.Key, l.Comment, f))
 		}
 		if r.Unreadable > 0 {
 			a.lg.warnf("user %s: left out %s of %s with no key pkbf reads as sshd does (the first, line %d: %s)",
@@ -182,12 +182,30 @@ func (a *authKeys) filter(f *pkbf.Filter, files []authFile) []byte {
 	return out.Bytes()
 }
 
-// why says which key of k the filter probably holds.
-func (a *authKeys) why(k *pkbfssh.Key, f *pkbf.Filter) string {
-	if !f.Contains(k.SPKI) && k.CA != nil {
-		return fmt.Sprintf("%s: its CA key %s", k.Fingerprint, a.why(k.CA, f))
+// why says which key of k (with its comment) the filter probably holds.
+func (a *authKeys) why(k *pkbfssh.Key, comment string, f *pkbf.Filter) string {
+	name := k.Fingerprint
+	if comment != "" {
+		name += " " + shortComment(comment)
 	}
-	return fmt.Sprintf("%s: probably compromised (filter %s; SPKI SHA-256 %s)", k.Fingerprint, a.filterPath, k.PwnedkeysFingerprint())
+	if !f.Contains(k.SPKI) && k.CA != nil {
+		return fmt.Sprintf("%s: its CA key %s", name, a.why(k.CA, "", f))
+	}
+	return fmt.Sprintf("%s: probably compromised (filter %s; SPKI SHA-256 %s)", name, a.filterPath, k.PwnedkeysFingerprint())
+}
+
+// shortComment keeps a key's comment, which may be of any length, short
+// in a log line, and on one line.
+func shortComment(c string) string {
+	if len(c) > 80 {
+		c = c[:80] + "..."
+	}
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, c)
 }
 
 func (a *authKeys) print(stdout io.Writer, out []byte) int {
