@@ -10,6 +10,10 @@
 // (%t %k): check it first, and print nothing when the filter probably
 // holds it.
 //
+// A Go SSH server (golang.org/x/crypto/ssh) wraps its callback with
+// [PublicKeyCallback], which refuses a compromised key, or a certificate
+// of one or by a compromised CA, before the server's own callback runs.
+//
 // # Failing closed
 //
 // A line is kept only when pkbfssh reads its key as sshd does and the
