@@ -120,7 +120,7 @@ func TestPublicKeyCallbackWithSSH(t *testing.T) {
 	cas := map[string]bool{string(pub(caOK + ".pub").Marshal()): true, string(pub(caBad + ".pub").Marshal()): true}
 	checker := &ssh.CertChecker{IsUserAuthority: func(k ssh.PublicKey) bool { return cas[string(k.Marshal())] }}
 	var mu sync.Mutex
-	var seen []string    // keys the server's callback saw
+	var seen []string   // keys the server's callback saw
 	var refused []error // the wrapper's refusals
 	inner := func(conn ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
 		mu.Lock()
