@@ -13,7 +13,7 @@ import (
 // attack report in turn, with the command run as root (the documented
 // AuthorizedKeysCommandUser): a compromised key written so that the old
 // parser could not read it is refused and a clean key written the same
-// way logs in; an authorized_keys FIFO, a symlink to a file the user
+// way logs in (and behind quoted options); an authorized_keys FIFO, a symlink to a file the user
 // cannot read, or one whose resolved path is unsafe lets no key in; a
 // file of unreadable lines gives one warning per run, not one per line.
 func TestSSHDIssue41(t *testing.T) {
@@ -54,6 +54,10 @@ func TestSSHDIssue41(t *testing.T) {
 	}) {
 		t.Errorf("sshd's log does not say that the RSA key %s was refused:\n%s", fp, log.String())
 	}
+
+	write(`environment="A=\"b c\"",no-pty rsa-sha2-512 `+rsa, `environment="A=\"b c\"",no-pty ssh-ed25519 `+edOK)
+	expect("quoted options, then rsa-sha2-512", rsaBad, false)
+	expect("quoted options", clean, true)
 
 	write("ssh-ed25519 "+ed+" "+long, "ssh-ed25519 "+edOK+" "+long)
 	expect("comment over 64 KiB", edBad, false)
