@@ -27,7 +27,7 @@ type Report struct {
 func FilterLines(w io.Writer, f Filter, data []byte) (Report, error) {
 	var r Report
 	out := bufio.NewWriter(w)
-	for l := range Lines(data) {
+	for l := range lines(data) {
 		switch {
 		case l.Err != nil:
 			if r.Unreadable == 0 {

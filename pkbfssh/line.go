@@ -23,13 +23,9 @@ type Line struct {
 	Err error
 }
 
-// Blank reports whether sshd skips the line: nothing but white space,
-// or a comment.
-func (l *Line) Blank() bool { return l.Key == nil && l.Err == nil }
-
-// Lines returns the lines of an authorized_keys file, each read as
+// lines returns the lines of an authorized_keys file, each read as
 // ParseLine reads it. A last line without a line feed is a line.
-func Lines(data []byte) iter.Seq[Line] {
+func lines(data []byte) iter.Seq[Line] {
 	return func(yield func(Line) bool) {
 		for n := 1; len(data) > 0; n++ {
 			text, rest, _ := bytes.Cut(data, []byte("\n"))
