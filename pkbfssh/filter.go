@@ -23,7 +23,9 @@ type Report struct {
 // lines whose key f lacks. Lines are written byte for byte, so that sshd
 // reads in them what FilterLines read. A nil f checks no key: every line
 // with a key is kept (for a filter that could not be opened, when the
-// operator chose to let logins go on). The error is w's.
+// operator chose to let logins go on). The error is w's, or one wrapping
+// pkbf.ErrFileChanged when the filter's file was cut short under it (then
+// the lines written must not be used).
 func FilterLines(w io.Writer, f Filter, data []byte) (Report, error) {
 	var r Report
 	out := bufio.NewWriter(w)
@@ -35,9 +37,15 @@ func FilterLines(w io.Writer, f Filter, data []byte) (Report, error) {
 			}
 			r.Unreadable++
 			continue
-		case l.Key != nil && f != nil && l.Key.Compromised(f):
-			r.Compromised = append(r.Compromised, l)
-			continue
+		case l.Key != nil && f != nil:
+			bad, err := l.Key.Compromised(f)
+			if err != nil {
+				return r, err
+			}
+			if bad {
+				r.Compromised = append(r.Compromised, l)
+				continue
+			}
 		}
 		r.Kept++
 		out.Write(l.Text)

@@ -3,12 +3,14 @@ package pkbfssh
 import (
 	"bytes"
 	"crypto/ecdh"
+	"errors"
 	"crypto/sha256"
 	"encoding/base64"
 	"strings"
 
 	"golang.org/x/crypto/cryptobyte"
 
+	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/keys"
 )
@@ -40,9 +42,24 @@ type Filter interface {
 }
 
 // Compromised reports whether f probably holds k or, for a certificate,
-// the CA key that signed it.
-func (k *Key) Compromised(f Filter) bool {
-	return f.Contains(k.SPKI) || k.CA != nil && k.CA.Compromised(f)
+// the CA key that signed it. When the file of a filter from pkbf.Open is
+// cut short under it, it reports true and an error wrapping
+// pkbf.ErrFileChanged (the panic of [pkbf.Filter.Probably], recovered).
+func (k *Key) Compromised(f Filter) (probably bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok && errors.Is(e, pkbf.ErrFileChanged) {
+				probably, err = true, e
+				return
+			}
+			panic(r)
+		}
+	}()
+	return k.compromised(f), nil
+}
+
+func (k *Key) compromised(f Filter) bool {
+	return f.Contains(k.SPKI) || k.CA != nil && k.CA.compromised(f)
 }
 
 // PwnedkeysFingerprint returns the pwnedkeys name of the key: the hex

@@ -86,39 +86,52 @@ func runAuthKeys(args []string, stdout, stderr io.Writer) int {
 		a.lg.errorf("user %s: %v: no keys", a.user, err)
 		return authKeysFailed
 	}
-	f, err := pkbf.Open(a.filterPath)
-	if err != nil {
-		if !open {
-			a.lg.errorf("user %s: no key accepted (--fail closed): %s", a.user, message(err))
+	var offered *pkbfssh.Key
+	if len(rest) >= 4 {
+		if offered, err = pkbfssh.ParseKey(rest[2], rest[3]); err != nil {
+			a.lg.errorf("user %s: no key accepted: the key offered (%s): %s", a.user, rest[2], message(err))
 			return authKeysFailed
 		}
-		a.lg.errorf("user %s: keys passed on unchecked (--fail open): %s", a.user, message(err))
-		return a.print(stdout, a.filter(nil, a.read(u, fl)))
+	}
+	f, err := pkbf.Open(a.filterPath)
+	if err != nil {
+		return a.noFilter(stdout, open, err, u, fl)
 	}
 	defer f.Close()
 
 	// The offered key decides first: when the filter probably holds it,
 	// nothing is printed, whatever the files hold.
-	if len(rest) >= 4 {
-		k, err := pkbfssh.ParseKey(rest[2], rest[3])
+	if offered != nil {
+		bad, err := offered.Compromised(f)
 		if err != nil {
-			a.lg.errorf("user %s: no key accepted: the key offered (%s): %s", a.user, rest[2], message(err))
-			return authKeysFailed
+			return a.noFilter(stdout, open, err, u, fl)
 		}
-		if k.Compromised(f) {
-			a.lg.errorf("refused login of user %s with %s key %s", a.user, k.Type, a.why(k, "", f))
+		if bad {
+			a.lg.errorf("refused login of user %s with %s key %s", a.user, offered.Type, a.why(offered, "", f))
 			return authKeysOK
 		}
 	}
-	out := a.filter(f, a.read(u, fl))
-	if err := f.FileChanged(); err != nil {
-		if !open {
-			a.lg.errorf("user %s: no key accepted (--fail closed): %s", a.user, message(err))
-			return authKeysFailed
-		}
-		a.lg.errorf("user %s: keys passed on unchecked (--fail open): %s", a.user, message(err))
-		out = a.filter(nil, a.read(u, fl))
+	out, err := a.filter(f, a.read(u, fl))
+	if err == nil {
+		err = f.FileChanged()
 	}
+	if err != nil {
+		return a.noFilter(stdout, open, err, u, fl)
+	}
+	return a.print(stdout, out)
+}
+
+// noFilter handles a filter that cannot be read, or was cut short while
+// read: with --fail closed nothing is printed and the exit status tells
+// sshd the command failed; with --fail open the keys are printed
+// unchecked.
+func (a *authKeys) noFilter(stdout io.Writer, open bool, err error, u *user.User, fl *authKeysFlags) int {
+	if !open {
+		a.lg.errorf("user %s: no key accepted (--fail closed): %s", a.user, message(err))
+		return authKeysFailed
+	}
+	a.lg.errorf("user %s: keys passed on unchecked (--fail open): %s", a.user, message(err))
+	out, _ := a.filter(nil, a.read(u, fl))
 	return a.print(stdout, out)
 }
 
@@ -159,14 +172,17 @@ func (a *authKeys) read(u *user.User, fl *authKeysFlags) []authFile {
 
 // filter returns the lines of the files that may stay (with f nil, every
 // line with a key), and logs those left out.
-func (a *authKeys) filter(f *pkbf.Filter, files []authFile) []byte {
+func (a *authKeys) filter(f *pkbf.Filter, files []authFile) ([]byte, error) {
 	var out bytes.Buffer
 	var filter pkbfssh.Filter
 	if f != nil {
 		filter = f
 	}
 	for _, af := range files {
-		r, _ := pkbfssh.FilterLines(&out, filter, af.data)
+		r, err := pkbfssh.FilterLines(&out, filter, af.data)
+		if err != nil {
+			return nil, err
+		}
 		for i, l := range r.Compromised {
 			if i == maxLoggedLines {
 				a.lg.warnf("user %s: left out %s more of %s whose key is probably compromised", a.user, plural(len(r.Compromised)-i, "line", "lines"), af.path)
@@ -179,16 +195,19 @@ func (a *authKeys) filter(f *pkbf.Filter, files []authFile) []byte {
 				a.user, plural(r.Unreadable, "line", "lines"), af.path, r.FirstUnreadable.Num, message(r.FirstUnreadable.Err))
 		}
 	}
-	return out.Bytes()
+	return out.Bytes(), nil
 }
 
-// why says which key of k (with its comment) the filter probably holds.
+// why says which key of k (with its comment) the filter probably holds:
+// the key itself, or a certificate's CA key.
 func (a *authKeys) why(k *pkbfssh.Key, comment string, f *pkbf.Filter) string {
 	name := k.Fingerprint
 	if comment != "" {
 		name += " " + shortComment(comment)
 	}
-	if !f.Contains(k.SPKI) && k.CA != nil {
+	plain := *k
+	plain.CA = nil
+	if bad, _ := plain.Compromised(f); !bad && k.CA != nil {
 		return fmt.Sprintf("%s: its CA key %s", name, a.why(k.CA, "", f))
 	}
 	return fmt.Sprintf("%s: probably compromised (filter %s; SPKI SHA-256 %s)", name, a.filterPath, k.PwnedkeysFingerprint())
