@@ -3,9 +3,9 @@ package pkbfssh
 import (
 	"bytes"
 	"crypto/ecdh"
-	"errors"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"strings"
 
 	"golang.org/x/crypto/cryptobyte"
