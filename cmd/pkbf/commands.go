@@ -130,14 +130,17 @@ SIGTERM or Ctrl-C stops accepting requests and lets those in flight finish.`,
 			summary: "Print a user's authorized_keys without compromised keys, for sshd.",
 			help: `sshd's AuthorizedKeysCommand: print USER's authorized_keys lines (from
 ~/.ssh/authorized_keys and ~/.ssh/authorized_keys2, or each --file) except
-those whose key FILTER probably holds, each left out with a warning on
-standard error and in syslog (auth facility). With AuthorizedKeysFile none,
-sshd accepts only the keys printed, so a compromised key cannot log in even
-while it stays in the file. KEYTYPE and KEY (sshd's %t %k) name the key
-being offered: its refusal is logged. Files are checked as sshd's
-StrictModes does. When FILTER cannot be read, --fail closed (the default)
-prints nothing and exits 1, so no key logs in; --fail open prints the keys
-unchecked. Flags come before FILTER. In sshd_config:
+those whose key FILTER probably holds and those with no key pkbf reads as
+sshd does, each left out with a warning on standard error and in syslog
+(auth facility). With AuthorizedKeysFile none, sshd accepts only the keys
+printed, so a compromised key cannot log in even while it stays in the
+file. KEYTYPE and KEY (sshd's %t %k) name the key being offered: when
+FILTER probably holds it, nothing is printed and its refusal is logged.
+Files are read as sshd reads them: regular files the user could read,
+checked as sshd's StrictModes does on the resolved path. When FILTER cannot
+be read, --fail closed (the default) prints nothing and exits 1, so no key
+logs in; --fail open prints the keys unchecked. Flags come before FILTER.
+In sshd_config:
   AuthorizedKeysFile none
   AuthorizedKeysCommand /usr/local/bin/pkbf authorized-keys /var/lib/pkbf/pwnedkeys.pkbf -- %u %t %k
   AuthorizedKeysCommandUser root`,
