@@ -111,7 +111,9 @@ func verifySig(sig, msg []byte, keys []ssh.PublicKey) error {
 func sshsigBlob(t *testing.T, key ssh.AlgorithmSigner, alg, ns, reserved string, version uint32, msg []byte, trailing []byte) []byte {
 	t.Helper()
 	digest := sha512.Sum512(msg)
-	str := func(b *cryptobyte.Builder, v []byte) { b.AddUint32LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(v) }) }
+	str := func(b *cryptobyte.Builder, v []byte) {
+		b.AddUint32LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(v) })
+	}
 	signed := cryptobyte.NewBuilder(nil)
 	signed.AddBytes([]byte("SSHSIG"))
 	str(signed, []byte(ns))
