@@ -434,6 +434,6 @@ func (up *updater) checkFill(h pkbf.Header, set uint64) error {
 	if set >= lo && set <= hi {
 		return nil
 	}
-	return perr.Kind(ErrImplausibleFill, up.errorf("the filter has %d of %d bits set, where %d entries with %d hashes each set %d to %d: its header does not describe its data (an empty or altered filter?); %s not replaced",
-		set, h.Bits(), h.EntryCount, h.HashCount, lo, hi, up.path))
+	return perr.Kind(ErrImplausibleFill, up.errorf("the filter has %d of %d bits set, where %d entries with %d hashes each set %d to %d: its header does not describe its data (an empty or altered filter?); not installed",
+		set, h.Bits(), h.EntryCount, h.HashCount, lo, hi))
 }
