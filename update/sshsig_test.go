@@ -338,3 +338,25 @@ func TestSignerKeysAndOptions(t *testing.T) {
 		}
 	}
 }
+
+// The signature and digest readers take whatever a server sends: they
+// never panic, and every error carries the package prefix.
+func FuzzParseSSHSig(f *testing.F) {
+	f.Add([]byte("-----BEGIN SSH SIGNATURE-----\nU1NIU0lHAAAAAQ==\n-----END SSH SIGNATURE-----\n"))
+	f.Add([]byte("-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----"))
+	f.Add([]byte("not a signature"))
+	f.Add(armor([]byte("SSHSIG\x00\x00\x00\x01\x00\x00\x00\x00")))
+	key, _, _, _, _ := ssh.ParseAuthorizedKey([]byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		err := verifySig(b, []byte("message"), []ssh.PublicKey{key})
+		if err == nil {
+			t.Fatal("a fuzzed signature verified")
+		}
+		if !strings.HasPrefix(err.Error(), "pkbf: ") {
+			t.Fatalf("error without the prefix: %v", err)
+		}
+		if _, err := parseDigestFile(b, "f.pkbf"); err != nil && !strings.HasPrefix(err.Error(), "pkbf: ") {
+			t.Fatalf("digest error without the prefix: %v", err)
+		}
+	})
+}
