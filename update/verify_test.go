@@ -191,7 +191,7 @@ func TestFillBoundsGenuine(t *testing.T) {
 		for _, l := range []int{3, 4, 6, 10, 16, 20} {
 			m := 1 << l
 			for _, n := range []int{0, 1, 2, 5, m / k / 4, m / k, 3 * m / k, 3 * m} {
-				if n > 1<<18 {
+				if n > 1<<18 || raceEnabled && n > 1<<14 {
 					continue
 				}
 				f := randomFilter(t, rng, k, l, n)
