@@ -326,14 +326,7 @@ func TestSHA256Pin(t *testing.T) {
 		{"several, none for it", sum(v2) + "  other.pkbf\n" + sum(v1) + "  old.pkbf\n", "2 digests, none for filter.pkbf"},
 	} {
 		digestFile.Store(c.file)
-		_, err := Update(context.Background(), ts.URL+"/filter.pkbf", path, opts)
-		if !errors.Is(err, ErrNotAuthentic) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want ErrNotAuthentic and %q", c.name, err, c.want)
-		}
-		if !bytes.Equal(testkit.ReadFile(t, path), v1) {
-			t.Fatalf("%s: the installed filter changed", c.name)
-		}
-		checkFiles(t, dir, false)
+		checkNotAuthentic(t, c.name, ts.URL+"/filter.pkbf", path, opts, c.want, v1)
 	}
 	for _, file := range []string{
 		sum(v2) + "\n",
@@ -385,6 +378,21 @@ func TestPinsVerifyWhatIsInstalled(t *testing.T) {
 	if _, err := Update(context.Background(), ts.URL, path, opts); !errors.Is(err, ErrNotAuthentic) || !strings.Contains(err.Error(), "holds the same bytes") {
 		t.Errorf("a wrong pin on the installed bytes: %v", err)
 	}
+}
+
+// checkNotAuthentic runs Update and checks that it fails its pins with
+// an error saying want, leaving the installed filter as it was and
+// nothing beside it.
+func checkNotAuthentic(t *testing.T, name, rawURL, path string, opts Options, want string, installed []byte) {
+	t.Helper()
+	_, err := Update(context.Background(), rawURL, path, opts)
+	if !errors.Is(err, ErrNotAuthentic) || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: %v, want ErrNotAuthentic and %q", name, err, want)
+	}
+	if !bytes.Equal(testkit.ReadFile(t, path), installed) {
+		t.Fatalf("%s: the installed filter changed", name)
+	}
+	checkFiles(t, filepath.Dir(path), false)
 }
 
 // Plain http is refused unless allowed, credentials are never sent over
