@@ -26,7 +26,7 @@ import (
 const updateHeaderEnv = "PKBF_UPDATE_HEADER"
 
 func updateCommand(stdout, stderr io.Writer) *command {
-	c := newCommand("update", "update [--sha256 HEX|URL] [--signature URL --signer-key FILE] [--header-file FILE] [flags] URL FILTER", stdout, stderr)
+	c := newCommand("update", "update [--sha256 HEX|URL] [--signature URL --signer-key FILE] [--allow-http] [--force] [--header-file FILE] [flags] URL FILTER", stdout, stderr)
 	c.Bool("force", false, "install the server's filter even if it is older than the installed one, has its header but other bits, or lacks bits the installed one has set (never one that fails a pin or the fill check)")
 	c.String("sha256", "", "pin the filter to a SHA-256 digest: `HEX`, or the URL of a digest file published beside it (FILTER.sha256)")
 	c.String("signature", "", "pin the filter to the SSH signature at `URL` (ssh-keygen -Y sign -n pkbf FILTER makes FILTER.sig); needs --signer-key")
