@@ -637,11 +637,11 @@ func (up *updater) addHeader(req *http.Request) {
 // clientError words an error from the client about a request to where:
 // retried, unless a redirect to plain http was refused.
 func (up *updater) clientError(where string, err error) error {
-	e := perr.Errorf("update from %s: %v", where, redact(err))
-	if errors.Is(err, ErrPlainHTTP) {
-		return perr.Kind(ErrPlainHTTP, e)
+	var ue *url.Error
+	if errors.Is(err, ErrPlainHTTP) && errors.As(err, &ue) {
+		return perr.Errorf("update from %s: %w", where, ue.Err) // the refusal's own words, and its kind
 	}
-	return retry(e)
+	return retry(perr.Errorf("update from %s: %v", where, redact(err)))
 }
 
 // firstSet returns a if it is set, else b.

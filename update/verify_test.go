@@ -435,6 +435,9 @@ func TestPlainHTTP(t *testing.T) {
 			if !errors.Is(err, ErrPlainHTTP) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("%v, want ErrPlainHTTP and %q", err, c.want)
 			}
+			if strings.Count(err.Error(), "pkbf:") != 1 {
+				t.Errorf("the prefix is not said once: %v", err)
+			}
 			if strings.Contains(err.Error(), "p4ss") || strings.Contains(err.Error(), "k3y") {
 				t.Errorf("the error shows a credential: %v", err)
 			}

@@ -288,7 +288,7 @@ func TestUpdateForgedFilterRefused(t *testing.T) {
 	} {
 		before := hits.Load()
 		r := runWith(t, nil, c.args...)
-		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" || strings.Contains(r.stderr, "error: pkbf:") {
 			t.Errorf("%s: %+v, want exit 2 and %q", c.name, r, c.want)
 		}
 		if !bytes.Equal(testkit.ReadFile(t, p), genuine) {
@@ -404,7 +404,7 @@ func TestUpdatePins(t *testing.T) {
 	} {
 		p := filepath.Join(t.TempDir(), "f.pkbf")
 		r := runWith(t, nil, append(append([]string{"update"}, c.args...), ts.URL+"/f.pkbf", p)...)
-		if r.code != c.code || !strings.Contains(r.stdout+r.stderr, c.want) {
+		if r.code != c.code || !strings.Contains(r.stdout+r.stderr, c.want) || strings.Contains(r.stderr, "error: pkbf:") {
 			t.Errorf("%s: %+v, want exit %d and %q", c.name, r, c.code, c.want)
 		}
 		if _, err := os.Stat(p); (err == nil) != (c.code == 0) {
