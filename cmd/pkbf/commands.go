@@ -92,7 +92,7 @@ stops and leaves OUT as it was.`,
 			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runMerge(args, stdout, stderr) },
 		},
 		{
-			name: "update", synopsis: "update [--force] [--header-file FILE] [flags] URL FILTER",
+			name: "update", synopsis: "update [--sha256 HEX|URL] [--signature URL --signer-key FILE] [--allow-http] [--force] [--header-file FILE] [flags] URL FILTER",
 			summary: "Download a new filter from URL if there is one, safely.",
 			help: `Make FILTER current with the filter at URL. The request is conditional
 (the ETag and time of the installed file): "up to date" costs no transfer.
@@ -100,12 +100,22 @@ A new filter is streamed to .FILTER.download beside FILTER, checked (its
 header, its size against the server's and the limit) and compared with the
 installed one, then renamed over it, so programs reading FILTER see the old
 file or the new one, never a part. An older filter is refused unless
---force. A download cut short is resumed (HTTP Range) by the retries and by
-the next run. Request headers (credentials) come from --header-file or
+--force. So is one with the installed filter's parameters that lacks bits
+it has set (keys do not stop being compromised). One whose entry count
+does not fit the bits set in it (an empty filter claiming thousands of
+keys) is refused always, and so is one that fails its pin: --sha256 (a
+digest, or a digest file's URL) or --signature with --signer-key (an SSH
+signature the publisher made with ssh-keygen -Y sign -n pkbf FILTER). URLs
+must be https unless --allow-http; credentials never go over http. A
+download cut short is resumed (HTTP Range) by the retries and by the next
+run. Request headers (credentials) come from --header-file or
 $PKBF_UPDATE_HEADER, never the command line, and are never printed;
 proxies from $HTTPS_PROXY and $NO_PROXY. Two updates of one FILTER wait
 for each other. Exit 0 when FILTER is current (updated or already), 2 when
-the update failed (FILTER untouched), 130 when interrupted.`,
+the update failed (FILTER untouched), 130 when interrupted. For example:
+
+  pkbf update --signature https://example.com/f.pkbf.sig \
+    --signer-key publisher.pub https://example.com/f.pkbf /var/lib/pkbf/f.pkbf`,
 			flags: updateCommand,
 			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runUpdate(args, stdout, stderr) },
 		},
