@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -64,6 +65,12 @@ func startGoServer(t *testing.T, cfg *tls.Config) *goServer {
 				err := tc.Handshake()
 				s.errs <- err
 				if err != nil {
+					// A TLS 1.3 client sends its request before it reads
+					// the server's verdict on its certificate: closed with
+					// the request unread, the connection would be reset,
+					// and the client could lose the alert. Drain it first.
+					c.(*net.TCPConn).CloseWrite()
+					io.Copy(io.Discard, c)
 					return
 				}
 				r := bufio.NewReader(tc)

@@ -1,0 +1,110 @@
+package pkbftls_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"testing"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/pkbftls"
+)
+
+// BenchmarkHook times the hook alone on a clean peer's chain, as crypto/tls
+// calls it after verifying one: the leaf and the intermediate it sent, and
+// the verified chain through them to the root (whose certificates are the
+// peer's: compared, not looked up again). The filter is in cache (8 KiB);
+// a filter larger than the caches adds the memory latency of one to three
+// queries (docs/performance.md, "Queries"). BenchmarkHook/KIND/Contains
+// is the floor: Filter.Contains of the same two keys, by hand.
+func BenchmarkHook(b *testing.B) {
+	p := pki(b)
+	live, path := liveFilter(b)
+	filter, err := pkbf.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer filter.Close()
+	for _, kt := range keyTypes {
+		leaf := p.clean[kt].cert
+		cs := tls.ConnectionState{
+			PeerCertificates: []*x509.Certificate{leaf, p.inter.cert},
+			VerifiedChains:   [][]*x509.Certificate{{leaf, p.inter.cert, p.root.cert}},
+		}
+		b.Run(kt+"/Contains", func(b *testing.B) { // the floor: the same keys, by hand
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, c := range cs.PeerCertificates {
+					if filter.Contains(c.RawSubjectPublicKeyInfo) {
+						b.Fatal("a clean key found")
+					}
+				}
+			}
+		})
+		for _, f := range []struct {
+			name string
+			f    pkbftls.Filter
+		}{{"Filter", filter}, {"Live", live}} {
+			hook := pkbftls.VerifyConnection(f.f)
+			b.Run(kt+"/"+f.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := hook(cs); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkHandshake times a whole TLS 1.3 handshake with client
+// certificates between a Go client and a Go server over net.Pipe, without
+// the hook, with it on the server, and with it on both ends, for each key
+// type (the server's and the client's certificates are of that type,
+// under a P-256 intermediate). The difference is the hook's cost, within
+// the noise of the handshake's public-key operations.
+func BenchmarkHandshake(b *testing.B) {
+	p := pki(b)
+	live, _ := liveFilter(b)
+	for _, kt := range keyTypes {
+		for _, mode := range []string{"no hook", "server hook", "both hooks"} {
+			scfg := serverConfig(p, p.clean[kt], tls.VersionTLS13)
+			ccfg := clientConfig(p, p.clean[kt], tls.VersionTLS13)
+			scfg.SessionTicketsDisabled = true // a full handshake every time
+			if mode != "no hook" {
+				pkbftls.Install(scfg, live)
+			}
+			if mode == "both hooks" {
+				pkbftls.Install(ccfg, live)
+			}
+			b.Run(kt+"/"+mode, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := pipeHandshake(scfg, ccfg); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// pipeHandshake runs one handshake over net.Pipe and returns the first
+// error of either end.
+func pipeHandshake(scfg, ccfg *tls.Config) error {
+	sc, cc := net.Pipe()
+	defer sc.Close()
+	defer cc.Close()
+	errc := make(chan error, 1)
+	go func() {
+		s := tls.Server(sc, scfg)
+		errc <- s.Handshake()
+		sc.Close()
+	}()
+	err := tls.Client(cc, ccfg).Handshake()
+	if serr := <-errc; serr != nil {
+		return serr
+	}
+	return err
+}
