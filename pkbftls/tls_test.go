@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/pkbftls"
 )
@@ -367,6 +368,9 @@ func TestResumedSessionChecked(t *testing.T) {
 // The hook allocates nothing for a clean chain, with either kind of
 // filter.
 func TestHookAllocs(t *testing.T) {
+	if testkit.RaceEnabled {
+		t.Skip("allocation counts mean nothing under the race detector")
+	}
 	p := pki(t)
 	live, path := liveFilter(t)
 	filter, err := pkbf.Open(path)
