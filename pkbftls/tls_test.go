@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -219,6 +220,9 @@ func TestFailsClosed(t *testing.T) {
 		}
 		defer f.Close()
 		if err := os.Truncate(path, 0); err != nil {
+			if runtime.GOOS == "windows" { // a mapped file cannot be cut short there
+				t.Skip(err)
+			}
 			t.Fatal(err)
 		}
 		scfg := serverConfig(p, clean, tls.VersionTLS13)
