@@ -2,11 +2,9 @@ package pkbftls_test
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"net"
 	"testing"
 
-	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/pkbftls"
 )
 
@@ -19,18 +17,9 @@ import (
 // is the floor: Filter.Contains of the same two keys, by hand.
 func BenchmarkHook(b *testing.B) {
 	p := pki(b)
-	live, path := liveFilter(b)
-	filter, err := pkbf.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer filter.Close()
+	live, filter := openFilters(b)
 	for _, kt := range keyTypes {
-		leaf := p.clean[kt].cert
-		cs := tls.ConnectionState{
-			PeerCertificates: []*x509.Certificate{leaf, p.inter.cert},
-			VerifiedChains:   [][]*x509.Certificate{{leaf, p.inter.cert, p.root.cert}},
-		}
+		cs := p.cleanState(kt)
 		b.Run(kt+"/Contains", func(b *testing.B) { // the floor: the same keys, by hand
 			b.ReportAllocs()
 			for b.Loop() {

@@ -241,3 +241,27 @@ func liveFilter(t testing.TB) (*pkbf.Live, string) {
 	t.Cleanup(func() { l.Close() })
 	return l, path
 }
+
+// openFilters returns the test filter as liveFilter does, and opened once
+// as a *pkbf.Filter too, closed when the test ends.
+func openFilters(t testing.TB) (*pkbf.Live, *pkbf.Filter) {
+	t.Helper()
+	live, path := liveFilter(t)
+	filter, err := pkbf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { filter.Close() })
+	return live, filter
+}
+
+// cleanState is what crypto/tls gives the hook for a clean peer with a key
+// of type kt: its certificate and the intermediate it sent, verified
+// through them to the root.
+func (p *testPKI) cleanState(kt string) tls.ConnectionState {
+	leaf := p.clean[kt].cert
+	return tls.ConnectionState{
+		PeerCertificates: []*x509.Certificate{leaf, p.inter.cert},
+		VerifiedChains:   [][]*x509.Certificate{{leaf, p.inter.cert, p.root.cert}},
+	}
+}

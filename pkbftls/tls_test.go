@@ -129,12 +129,7 @@ var versions = map[string]uint16{"TLS 1.2": tls.VersionTLS12, "TLS 1.3": tls.Ver
 // client holds a *pkbf.Filter.
 func TestHandshake(t *testing.T) {
 	p := pki(t)
-	live, path := liveFilter(t)
-	filter, err := pkbf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer filter.Close()
+	live, filter := openFilters(t)
 	type tc struct {
 		name          string
 		client        *identity // presented by the client; the server presents clean p256 then
@@ -376,18 +371,9 @@ func TestHookAllocs(t *testing.T) {
 		t.Skip("allocation counts mean nothing under the race detector")
 	}
 	p := pki(t)
-	live, path := liveFilter(t)
-	filter, err := pkbf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer filter.Close()
+	live, filter := openFilters(t)
 	for _, kt := range keyTypes {
-		leaf := p.clean[kt].cert
-		cs := tls.ConnectionState{
-			PeerCertificates: []*x509.Certificate{leaf, p.inter.cert},
-			VerifiedChains:   [][]*x509.Certificate{{leaf, p.inter.cert, p.root.cert}},
-		}
+		cs := p.cleanState(kt)
 		for name, f := range map[string]pkbftls.Filter{"Live": live, "Filter": filter} {
 			hook := pkbftls.VerifyConnection(f)
 			if n := testing.AllocsPerRun(100, func() {
