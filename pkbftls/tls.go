@@ -60,6 +60,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"reflect"
 	"strconv"
 	"unicode"
 
@@ -75,7 +76,8 @@ import (
 //
 // An interface of CheckKey, not of Contains: its verdict carries the
 // fingerprint a refusal names, and a filter file cut short as an error,
-// where Contains panics.
+// where Contains panics. Close the filter only once the configs that use
+// it are done with: a query on a closed filter panics.
 type Filter interface {
 	CheckKey(data []byte) pkbf.Verdict
 }
@@ -157,12 +159,16 @@ var errNoFilter = perr.New("no filter given to pkbftls: every peer is refused")
 // on a server or a client, that refuses the handshake with a [*KeyError]
 // when a certificate of the peer's (see the package documentation for
 // which) has a key f probably holds, or one f cannot answer for. It
-// returns nil for a peer that presented no certificate. A nil f refuses
-// every handshake. The function is safe for concurrent use; for a peer
-// whose keys f lacks it allocates nothing.
+// returns nil for a peer that presented no certificate. A nil f, or a nil
+// pointer in f (a filter whose open failed), refuses every handshake. The
+// function is safe for concurrent use; for a peer whose keys f lacks it
+// allocates nothing.
 //
 // It replaces a VerifyConnection of the config's own: [Install] keeps it.
 func VerifyConnection(f Filter) func(tls.ConnectionState) error {
+	if v := reflect.ValueOf(f); v.Kind() == reflect.Pointer && v.IsNil() {
+		f = nil
+	}
 	return func(cs tls.ConnectionState) error { return check(f, &cs) }
 }
 

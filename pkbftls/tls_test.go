@@ -248,6 +248,12 @@ func TestFailsClosed(t *testing.T) {
 			t.Error("a server without a filter let a client in")
 		}
 	})
+	t.Run("nil *pkbf.Live", func(t *testing.T) { // OpenLive failed, and its error was lost
+		var l *pkbf.Live
+		if err := pkbftls.VerifyConnection(l)(state(clean.cert)); err == nil || !strings.HasPrefix(err.Error(), "pkbf: no filter") {
+			t.Errorf("error %v, want every peer refused", err)
+		}
+	})
 }
 
 // Certificates of the verified chains that the peer did not present (a
