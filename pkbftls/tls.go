@@ -19,8 +19,8 @@
 // chain, on every handshake, resumed ones included (a session resumed
 // after the filter learned its key is refused), and also where that
 // verification is off or replaced (InsecureSkipVerify, a
-// VerifyPeerCertificate of one's own), which a VerifyPeerCertificate hook
-// would not see the chains of.
+// VerifyPeerCertificate of one's own), where a VerifyPeerCertificate hook
+// would be given no verified chains.
 //
 // # Which certificates
 //
@@ -31,8 +31,9 @@
 // the verified chains that the peer did not present, but for each chain's
 // last, the trust anchor: crypto/tls builds chains only from what the peer
 // sent and the local roots, but the platforms' verifiers (Windows, macOS,
-// iOS, used when RootCAs is nil) add intermediates of their own, fetched
-// or cached, and those certify the peer as well.
+// iOS: used when RootCAs, or a server's ClientCAs, is nil) add
+// intermediates of their own, fetched or cached, and those certify the
+// peer as well.
 //
 // The local trust anchors are not checked: the operator chose them, and a
 // compromised root is found once with pkbf check on the CA bundle, not on
