@@ -1,0 +1,265 @@
+// Package pkbftls refuses TLS peers whose certificates hold a key a pkbf
+// filter says is probably compromised, in the handshake, on either side of
+// a crypto/tls connection: a server refuses such a client, a client such a
+// server. The handshake fails with a bad_certificate alert to the peer and,
+// on this side, a [*KeyError] naming the certificate and its key's
+// fingerprint.
+//
+// Install it into the tls.Config of a server or a client, with a filter
+// that follows its file as new ones are renamed over it:
+//
+//	filter, err := pkbf.OpenLive("/var/lib/pkbf/pwnedkeys.pkbf", pkbf.LiveOptions{})
+//	if err != nil {
+//		return err
+//	}
+//	pkbftls.Install(cfg, filter)
+//
+// The check is a [tls.Config.VerifyConnection] hook ([VerifyConnection]
+// returns it alone). It runs after crypto/tls has verified the peer's
+// chain, on every handshake, resumed ones included (a session resumed
+// after the filter learned its key is refused), and also where that
+// verification is off or replaced (InsecureSkipVerify, a
+// VerifyPeerCertificate of one's own), where a VerifyPeerCertificate hook
+// would be given no verified chains.
+//
+// # Which certificates
+//
+// Every certificate the peer presented (ConnectionState.PeerCertificates):
+// its own and every intermediate it sent, and a root if it sent one. A
+// compromised intermediate's key signs certificates for anyone who holds
+// it, so it is as bad as a compromised leaf's. Then the certificates of
+// the verified chains that the peer did not present, but for each chain's
+// last, the trust anchor: crypto/tls builds chains only from what the peer
+// sent and the local roots, but the platforms' verifiers (Windows, macOS,
+// iOS: used when RootCAs, or a server's ClientCAs, is nil) add
+// intermediates of their own, fetched or cached, and those certify the
+// peer as well.
+//
+// The local trust anchors are not checked: the operator chose them, and a
+// compromised root is found once with pkbf check on the CA bundle, not on
+// every handshake. A peer that presents no certificate is not this hook's
+// business: whether one is required is tls.Config.ClientAuth's.
+//
+// # Failing closed
+//
+// A key the filter probably holds refuses the handshake; so does one it
+// cannot answer for: a filter file cut short under it ([pkbf.ErrFileChanged])
+// or a key pkbf cannot read. The filter is a Bloom filter: a clean key is
+// refused with the filter's false-positive rate (see pkbf check --confirm
+// to tell the two apart by asking the pwnedkeys API).
+//
+// # Cost
+//
+// A key the filter lacks costs what [pkbf.Filter.Contains] costs: one to
+// three queries, well under a microsecond a certificate, with no
+// allocation; docs/performance.md has the figures against a whole
+// handshake.
+package pkbftls
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"reflect"
+	"strconv"
+	"unicode"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/perr"
+)
+
+// Filter is what the peer's keys are looked up in: a [*pkbf.Live], which
+// follows a filter file as new ones are renamed over it (what a server
+// that runs for months needs), or a [*pkbf.Filter]. CheckKey is called
+// with a certificate's DER SubjectPublicKeyInfo, from concurrent
+// handshakes: it must be safe for concurrent use, as both are.
+//
+// An interface of CheckKey, not of Contains: its verdict carries the
+// fingerprint a refusal names, and a filter file cut short as an error,
+// where Contains panics. Close the filter only once the configs that use
+// it are done with: a query on a closed filter panics.
+type Filter interface {
+	CheckKey(data []byte) pkbf.Verdict
+}
+
+// ErrCompromised is wrapped by the error of a handshake refused because a
+// certificate's key is probably compromised (a [*KeyError] whose verdict
+// is Probably).
+var ErrCompromised = perr.New("probably compromised key")
+
+// A KeyError is the error [VerifyConnection]'s hook returns, and the
+// handshake with it: a certificate of the peer's has a key the filter
+// probably holds (it wraps [ErrCompromised]), or one the filter could not
+// answer for (it wraps the verdict's Err: [pkbf.ErrFileChanged], or
+// [keys.ErrInvalidKey]).
+//
+// [keys.ErrInvalidKey]: https://pkg.go.dev/github.com/pkbf/pkbf/keys#ErrInvalidKey
+type KeyError struct {
+	// Where names the certificate: "peer certificate 0" for the peer's
+	// own, "peer certificate 1" for the first intermediate it sent, as in
+	// ConnectionState.PeerCertificates; "certificate 1 of verified chain
+	// 0" for one it did not send.
+	Where string
+	// Certificate is the certificate.
+	Certificate *x509.Certificate
+	// Verdict is the filter's on its key: Probably with the Fingerprint
+	// (the lowercase hex SHA-256 of its canonical SPKI, as pwnedkeys and
+	// openssl name keys), or Err.
+	Verdict pkbf.Verdict
+}
+
+func (e *KeyError) Error() string {
+	subject := subjectText(e.Certificate)
+	if e.Verdict.Err != nil {
+		return fmt.Sprintf("%s%s (%s): the key could not be checked, so the peer is refused: %s", perr.Prefix, e.Where, subject, perr.Text(e.Verdict.Err))
+	}
+	return fmt.Sprintf("%s%s (%s) has a %s (SHA-256 of its SPKI %s)", perr.Prefix, e.Where, subject, perr.Text(ErrCompromised), e.Verdict.Fingerprint)
+}
+
+// Unwrap returns ErrCompromised for a key the filter probably holds, and
+// the verdict's Err otherwise.
+func (e *KeyError) Unwrap() error {
+	if e.Verdict.Err != nil {
+		return e.Verdict.Err
+	}
+	return ErrCompromised
+}
+
+// maxSubject bounds the subject a KeyError quotes: it is the peer's text.
+const maxSubject = 256
+
+// subjectText is the certificate's subject as an error shows it: in
+// RFC 4514 form, quoted when it holds anything but printable characters
+// (the peer wrote it, and it goes to logs), and cut at maxSubject bytes.
+func subjectText(c *x509.Certificate) string {
+	s := c.Subject.String()
+	if s == "" {
+		return "empty subject"
+	}
+	cut := len(s) > maxSubject
+	if cut {
+		s = s[:maxSubject]
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			s = strconv.Quote(s)
+			break
+		}
+	}
+	if cut {
+		s += "..."
+	}
+	return s
+}
+
+// errNoFilter refuses every handshake of a hook made without a filter.
+var errNoFilter = perr.New("no filter given to pkbftls: every peer is refused")
+
+// VerifyConnection returns a function for [tls.Config.VerifyConnection],
+// on a server or a client, that refuses the handshake with a [*KeyError]
+// when a certificate of the peer's (see the package documentation for
+// which) has a key f probably holds, or one f cannot answer for. It
+// returns nil for a peer that presented no certificate. A nil f, or a nil
+// pointer in f (a filter whose open failed), refuses every handshake. The
+// function is safe for concurrent use; for a peer whose keys f lacks it
+// allocates nothing.
+//
+// It replaces a VerifyConnection of the config's own: [Install] keeps it.
+func VerifyConnection(f Filter) func(tls.ConnectionState) error {
+	if v := reflect.ValueOf(f); v.Kind() == reflect.Pointer && v.IsNil() {
+		f = nil
+	}
+	return func(cs tls.ConnectionState) error { return check(f, &cs) }
+}
+
+// check looks up the keys of the certificates of cs in f.
+func check(f Filter, cs *tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 && len(cs.VerifiedChains) == 0 {
+		return nil
+	}
+	if f == nil {
+		return errNoFilter
+	}
+	for i, c := range cs.PeerCertificates {
+		if err := checkKey(f, c, -1, i); err != nil {
+			return err
+		}
+	}
+	for n, chain := range cs.VerifiedChains {
+		if len(chain) == 0 {
+			continue
+		}
+		for i, c := range chain[:len(chain)-1] { // the last is a local trust anchor
+			if !presented(cs.PeerCertificates, c) {
+				if err := checkKey(f, c, n, i); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkKey looks up the key of c, certificate i of verified chain n, or of
+// the peer's certificates when n is -1.
+func checkKey(f Filter, c *x509.Certificate, n, i int) error {
+	v := f.CheckKey(c.RawSubjectPublicKeyInfo)
+	if !v.Probably && v.Err == nil {
+		return nil
+	}
+	where := "peer certificate " + strconv.Itoa(i)
+	if n >= 0 {
+		where = fmt.Sprintf("certificate %d of verified chain %d", i, n)
+	}
+	return &KeyError{Where: where, Certificate: c, Verdict: v}
+}
+
+// presented reports whether c is one of the certificates the peer sent:
+// crypto/tls puts the same certificates in its chains, the platforms'
+// verifiers copies of them.
+func presented(peer []*x509.Certificate, c *x509.Certificate) bool {
+	for _, p := range peer {
+		if p == c || bytes.Equal(p.Raw, c.Raw) {
+			return true
+		}
+	}
+	return false
+}
+
+// Install adds f's check ([VerifyConnection]) to cfg, a server's or a
+// client's: cfg's own VerifyConnection, if it has one, runs first and
+// both must pass. The configs a server's GetConfigForClient returns are
+// given the check as well (a shallow copy of each, made per handshake,
+// so the check cannot be bypassed by one of them), but for cfg itself.
+// Call Install before cfg is used, once for each filter.
+func Install(cfg *tls.Config, f Filter) {
+	hook := VerifyConnection(f)
+	cfg.VerifyConnection = both(cfg.VerifyConnection, hook)
+	get := cfg.GetConfigForClient
+	if get == nil {
+		return
+	}
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		c, err := get(hello)
+		if c == nil || err != nil || c == cfg {
+			return c, err
+		}
+		c = c.Clone()
+		c.VerifyConnection = both(c.VerifyConnection, hook)
+		return c, nil
+	}
+}
+
+// both returns a VerifyConnection that runs own, if not nil, then hook.
+func both(own, hook func(tls.ConnectionState) error) func(tls.ConnectionState) error {
+	if own == nil {
+		return hook
+	}
+	return func(cs tls.ConnectionState) error {
+		if err := own(cs); err != nil {
+			return err
+		}
+		return hook(cs)
+	}
+}
