@@ -5,7 +5,6 @@ import (
 	"crypto/ecdh"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"strings"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -36,30 +35,26 @@ type Key struct {
 // Filter is what a key is looked up in: a *pkbf.Filter, or a *pkbf.Live
 // that follows a filter file as new ones replace it.
 type Filter interface {
-	// Contains reports whether the filter probably holds the key of spki
-	// under any of its encodings.
-	Contains(spki []byte) bool
+	// CheckKey returns the verdict on one key, as [pkbf.Filter.CheckKey]:
+	// Probably when the filter probably holds it under any of its
+	// encodings, Err when it cannot answer.
+	CheckKey(data []byte) pkbf.Verdict
 }
 
 // Compromised reports whether f probably holds k or, for a certificate,
-// the CA key that signed it. When the file of a filter from pkbf.Open is
-// cut short under it, it reports true and an error wrapping
-// pkbf.ErrFileChanged (the panic of [pkbf.Filter.Probably], recovered).
+// the CA key that signed it. When f cannot answer (its file was cut short
+// under it: an error wrapping pkbf.ErrFileChanged), it reports true with
+// that error: a key that could not be checked is no clean key.
 func (k *Key) Compromised(f Filter) (probably bool, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(error); ok && errors.Is(e, pkbf.ErrFileChanged) {
-				probably, err = true, e
-				return
-			}
-			panic(r)
+	for ; k != nil; k = k.CA {
+		switch v := f.CheckKey(k.SPKI); {
+		case v.Err != nil:
+			return true, v.Err
+		case v.Probably:
+			return true, nil
 		}
-	}()
-	return k.compromised(f), nil
-}
-
-func (k *Key) compromised(f Filter) bool {
-	return f.Contains(k.SPKI) || k.CA != nil && k.CA.compromised(f)
+	}
+	return false, nil
 }
 
 // PwnedkeysFingerprint returns the pwnedkeys name of the key: the hex
