@@ -1,0 +1,499 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/acme"
+
+	"github.com/pkbf/pkbf"
+)
+
+// stepCAVersion is the step-ca the end-to-end test runs
+// (github.com/smallstep/certificates).
+const stepCAVersion = "v0.30.2"
+
+var stepCABuild struct {
+	once sync.Once
+	bin  string
+	err  error
+	out  string
+}
+
+// stepCABinary builds step-ca from the Go module proxy once, into the
+// user's cache directory keyed by version (a cold build takes minutes, a
+// warm one seconds). It skips when the build fails, unless
+// PKBF_REQUIRE_STEPCA is set (as .ci/run sets it): there it fails.
+func stepCABinary(t testing.TB) string {
+	t.Helper()
+	stepCABuild.once.Do(func() {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			cache = os.TempDir()
+		}
+		dir := filepath.Join(cache, "pkbf-test", "step-ca-"+stepCAVersion)
+		stepCABuild.bin = filepath.Join(dir, "step-ca")
+		if _, err := os.Stat(stepCABuild.bin); err == nil {
+			return
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			stepCABuild.err = err
+			return
+		}
+		// Without cgo: with it, step-ca needs the PC/SC smart-card library.
+		build := exec.Command("go", "install", "github.com/smallstep/certificates/cmd/step-ca@"+stepCAVersion)
+		build.Dir = dir
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOBIN="+dir, "GOFLAGS=")
+		out, err := build.CombinedOutput()
+		stepCABuild.err, stepCABuild.out = err, string(out)
+	})
+	if stepCABuild.err != nil {
+		msg := fmt.Sprintf("building step-ca %s: %v\n%s", stepCAVersion, stepCABuild.err, stepCABuild.out)
+		if os.Getenv("PKBF_REQUIRE_STEPCA") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return stepCABuild.bin
+}
+
+// stepCA is a step-ca on 127.0.0.1 whose JWK and ACME provisioners call
+// pkbf serve's webhook, and a JWK provisioner that calls none.
+type stepCA struct {
+	url         string // https://127.0.0.1:PORT
+	client      *http.Client
+	jwkKey      *ecdsa.PrivateKey
+	jwkKid      string
+	plainKey    *ecdsa.PrivateKey // the provisioner without the webhook
+	plainKid    string
+	acmeHTTP    *httptest.Server // answers http-01 challenges
+	tokens      sync.Map         // challenge path -> key authorization
+	serveLogs   *syncBuffer
+	caLogs      *syncBuffer
+	compromised map[string]crypto.Signer // keys the filter holds, by name
+}
+
+// newStepCA starts pkbf serve (over HTTPS, with --client-ca the CA's
+// root) on a filter holding the keys in compromised, then step-ca with
+// the webhook pointed at it, and waits until both answer.
+func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
+	bin := stepCABinary(t)
+	dir := t.TempDir()
+	ca := &stepCA{compromised: compromised}
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pemOf := func(typ string, der []byte) []byte { return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}) }
+
+	// The CA's root and intermediate, and pkbf serve's certificate from
+	// the root (step-ca's webhook client trusts its root).
+	rootKey, root := testCert(t, "pkbf test root", nil, nil, func(c *x509.Certificate) {
+		c.IsCA, c.BasicConstraintsValid, c.KeyUsage = true, true, x509.KeyUsageCertSign|x509.KeyUsageCRLSign
+	})
+	interKey, inter := testCert(t, "pkbf test intermediate", root, rootKey, func(c *x509.Certificate) {
+		c.IsCA, c.BasicConstraintsValid, c.KeyUsage, c.MaxPathLenZero = true, true, x509.KeyUsageCertSign|x509.KeyUsageCRLSign, true
+	})
+	serveKey, serveCert := testCert(t, "pkbf serve", root, rootKey, func(c *x509.Certificate) {
+		c.IPAddresses, c.KeyUsage = []net.IP{net.IPv4(127, 0, 0, 1)}, x509.KeyUsageDigitalSignature
+		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	})
+	pkcs8 := func(k crypto.Signer) []byte {
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pemOf("PRIVATE KEY", der)
+	}
+	rootPath := write("root_ca.crt", pemOf("CERTIFICATE", root.Raw))
+	interPath := write("intermediate_ca.crt", pemOf("CERTIFICATE", inter.Raw))
+	interKeyPath := write("intermediate_ca_key", pkcs8(interKey))
+
+	// The filter: the compromised keys, under every encoding.
+	w, err := pkbf.New(8, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, k := range compromised {
+		der, err := x509.MarshalPKIXPublicKey(k.Public())
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		if _, err := w.AddKey(der); err != nil {
+			t.Fatal(name, err)
+		}
+	}
+	filter := filepath.Join(dir, "pwned.pkbf")
+	if err := w.WriteFile(filter); err != nil {
+		t.Fatal(err)
+	}
+	_, serveAddr, serveLogs := startServe(t, "--tls-cert", write("serve.crt", pemOf("CERTIFICATE", serveCert.Raw)),
+		"--tls-key", write("serve.key", pkcs8(serveKey)), "--client-ca", rootPath, filter)
+	ca.serveLogs = serveLogs
+
+	// ca.json: two JWK provisioners (with and without the webhook) and an
+	// ACME provisioner with it.
+	ca.jwkKey, ca.jwkKid = jwkKey(t)
+	ca.plainKey, ca.plainKid = jwkKey(t)
+	webhook := map[string]any{"id": "pkbf-webhook", "name": "pkbf", "url": "https://" + serveAddr + "/v1/step-ca/authorize", "kind": "AUTHORIZING", "certType": "X509"}
+	options := map[string]any{"webhooks": []any{webhook}}
+	ca.acmeHTTP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v, ok := ca.tokens.Load(r.URL.Path); ok {
+			io.WriteString(w, v.(string))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(ca.acmeHTTP.Close)
+	addr := freeAddr(t)
+	ca.url = "https://" + addr
+	config := map[string]any{
+		"root": rootPath, "crt": interPath, "key": interKeyPath,
+		"address": addr, "dnsNames": []string{"127.0.0.1"},
+		"logger": map[string]any{"format": "text"},
+		"db":     map[string]any{"type": "badgerv2", "dataSource": filepath.Join(dir, "db")},
+		"authority": map[string]any{"provisioners": []any{
+			map[string]any{"type": "JWK", "name": "pkbf-jwk", "key": jwkPublic(&ca.jwkKey.PublicKey, ca.jwkKid), "options": options},
+			map[string]any{"type": "JWK", "name": "plain-jwk", "key": jwkPublic(&ca.plainKey.PublicKey, ca.plainKid)},
+			map[string]any{"type": "ACME", "name": "acme", "challenges": []string{"http-01"}, "options": options},
+		}},
+	}
+	b, _ := json.MarshalIndent(config, "", "  ")
+	caJSON := write("ca.json", b)
+	_, acmePort, _ := net.SplitHostPort(strings.TrimPrefix(ca.acmeHTTP.URL, "http://"))
+	cmd := exec.Command(bin, "--insecure", "--acme-http-port", acmePort, caJSON)
+	cmd.Env = append(os.Environ(), "STEPPATH="+filepath.Join(dir, "step"))
+	ca.caLogs = &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = ca.caLogs, ca.caLogs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+
+	pool := x509.NewCertPool()
+	pool.AddCert(root)
+	ca.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	for i := 0; ; i++ {
+		resp, err := ca.client.Get(ca.url + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if i == 300 {
+			t.Fatalf("step-ca is not healthy after 30 s: %v\n%s", err, ca.caLogs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return ca
+}
+
+// freeAddr returns a free 127.0.0.1 address for a server the test starts.
+func freeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// testCert makes a P-256 key and a certificate for it, signed by parent
+// (self-signed when parent is nil), shaped by edit.
+func testCert(t testing.TB, cn string, parent *x509.Certificate, parentKey crypto.Signer, edit func(*x509.Certificate)) (*ecdsa.PrivateKey, *x509.Certificate) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	edit(tmpl)
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, cert
+}
+
+func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// jwkKey makes a provisioner key and its kid, the RFC 7638 thumbprint.
+func jwkKey(t testing.TB) (*ecdsa.PrivateKey, string) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := coords(&k.PublicKey)
+	sum := sha256.Sum256([]byte(`{"crv":"P-256","kty":"EC","x":"` + x + `","y":"` + y + `"}`))
+	return k, b64url(sum[:])
+}
+
+// coords are a P-256 public key's coordinates, base64url.
+func coords(pub *ecdsa.PublicKey) (x, y string) {
+	point, _ := pub.Bytes() // 0x04 || X || Y
+	return b64url(point[1:33]), b64url(point[33:])
+}
+
+func jwkPublic(pub *ecdsa.PublicKey, kid string) map[string]string {
+	x, y := coords(pub)
+	return map[string]string{"kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": kid, "use": "sig", "alg": "ES256"}
+}
+
+// ott is a one-time token for /1.0/sign: an ES256 JWS made by hand.
+func (ca *stepCA) ott(t testing.TB, provisioner string, key *ecdsa.PrivateKey, kid, name string) string {
+	header, _ := json.Marshal(map[string]string{"alg": "ES256", "kid": kid, "typ": "JWT"})
+	jti := make([]byte, 16)
+	rand.Read(jti)
+	now := time.Now().Unix()
+	claims, _ := json.Marshal(map[string]any{
+		"iss": provisioner, "sub": name, "aud": ca.url + "/1.0/sign", "sans": []string{name},
+		"nbf": now - 60, "iat": now, "exp": now + 300, "jti": hex.EncodeToString(jti),
+	})
+	input := b64url(header) + "." + b64url(claims)
+	digest := sha256.Sum256([]byte(input))
+	r, s, err := ecdsa.Sign(rand.Reader, key, digest[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := make([]byte, 64)
+	r.FillBytes(sig[:32])
+	s.FillBytes(sig[32:])
+	return input + "." + b64url(sig)
+}
+
+// sign asks step-ca's /1.0/sign for a certificate for name and key,
+// through the JWK provisioner with the webhook (or the one without), and
+// returns the status and body.
+func (ca *stepCA) sign(t testing.TB, key crypto.Signer, name string, webhook bool) (int, string) {
+	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: name}, DNSNames: []string{name}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := ca.ott(t, "pkbf-jwk", ca.jwkKey, ca.jwkKid, name)
+	if !webhook {
+		token = ca.ott(t, "plain-jwk", ca.plainKey, ca.plainKid, name)
+	}
+	body, _ := json.Marshal(map[string]string{"csr": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csr})), "ott": token})
+	resp, err := ca.client.Post(ca.url+"/1.0/sign", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// acmeCertificate orders a certificate for the IP address 127.0.0.1 with
+// key through the ACME provisioner, as an ACME client does: account,
+// order, http-01 challenge, finalize.
+func (ca *stepCA) acmeCertificate(t testing.TB, key crypto.Signer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	account, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &acme.Client{Key: account, DirectoryURL: ca.url + "/acme/acme/directory", HTTPClient: ca.client}
+	if _, err := client.Register(ctx, &acme.Account{}, acme.AcceptTOS); err != nil {
+		t.Fatalf("ACME account: %v", err)
+	}
+	order, err := client.AuthorizeOrder(ctx, []acme.AuthzID{{Type: "ip", Value: "127.0.0.1"}})
+	if err != nil {
+		t.Fatalf("ACME order: %v", err)
+	}
+	for _, u := range order.AuthzURLs {
+		z, err := client.GetAuthorization(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if z.Status == acme.StatusValid {
+			continue
+		}
+		var chal *acme.Challenge
+		for _, c := range z.Challenges {
+			if c.Type == "http-01" {
+				chal = c
+			}
+		}
+		if chal == nil {
+			t.Fatalf("no http-01 challenge in %+v", z)
+		}
+		answer, err := client.HTTP01ChallengeResponse(chal.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca.tokens.Store(client.HTTP01ChallengePath(chal.Token), answer)
+		if _, err := client.Accept(ctx, chal); err != nil {
+			t.Fatalf("ACME challenge: %v", err)
+		}
+		if _, err := client.WaitAuthorization(ctx, z.URI); err != nil {
+			t.Fatalf("ACME authorization: %v\n%s", err, ca.caLogs.String())
+		}
+	}
+	if order, err = client.WaitOrder(ctx, order.URI); err != nil {
+		t.Fatalf("ACME order: %v", err)
+	}
+	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, _, err := client.CreateOrderCert(ctx, order.FinalizeURL, csr, true)
+	if err != nil {
+		return err
+	}
+	leaf, err := x509.ParseCertificate(chain[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	spki, _ := x509.MarshalPKIXPublicKey(key.Public())
+	if !bytes.Equal(leaf.RawSubjectPublicKeyInfo, spki) {
+		t.Errorf("the ACME certificate is not for the key asked")
+	}
+	return nil
+}
+
+// serveLogged reports whether pkbf serve logs text, waiting up to 10 s
+// for its log to be read: pkbf writes it before it answers step-ca, but
+// the test reads it from a pipe.
+func (ca *stepCA) serveLogged(text string) bool {
+	for range 100 {
+		if strings.Contains(ca.serveLogs.String(), text) {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
+func newSigner(t testing.TB, kind string) crypto.Signer {
+	var k crypto.Signer
+	var err error
+	switch kind {
+	case "RSA":
+		k, err = rsa.GenerateKey(rand.Reader, 2048)
+	case "P-256":
+		k, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case "Ed25519":
+		_, k, err = ed25519.GenerateKey(rand.Reader)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func fingerprintOf(t testing.TB, k crypto.Signer) string {
+	der, err := x509.MarshalPKIXPublicKey(k.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkbf.Fingerprint(der)
+}
+
+// A real step-ca (built from the module proxy) with pkbf serve as its
+// AUTHORIZING webhook, over HTTPS with the CA's client certificate: a CSR
+// with a clean key is signed, one with a compromised key refused, through
+// /1.0/sign with a JWK provisioner (RSA, P-256, Ed25519) and through ACME
+// (golang.org/x/crypto/acme, http-01 on 127.0.0.1), where the client sees
+// pkbf's reason.
+func TestServeStepCA(t *testing.T) {
+	start := time.Now()
+	compromised := map[string]crypto.Signer{"RSA": newSigner(t, "RSA"), "P-256": newSigner(t, "P-256"), "Ed25519": newSigner(t, "Ed25519")}
+	ca := newStepCA(t, compromised)
+	t.Logf("step-ca and pkbf serve ready in %v", time.Since(start))
+	start = time.Now()
+	defer func() { t.Logf("signing and ACME took %v", time.Since(start)) }()
+
+	for _, kind := range []string{"RSA", "P-256", "Ed25519"} {
+		name := strings.ToLower(kind) + ".clean.pkbf.test"
+		if code, body := ca.sign(t, newSigner(t, kind), name, true); code != http.StatusCreated {
+			t.Errorf("/1.0/sign, clean %s key: %d %s\nstep-ca:\n%s", kind, code, body, ca.caLogs.String())
+		}
+		name = strings.ToLower(kind) + ".pwned.pkbf.test"
+		code, body := ca.sign(t, compromised[kind], name, true)
+		if code != http.StatusForbidden {
+			t.Errorf("/1.0/sign, compromised %s key: %d %s, want 403", kind, code, body)
+		}
+		// The refusal was pkbf's, for this key.
+		if fp := fingerprintOf(t, compromised[kind]); !ca.serveLogged("pwnedkeys fingerprint " + fp) {
+			t.Errorf("pkbf serve did not log refusing the compromised %s key %s:\n%s", kind, fp, ca.serveLogs.String())
+		}
+		// The provisioner without the webhook signs it: the webhook refused.
+		if code, body := ca.sign(t, compromised[kind], name, false); code != http.StatusCreated {
+			t.Errorf("/1.0/sign without the webhook, compromised %s key: %d %s", kind, code, body)
+		}
+	}
+
+	if err := ca.acmeCertificate(t, newSigner(t, "P-256")); err != nil {
+		t.Errorf("ACME, clean key: %v\nstep-ca:\n%s", err, ca.caLogs.String())
+	}
+	err := ca.acmeCertificate(t, compromised["P-256"])
+	var problem *acme.Error
+	fp := fingerprintOf(t, compromised["P-256"])
+	if !errors.As(err, &problem) || problem.ProblemType != "urn:ietf:params:acme:error:unauthorized" ||
+		!strings.Contains(problem.Detail, "pkbf: the certificate's public key is reported as compromised (pwnedkeys fingerprint "+fp+")") {
+		t.Errorf("ACME, compromised key: %v; want unauthorized with pkbf's reason", err)
+	} else {
+		t.Logf("the ACME client sees: %v", err)
+	}
+}
+
+// BenchmarkServeStepCASign measures step-ca's /1.0/sign of a P-256 CSR,
+// one request at a time, through the JWK provisioner with pkbf serve's
+// webhook and through the one without: the difference is what the webhook
+// call costs (docs/stepca.md).
+func BenchmarkServeStepCASign(b *testing.B) {
+	ca := newStepCA(b, map[string]crypto.Signer{"P-256": newSigner(b, "P-256")})
+	key := newSigner(b, "P-256")
+	for _, bc := range []struct {
+		name    string
+		webhook bool
+	}{{"webhook", true}, {"no webhook", false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if code, body := ca.sign(b, key, "bench.pkbf.test", bc.webhook); code != http.StatusCreated {
+					b.Fatalf("%d %s", code, body)
+				}
+			}
+		})
+	}
+}
