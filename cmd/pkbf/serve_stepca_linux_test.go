@@ -35,6 +35,7 @@ import (
 	"golang.org/x/crypto/acme"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // stepCAVersion is the step-ca the end-to-end test runs
@@ -495,5 +496,87 @@ func BenchmarkServeStepCASign(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// pkbf serve --tls-cert --tls-key --client-ca: a client without a
+// certificate chained to the CA cannot connect; one with it gets every
+// endpoint, the webhook included. With --webhook-insecure on plain HTTP
+// the webhook answers without one.
+func TestServeClientCA(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pkcs8 := func(k crypto.Signer) []byte {
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return der
+	}
+	isCA := func(c *x509.Certificate) {
+		c.IsCA, c.BasicConstraintsValid, c.KeyUsage = true, true, x509.KeyUsageCertSign
+	}
+	rootKey, root := testCert(t, "root", nil, nil, isCA)
+	otherKey, other := testCert(t, "other root", nil, nil, isCA)
+	serveKey, serveCert := testCert(t, "pkbf serve", root, rootKey, func(c *x509.Certificate) {
+		c.IPAddresses, c.ExtKeyUsage = []net.IP{net.IPv4(127, 0, 0, 1)}, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	})
+	client := func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth} }
+	caKey, caCert := testCert(t, "step-ca", root, rootKey, client)
+	strangerKey, strangerCert := testCert(t, "stranger", other, otherKey, client)
+	_, addr, _ := startServe(t, "--tls-cert", write("serve.crt", "CERTIFICATE", serveCert.Raw), "--tls-key", write("serve.key", "PRIVATE KEY", pkcs8(serveKey)),
+		"--client-ca", write("root.crt", "CERTIFICATE", root.Raw), exampleFilter)
+
+	pool := x509.NewCertPool()
+	pool.AddCert(root)
+	clean := []byte(`{"x509Certificate":{"publicKey":"` + base64.StdEncoding.EncodeToString(testkit.ReadFile(t, key("p384.spki.der"))) + `"}}`)
+	for _, tc := range []struct {
+		name string
+		cert *x509.Certificate
+		key  crypto.Signer
+		err  string
+	}{
+		{"the CA's certificate", caCert, caKey, ""},
+		{"no certificate", nil, nil, "certificate required"},
+		{"another CA's certificate", strangerCert, strangerKey, "unknown certificate authority"},
+	} {
+		config := &tls.Config{RootCAs: pool}
+		if tc.cert != nil {
+			pair := &tls.Certificate{Certificate: [][]byte{tc.cert.Raw}, PrivateKey: tc.key}
+			config.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return pair, nil }
+		}
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: config}}
+		for _, path := range []string{"/v1/step-ca/authorize", "/v1/check"} {
+			resp, err := c.Post("https://"+addr+path, "application/json", bytes.NewReader(clean))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("%s, %s: %v, want %q", tc.name, path, err, tc.err)
+				}
+				if err == nil {
+					resp.Body.Close()
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s, %s: %v", tc.name, path, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if path == "/v1/step-ca/authorize" && string(b) != `{"allow":true}`+"\n" {
+				t.Errorf("%s: %d %s, want allowed", tc.name, resp.StatusCode, b)
+			}
+		}
+	}
+
+	_, plain, _ := startServe(t, "--webhook-insecure", exampleFilter)
+	code, out := post(t, "http://"+plain+"/v1/step-ca/authorize", clean)
+	if code != 200 || out != `{"allow":true}`+"\n" {
+		t.Errorf("--webhook-insecure over plain HTTP: %d %s, want allowed", code, out)
 	}
 }
