@@ -72,7 +72,13 @@ func stepCABinary(t testing.TB) string {
 		// Without cgo: with it, step-ca needs the PC/SC smart-card library.
 		build := exec.Command("go", "install", "github.com/smallstep/certificates/cmd/step-ca@"+stepCAVersion)
 		build.Dir = dir
-		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOBIN="+dir, "GOFLAGS=")
+		// For this machine, whatever GOARCH the tests are built for.
+		for _, v := range os.Environ() {
+			if name, _, _ := strings.Cut(v, "="); name != "GOOS" && name != "GOARCH" && name != "GO386" {
+				build.Env = append(build.Env, v)
+			}
+		}
+		build.Env = append(build.Env, "CGO_ENABLED=0", "GOBIN="+dir, "GOFLAGS=") // the last of a name wins
 		out, err := build.CombinedOutput()
 		stepCABuild.err, stepCABuild.out = err, string(out)
 	})
