@@ -3,21 +3,14 @@ package stepca
 import (
 	"bytes"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/hmac"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,11 +19,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -65,28 +58,9 @@ func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	fixtureOnce.Do(func() {
 		fx := &theFixture
-		gen := func(kind string) crypto.PublicKey {
-			var s crypto.Signer
-			var err error
-			switch kind {
-			case "rsa":
-				s, err = rsa.GenerateKey(rand.Reader, 2048)
-			case "p256":
-				s, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-			default:
-				_, s, err = ed25519.GenerateKey(rand.Reader)
-			}
-			if err != nil {
-				fixtureErr = err
-				return nil
-			}
-			return s.Public()
-		}
-		fx.cleanP256, fx.cleanRSA, fx.cleanEd25519 = gen("p256"), gen("rsa"), gen("ed25519")
-		fx.pwnedRSA, fx.pwnedP256, fx.pwnedEd25519 = gen("rsa"), gen("p256"), gen("ed25519")
-		if fixtureErr != nil {
-			return
-		}
+		gen := func(kind string) crypto.PublicKey { return testkit.Signer(t, kind).Public() }
+		fx.cleanP256, fx.cleanRSA, fx.cleanEd25519 = gen("P-256"), gen("RSA"), gen("Ed25519")
+		fx.pwnedRSA, fx.pwnedP256, fx.pwnedEd25519 = gen("RSA"), gen("P-256"), gen("Ed25519")
 		w, err := pkbf.New(8, 20)
 		if err != nil {
 			fixtureErr = err
@@ -119,6 +93,9 @@ func newFixture(t testing.TB) *fixture {
 	})
 	if fixtureErr != nil {
 		t.Fatal(fixtureErr)
+	}
+	if theFixture.filter == nil {
+		t.Fatal("the fixture failed in an earlier test")
 	}
 	if theFixture.pwnedP256Compressed == nil {
 		t.Fatal("keys.Encodings gave no compressed form of a P-256 key")
@@ -301,8 +278,15 @@ func TestHandler(t *testing.T) {
 func TestHandlerClientCertificate(t *testing.T) {
 	fx := newFixture(t)
 	h := NewHandler(openLive(t, fx), Options{})
-	ca, caKey := newCA(t, "root")
-	other, otherKey := newCA(t, "other root")
+	isCA := func(c *x509.Certificate) {
+		c.IsCA, c.BasicConstraintsValid, c.KeyUsage = true, true, x509.KeyUsageCertSign
+	}
+	caKey, ca := testkit.Cert(t, "root", nil, nil, isCA)
+	otherKey, other := testkit.Cert(t, "other root", nil, nil, isCA)
+	leaf := func(parent *x509.Certificate, parentKey crypto.Signer) *tls.Certificate {
+		key, cert := testkit.Cert(t, "step-ca", parent, parentKey, func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth} })
+		return &tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key}
+	}
 	srv := httptest.NewUnstartedServer(h)
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
@@ -316,9 +300,9 @@ func TestHandlerClientCertificate(t *testing.T) {
 		code string
 		err  string
 	}{
-		{"the CA's certificate", leaf(t, ca, caKey), CodeCompromised, ""},
+		{"the CA's certificate", leaf(ca, caKey), CodeCompromised, ""},
 		{"no certificate", nil, CodeUnauthenticated, ""},
-		{"another CA's certificate", leaf(t, other, otherKey), "", "unknown certificate authority"},
+		{"another CA's certificate", leaf(other, otherKey), "", "unknown certificate authority"},
 	} {
 		tr := srv.Client().Transport.(*http.Transport).Clone()
 		if tc.cert != nil { // sent whatever CAs the server names
@@ -383,81 +367,4 @@ func BenchmarkHandler(b *testing.B) {
 			}
 		})
 	}
-}
-
-// newCA makes a self-signed P-256 CA certificate.
-func newCA(t *testing.T, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return cert, key
-}
-
-// leaf makes a client certificate issued by ca.
-func leaf(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey) *tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "step-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
-// FuzzHandler: whatever the body, the answer is JSON, and it allows only
-// a body whose one public key the handler could read and the filter does
-// not hold; a refusal carries a code and a message with pkbf's prefix.
-func FuzzHandler(f *testing.F) {
-	fx := newFixture(f)
-	live := openLive(f, fx)
-	h := NewHandler(live, Options{Unauthenticated: true})
-	f.Add(x509Body("x509Certificate", spkiOf(f, fx.cleanP256)))
-	f.Add(x509Body("x509Certificate", spkiOf(f, fx.pwnedP256)))
-	f.Add(x509Body("x509CertificateRequest", fx.pwnedP256Compressed))
-	f.Add(sshBody(f, "sshCertificate", fx.cleanEd25519))
-	f.Add([]byte(`{"x509Certificate":{"publicKey":"MAA="},"sshCertificate":{"publicKey":"MAA="}}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		var a answer
-		if err := json.Unmarshal(w.Body.Bytes(), &a); err != nil {
-			t.Fatalf("answer %q is not JSON: %v", w.Body, err)
-		}
-		if !a.Allow {
-			if a.Error == nil || a.Error.Code == "" || !strings.HasPrefix(a.Error.Message, "pkbf: ") {
-				t.Fatalf("refusal without a code or pkbf's message: %s", w.Body)
-			}
-			return
-		}
-		der, _, ref := publicKeyOf(body)
-		if ref != nil {
-			t.Fatalf("allowed a body whose key cannot be read: %v", ref)
-		}
-		var hit bool
-		live.Do(func(f *pkbf.Filter) { hit = f.Contains(der) })
-		if hit || w.Code != 200 {
-			t.Fatalf("allowed a key the filter holds (status %d)", w.Code)
-		}
-	})
 }

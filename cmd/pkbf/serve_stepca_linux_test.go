@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -20,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -126,13 +123,13 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 
 	// The CA's root and intermediate, and pkbf serve's certificate from
 	// the root (step-ca's webhook client trusts its root).
-	rootKey, root := testCert(t, "pkbf test root", nil, nil, func(c *x509.Certificate) {
+	rootKey, root := testkit.Cert(t, "pkbf test root", nil, nil, func(c *x509.Certificate) {
 		c.IsCA, c.BasicConstraintsValid, c.KeyUsage = true, true, x509.KeyUsageCertSign|x509.KeyUsageCRLSign
 	})
-	interKey, inter := testCert(t, "pkbf test intermediate", root, rootKey, func(c *x509.Certificate) {
+	interKey, inter := testkit.Cert(t, "pkbf test intermediate", root, rootKey, func(c *x509.Certificate) {
 		c.IsCA, c.BasicConstraintsValid, c.KeyUsage, c.MaxPathLenZero = true, true, x509.KeyUsageCertSign|x509.KeyUsageCRLSign, true
 	})
-	serveKey, serveCert := testCert(t, "pkbf serve", root, rootKey, func(c *x509.Certificate) {
+	serveKey, serveCert := testkit.Cert(t, "pkbf serve", root, rootKey, func(c *x509.Certificate) {
 		c.IPAddresses, c.KeyUsage = []net.IP{net.IPv4(127, 0, 0, 1)}, x509.KeyUsageDigitalSignature
 		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	})
@@ -235,30 +232,6 @@ func freeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// testCert makes a P-256 key and a certificate for it, signed by parent
-// (self-signed when parent is nil), shaped by edit.
-func testCert(t testing.TB, cn string, parent *x509.Certificate, parentKey crypto.Signer, edit func(*x509.Certificate)) (*ecdsa.PrivateKey, *x509.Certificate) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	edit(tmpl)
-	if parent == nil {
-		parent, parentKey = tmpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, cert
 }
 
 func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
@@ -411,23 +384,6 @@ func (ca *stepCA) serveLogged(text string) bool {
 	return false
 }
 
-func newSigner(t testing.TB, kind string) crypto.Signer {
-	var k crypto.Signer
-	var err error
-	switch kind {
-	case "RSA":
-		k, err = rsa.GenerateKey(rand.Reader, 2048)
-	case "P-256":
-		k, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case "Ed25519":
-		_, k, err = ed25519.GenerateKey(rand.Reader)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 func fingerprintOf(t testing.TB, k crypto.Signer) string {
 	der, err := x509.MarshalPKIXPublicKey(k.Public())
 	if err != nil {
@@ -444,7 +400,7 @@ func fingerprintOf(t testing.TB, k crypto.Signer) string {
 // pkbf's reason.
 func TestServeStepCA(t *testing.T) {
 	start := time.Now()
-	compromised := map[string]crypto.Signer{"RSA": newSigner(t, "RSA"), "P-256": newSigner(t, "P-256"), "Ed25519": newSigner(t, "Ed25519")}
+	compromised := map[string]crypto.Signer{"RSA": testkit.Signer(t, "RSA"), "P-256": testkit.Signer(t, "P-256"), "Ed25519": testkit.Signer(t, "Ed25519")}
 	ca := newStepCA(t, compromised)
 	t.Logf("step-ca and pkbf serve ready in %v", time.Since(start))
 	start = time.Now()
@@ -452,7 +408,7 @@ func TestServeStepCA(t *testing.T) {
 
 	for _, kind := range []string{"RSA", "P-256", "Ed25519"} {
 		name := strings.ToLower(kind) + ".clean.pkbf.test"
-		if code, body := ca.sign(t, newSigner(t, kind), name, true); code != http.StatusCreated {
+		if code, body := ca.sign(t, testkit.Signer(t, kind), name, true); code != http.StatusCreated {
 			t.Errorf("/1.0/sign, clean %s key: %d %s\nstep-ca:\n%s", kind, code, body, ca.caLogs.String())
 		}
 		name = strings.ToLower(kind) + ".pwned.pkbf.test"
@@ -472,7 +428,7 @@ func TestServeStepCA(t *testing.T) {
 		}
 	}
 
-	if err := ca.acmeCertificate(t, newSigner(t, "P-256")); err != nil {
+	if err := ca.acmeCertificate(t, testkit.Signer(t, "P-256")); err != nil {
 		t.Errorf("ACME, clean key: %v\nstep-ca:\n%s", err, ca.caLogs.String())
 	}
 	err := ca.acmeCertificate(t, compromised["P-256"])
@@ -491,8 +447,8 @@ func TestServeStepCA(t *testing.T) {
 // webhook and through the one without: the difference is what the webhook
 // call costs (docs/stepca.md).
 func BenchmarkServeStepCASign(b *testing.B) {
-	ca := newStepCA(b, map[string]crypto.Signer{"P-256": newSigner(b, "P-256")})
-	key := newSigner(b, "P-256")
+	ca := newStepCA(b, map[string]crypto.Signer{"P-256": testkit.Signer(b, "P-256")})
+	key := testkit.Signer(b, "P-256")
 	for _, bc := range []struct {
 		name    string
 		webhook bool
@@ -530,14 +486,14 @@ func TestServeClientCA(t *testing.T) {
 	isCA := func(c *x509.Certificate) {
 		c.IsCA, c.BasicConstraintsValid, c.KeyUsage = true, true, x509.KeyUsageCertSign
 	}
-	rootKey, root := testCert(t, "root", nil, nil, isCA)
-	otherKey, other := testCert(t, "other root", nil, nil, isCA)
-	serveKey, serveCert := testCert(t, "pkbf serve", root, rootKey, func(c *x509.Certificate) {
+	rootKey, root := testkit.Cert(t, "root", nil, nil, isCA)
+	otherKey, other := testkit.Cert(t, "other root", nil, nil, isCA)
+	serveKey, serveCert := testkit.Cert(t, "pkbf serve", root, rootKey, func(c *x509.Certificate) {
 		c.IPAddresses, c.ExtKeyUsage = []net.IP{net.IPv4(127, 0, 0, 1)}, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	})
 	client := func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth} }
-	caKey, caCert := testCert(t, "step-ca", root, rootKey, client)
-	strangerKey, strangerCert := testCert(t, "stranger", other, otherKey, client)
+	caKey, caCert := testkit.Cert(t, "step-ca", root, rootKey, client)
+	strangerKey, strangerCert := testkit.Cert(t, "stranger", other, otherKey, client)
 	_, addr, _ := startServe(t, "--tls-cert", write("serve.crt", "CERTIFICATE", serveCert.Raw), "--tls-key", write("serve.key", "PRIVATE KEY", pkcs8(serveKey)),
 		"--client-ca", write("root.crt", "CERTIFICATE", root.Raw), exampleFilter)
 
