@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/acme"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
@@ -166,12 +167,15 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 		"--tls-key", write("serve.key", pkcs8(serveKey)), "--client-ca", rootPath, filter)
 	ca.serveLogs = serveLogs
 
-	// ca.json: two JWK provisioners (with and without the webhook) and an
-	// ACME provisioner with it.
+	// ca.json: an SSH CA, two JWK provisioners for X.509 and SSH
+	// certificates (with and without the webhook) and an ACME provisioner
+	// with it.
 	ca.jwkKey, ca.jwkKid = jwkKey(t)
 	ca.plainKey, ca.plainKid = jwkKey(t)
-	webhook := map[string]any{"id": "pkbf-webhook", "name": "pkbf", "url": "https://" + serveAddr + "/v1/step-ca/authorize", "kind": "AUTHORIZING", "certType": "X509"}
-	options := map[string]any{"webhooks": []any{webhook}}
+	webhook := func(certType string) map[string]any {
+		return map[string]any{"webhooks": []any{map[string]any{"id": "pkbf-webhook", "name": "pkbf", "url": "https://" + serveAddr + "/v1/step-ca/authorize", "kind": "AUTHORIZING", "certType": certType}}}
+	}
+	sshCA := map[string]any{"enableSSHCA": true}
 	ca.acmeHTTP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if v, ok := ca.tokens.Load(r.URL.Path); ok {
 			io.WriteString(w, v.(string))
@@ -184,13 +188,14 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 	ca.url = "https://" + addr
 	config := map[string]any{
 		"root": rootPath, "crt": interPath, "key": interKeyPath,
+		"ssh":     map[string]any{"hostKey": write("ssh_host_ca_key", pkcs8(testkit.Signer(t, "P-256"))), "userKey": write("ssh_user_ca_key", pkcs8(testkit.Signer(t, "P-256")))},
 		"address": addr, "dnsNames": []string{"127.0.0.1"},
 		"logger": map[string]any{"format": "text"},
 		"db":     map[string]any{"type": "badgerv2", "dataSource": filepath.Join(dir, "db")},
 		"authority": map[string]any{"provisioners": []any{
-			map[string]any{"type": "JWK", "name": "pkbf-jwk", "key": jwkPublic(&ca.jwkKey.PublicKey, ca.jwkKid), "options": options},
-			map[string]any{"type": "JWK", "name": "plain-jwk", "key": jwkPublic(&ca.plainKey.PublicKey, ca.plainKid)},
-			map[string]any{"type": "ACME", "name": "acme", "challenges": []string{"http-01"}, "options": options},
+			map[string]any{"type": "JWK", "name": "pkbf-jwk", "key": jwkPublic(&ca.jwkKey.PublicKey, ca.jwkKid), "claims": sshCA, "options": webhook("ALL")},
+			map[string]any{"type": "JWK", "name": "plain-jwk", "key": jwkPublic(&ca.plainKey.PublicKey, ca.plainKid), "claims": sshCA},
+			map[string]any{"type": "ACME", "name": "acme", "challenges": []string{"http-01"}, "options": webhook("X509")},
 		}},
 	}
 	b, _ := json.MarshalIndent(config, "", "  ")
@@ -258,17 +263,24 @@ func jwkPublic(pub *ecdsa.PublicKey, kid string) map[string]string {
 	return map[string]string{"kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": kid, "use": "sig", "alg": "ES256"}
 }
 
-// ott is a one-time token for /1.0/sign: an ES256 JWS made by hand.
-func (ca *stepCA) ott(t testing.TB, provisioner string, key *ecdsa.PrivateKey, kid, name string) string {
+// ott is a one-time token for the endpoint at path (/1.0/sign or
+// /1.0/ssh/sign) through the JWK provisioner with the webhook, or the one
+// without: an ES256 JWS made by hand, with claims added to the usual ones.
+func (ca *stepCA) ott(t testing.TB, webhook bool, path, subject string, claims map[string]any) string {
+	provisioner, key, kid := "pkbf-jwk", ca.jwkKey, ca.jwkKid
+	if !webhook {
+		provisioner, key, kid = "plain-jwk", ca.plainKey, ca.plainKid
+	}
 	header, _ := json.Marshal(map[string]string{"alg": "ES256", "kid": kid, "typ": "JWT"})
 	jti := make([]byte, 16)
 	rand.Read(jti)
 	now := time.Now().Unix()
-	claims, _ := json.Marshal(map[string]any{
-		"iss": provisioner, "sub": name, "aud": ca.url + "/1.0/sign", "sans": []string{name},
-		"nbf": now - 60, "iat": now, "exp": now + 300, "jti": hex.EncodeToString(jti),
-	})
-	input := b64url(header) + "." + b64url(claims)
+	all := map[string]any{"iss": provisioner, "sub": subject, "aud": ca.url + path, "nbf": now - 60, "iat": now, "exp": now + 300, "jti": hex.EncodeToString(jti)}
+	for k, v := range claims {
+		all[k] = v
+	}
+	payload, _ := json.Marshal(all)
+	input := b64url(header) + "." + b64url(payload)
 	digest := sha256.Sum256([]byte(input))
 	r, s, err := ecdsa.Sign(rand.Reader, key, digest[:])
 	if err != nil {
@@ -280,6 +292,18 @@ func (ca *stepCA) ott(t testing.TB, provisioner string, key *ecdsa.PrivateKey, k
 	return input + "." + b64url(sig)
 }
 
+// post sends body as JSON to step-ca and returns the status and answer.
+func (ca *stepCA) post(t testing.TB, path string, body any) (int, string) {
+	b, _ := json.Marshal(body)
+	resp, err := ca.client.Post(ca.url+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(answer)
+}
+
 // sign asks step-ca's /1.0/sign for a certificate for name and key,
 // through the JWK provisioner with the webhook (or the one without), and
 // returns the status and body.
@@ -288,18 +312,20 @@ func (ca *stepCA) sign(t testing.TB, key crypto.Signer, name string, webhook boo
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := ca.ott(t, "pkbf-jwk", ca.jwkKey, ca.jwkKid, name)
-	if !webhook {
-		token = ca.ott(t, "plain-jwk", ca.plainKey, ca.plainKid, name)
-	}
-	body, _ := json.Marshal(map[string]string{"csr": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csr})), "ott": token})
-	resp, err := ca.client.Post(ca.url+"/1.0/sign", "application/json", bytes.NewReader(body))
+	token := ca.ott(t, webhook, "/1.0/sign", name, map[string]any{"sans": []string{name}})
+	return ca.post(t, "/1.0/sign", map[string]string{"csr": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csr})), "ott": token})
+}
+
+// sshSign asks step-ca's /1.0/ssh/sign for a user certificate for key,
+// as the JWK provisioner with the webhook (or the one without).
+func (ca *stepCA) sshSign(t testing.TB, key crypto.Signer, webhook bool) (int, string) {
+	pub, err := ssh.NewPublicKey(key.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	opts := map[string]any{"certType": "user", "keyID": "alice", "principals": []string{"alice"}}
+	token := ca.ott(t, webhook, "/1.0/ssh/sign", "alice", map[string]any{"step": map[string]any{"ssh": opts}})
+	return ca.post(t, "/1.0/ssh/sign", map[string]any{"publicKey": pub.Marshal(), "ott": token, "certType": "user", "keyID": "alice", "principals": []string{"alice"}})
 }
 
 // acmeCertificate orders a certificate for the IP address 127.0.0.1 with
@@ -425,6 +451,26 @@ func TestServeStepCA(t *testing.T) {
 		// The provisioner without the webhook signs it: the webhook refused.
 		if code, body := ca.sign(t, compromised[kind], name, false); code != http.StatusCreated {
 			t.Errorf("/1.0/sign without the webhook, compromised %s key: %d %s", kind, code, body)
+		}
+	}
+
+	// SSH user certificates: the key reaches the webhook in the SSH wire
+	// format.
+	for _, kind := range []string{"RSA", "P-256", "Ed25519"} {
+		if code, body := ca.sshSign(t, testkit.Signer(t, kind), true); code != http.StatusCreated {
+			t.Errorf("/1.0/ssh/sign, clean %s key: %d %s\nstep-ca:\n%s", kind, code, body, ca.caLogs.String())
+		}
+		code, body := ca.sshSign(t, compromised[kind], true)
+		if code != http.StatusForbidden {
+			t.Errorf("/1.0/ssh/sign, compromised %s key: %d %s, want 403", kind, code, body)
+		} else if kind == "Ed25519" {
+			t.Logf("/1.0/ssh/sign answers a compromised key: %d %s", code, body)
+		}
+		if fp := fingerprintOf(t, compromised[kind]); !ca.serveLogged("the SSH certificate's public key is reported as compromised (pwnedkeys fingerprint " + fp) {
+			t.Errorf("pkbf serve did not log refusing the compromised SSH %s key %s:\n%s", kind, fp, ca.serveLogs.String())
+		}
+		if code, body := ca.sshSign(t, compromised[kind], false); code != http.StatusCreated {
+			t.Errorf("/1.0/ssh/sign without the webhook, compromised %s key: %d %s", kind, code, body)
 		}
 	}
 
