@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
@@ -95,12 +96,10 @@ func stepCABinary(t testing.TB) string {
 type stepCA struct {
 	url         string // https://127.0.0.1:PORT
 	client      *http.Client
-	jwkKey      *ecdsa.PrivateKey
-	jwkKid      string
-	plainKey    *ecdsa.PrivateKey // the provisioner without the webhook
-	plainKid    string
-	acmeHTTP    *httptest.Server // answers http-01 challenges
-	tokens      sync.Map         // challenge path -> key authorization
+	jwk         map[string]*ecdsa.PrivateKey // JWK provisioner keys, by name
+	recorded    chan recorded                // the calls of record-jwk's webhook
+	acmeHTTP    *httptest.Server             // answers http-01 challenges
+	tokens      sync.Map                     // challenge path -> key authorization
 	serveLogs   *syncBuffer
 	caLogs      *syncBuffer
 	compromised map[string]crypto.Signer // keys the filter holds, by name
@@ -170,11 +169,24 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 	// ca.json: an SSH CA, two JWK provisioners for X.509 and SSH
 	// certificates (with and without the webhook) and an ACME provisioner
 	// with it.
-	ca.jwkKey, ca.jwkKid = jwkKey(t)
-	ca.plainKey, ca.plainKid = jwkKey(t)
-	webhook := func(certType string) map[string]any {
-		return map[string]any{"webhooks": []any{map[string]any{"id": "pkbf-webhook", "name": "pkbf", "url": "https://" + serveAddr + "/v1/step-ca/authorize", "kind": "AUTHORIZING", "certType": certType}}}
+	ca.jwk = map[string]*ecdsa.PrivateKey{}
+	for _, name := range []string{"pkbf-jwk", "plain-jwk", "record-jwk"} {
+		ca.jwk[name] = testkit.Signer(t, "P-256").(*ecdsa.PrivateKey)
 	}
+	// record-jwk's webhook records what step-ca sends, and allows.
+	ca.recorded = make(chan recorded, 16)
+	recorder := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		ca.recorded <- recorded{body, r.Header.Get("X-Smallstep-Signature")}
+		io.WriteString(w, `{"allow":true}`)
+	}))
+	recorder.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{serveCert.Raw}, PrivateKey: serveKey}}}
+	recorder.StartTLS()
+	t.Cleanup(recorder.Close)
+	webhook := func(certType, url string) map[string]any {
+		return map[string]any{"webhooks": []any{map[string]any{"id": "pkbf-webhook", "name": "pkbf", "url": url, "kind": "AUTHORIZING", "certType": certType}}}
+	}
+	pkbfURL := "https://" + serveAddr + "/v1/step-ca/authorize"
 	sshCA := map[string]any{"enableSSHCA": true}
 	ca.acmeHTTP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if v, ok := ca.tokens.Load(r.URL.Path); ok {
@@ -193,9 +205,10 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 		"logger": map[string]any{"format": "text"},
 		"db":     map[string]any{"type": "badgerv2", "dataSource": filepath.Join(dir, "db")},
 		"authority": map[string]any{"provisioners": []any{
-			map[string]any{"type": "JWK", "name": "pkbf-jwk", "key": jwkPublic(&ca.jwkKey.PublicKey, ca.jwkKid), "claims": sshCA, "options": webhook("ALL")},
-			map[string]any{"type": "JWK", "name": "plain-jwk", "key": jwkPublic(&ca.plainKey.PublicKey, ca.plainKid), "claims": sshCA},
-			map[string]any{"type": "ACME", "name": "acme", "challenges": []string{"http-01"}, "options": webhook("X509")},
+			map[string]any{"type": "JWK", "name": "pkbf-jwk", "key": jwkPublic(ca.jwk["pkbf-jwk"]), "claims": sshCA, "options": webhook("ALL", pkbfURL)},
+			map[string]any{"type": "JWK", "name": "plain-jwk", "key": jwkPublic(ca.jwk["plain-jwk"]), "claims": sshCA},
+			map[string]any{"type": "JWK", "name": "record-jwk", "key": jwkPublic(ca.jwk["record-jwk"]), "options": webhook("X509", recorder.URL)},
+			map[string]any{"type": "ACME", "name": "acme", "challenges": []string{"http-01"}, "options": webhook("X509", pkbfURL)},
 		}},
 	}
 	b, _ := json.MarshalIndent(config, "", "  ")
@@ -241,15 +254,17 @@ func freeAddr(t testing.TB) string {
 
 func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
-// jwkKey makes a provisioner key and its kid, the RFC 7638 thumbprint.
-func jwkKey(t testing.TB) (*ecdsa.PrivateKey, string) {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+// recorded is a webhook call as step-ca made it.
+type recorded struct {
+	body      []byte
+	signature string
+}
+
+// jwkKid is a provisioner key's kid: its RFC 7638 thumbprint.
+func jwkKid(k *ecdsa.PrivateKey) string {
 	x, y := coords(&k.PublicKey)
 	sum := sha256.Sum256([]byte(`{"crv":"P-256","kty":"EC","x":"` + x + `","y":"` + y + `"}`))
-	return k, b64url(sum[:])
+	return b64url(sum[:])
 }
 
 // coords are a P-256 public key's coordinates, base64url.
@@ -258,19 +273,17 @@ func coords(pub *ecdsa.PublicKey) (x, y string) {
 	return b64url(point[1:33]), b64url(point[33:])
 }
 
-func jwkPublic(pub *ecdsa.PublicKey, kid string) map[string]string {
-	x, y := coords(pub)
-	return map[string]string{"kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": kid, "use": "sig", "alg": "ES256"}
+func jwkPublic(k *ecdsa.PrivateKey) map[string]string {
+	x, y := coords(&k.PublicKey)
+	return map[string]string{"kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": jwkKid(k), "use": "sig", "alg": "ES256"}
 }
 
 // ott is a one-time token for the endpoint at path (/1.0/sign or
-// /1.0/ssh/sign) through the JWK provisioner with the webhook, or the one
-// without: an ES256 JWS made by hand, with claims added to the usual ones.
-func (ca *stepCA) ott(t testing.TB, webhook bool, path, subject string, claims map[string]any) string {
-	provisioner, key, kid := "pkbf-jwk", ca.jwkKey, ca.jwkKid
-	if !webhook {
-		provisioner, key, kid = "plain-jwk", ca.plainKey, ca.plainKid
-	}
+// /1.0/ssh/sign) through a JWK provisioner: an ES256 JWS made by hand,
+// with claims added to the usual ones.
+func (ca *stepCA) ott(t testing.TB, provisioner, path, subject string, claims map[string]any) string {
+	key := ca.jwk[provisioner]
+	kid := jwkKid(key)
 	header, _ := json.Marshal(map[string]string{"alg": "ES256", "kid": kid, "typ": "JWT"})
 	jti := make([]byte, 16)
 	rand.Read(jti)
@@ -305,26 +318,25 @@ func (ca *stepCA) post(t testing.TB, path string, body any) (int, string) {
 }
 
 // sign asks step-ca's /1.0/sign for a certificate for name and key,
-// through the JWK provisioner with the webhook (or the one without), and
-// returns the status and body.
-func (ca *stepCA) sign(t testing.TB, key crypto.Signer, name string, webhook bool) (int, string) {
+// through a JWK provisioner, and returns the status and body.
+func (ca *stepCA) sign(t testing.TB, key crypto.Signer, name, provisioner string) (int, string) {
 	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: name}, DNSNames: []string{name}}, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := ca.ott(t, webhook, "/1.0/sign", name, map[string]any{"sans": []string{name}})
+	token := ca.ott(t, provisioner, "/1.0/sign", name, map[string]any{"sans": []string{name}})
 	return ca.post(t, "/1.0/sign", map[string]string{"csr": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csr})), "ott": token})
 }
 
 // sshSign asks step-ca's /1.0/ssh/sign for a user certificate for key,
-// as the JWK provisioner with the webhook (or the one without).
-func (ca *stepCA) sshSign(t testing.TB, key crypto.Signer, webhook bool) (int, string) {
+// through a JWK provisioner.
+func (ca *stepCA) sshSign(t testing.TB, key crypto.Signer, provisioner string) (int, string) {
 	pub, err := ssh.NewPublicKey(key.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := map[string]any{"certType": "user", "keyID": "alice", "principals": []string{"alice"}}
-	token := ca.ott(t, webhook, "/1.0/ssh/sign", "alice", map[string]any{"step": map[string]any{"ssh": opts}})
+	token := ca.ott(t, provisioner, "/1.0/ssh/sign", "alice", map[string]any{"step": map[string]any{"ssh": opts}})
 	return ca.post(t, "/1.0/ssh/sign", map[string]any{"publicKey": pub.Marshal(), "ott": token, "certType": "user", "keyID": "alice", "principals": []string{"alice"}})
 }
 
@@ -434,11 +446,11 @@ func TestServeStepCA(t *testing.T) {
 
 	for _, kind := range []string{"RSA", "P-256", "Ed25519"} {
 		name := strings.ToLower(kind) + ".clean.pkbf.test"
-		if code, body := ca.sign(t, testkit.Signer(t, kind), name, true); code != http.StatusCreated {
+		if code, body := ca.sign(t, testkit.Signer(t, kind), name, "pkbf-jwk"); code != http.StatusCreated {
 			t.Errorf("/1.0/sign, clean %s key: %d %s\nstep-ca:\n%s", kind, code, body, ca.caLogs.String())
 		}
 		name = strings.ToLower(kind) + ".pwned.pkbf.test"
-		code, body := ca.sign(t, compromised[kind], name, true)
+		code, body := ca.sign(t, compromised[kind], name, "pkbf-jwk")
 		if code != http.StatusForbidden {
 			t.Errorf("/1.0/sign, compromised %s key: %d %s, want 403", kind, code, body)
 		} else if kind == "P-256" {
@@ -449,18 +461,35 @@ func TestServeStepCA(t *testing.T) {
 			t.Errorf("pkbf serve did not log refusing the compromised %s key %s:\n%s", kind, fp, ca.serveLogs.String())
 		}
 		// The provisioner without the webhook signs it: the webhook refused.
-		if code, body := ca.sign(t, compromised[kind], name, false); code != http.StatusCreated {
+		if code, body := ca.sign(t, compromised[kind], name, "plain-jwk"); code != http.StatusCreated {
 			t.Errorf("/1.0/sign without the webhook, compromised %s key: %d %s", kind, code, body)
 		}
+	}
+
+	// step-ca's signature of a call, without a secret set (ca.json cannot
+	// set one): the hex HMAC-SHA256 of the body under the empty key, the
+	// scheme stepca.Options.Secret checks.
+	if code, body := ca.sign(t, testkit.Signer(t, "P-256"), "recorded.pkbf.test", "record-jwk"); code != http.StatusCreated {
+		t.Errorf("/1.0/sign through the recording webhook: %d %s", code, body)
+	}
+	select {
+	case call := <-ca.recorded:
+		mac := hmac.New(sha256.New, nil)
+		mac.Write(call.body)
+		if want := hex.EncodeToString(mac.Sum(nil)); call.signature != want {
+			t.Errorf("step-ca signed a call %q, want the HMAC under the empty key %s", call.signature, want)
+		}
+	default:
+		t.Errorf("step-ca did not call the recording webhook")
 	}
 
 	// SSH user certificates: the key reaches the webhook in the SSH wire
 	// format.
 	for _, kind := range []string{"RSA", "P-256", "Ed25519"} {
-		if code, body := ca.sshSign(t, testkit.Signer(t, kind), true); code != http.StatusCreated {
+		if code, body := ca.sshSign(t, testkit.Signer(t, kind), "pkbf-jwk"); code != http.StatusCreated {
 			t.Errorf("/1.0/ssh/sign, clean %s key: %d %s\nstep-ca:\n%s", kind, code, body, ca.caLogs.String())
 		}
-		code, body := ca.sshSign(t, compromised[kind], true)
+		code, body := ca.sshSign(t, compromised[kind], "pkbf-jwk")
 		if code != http.StatusForbidden {
 			t.Errorf("/1.0/ssh/sign, compromised %s key: %d %s, want 403", kind, code, body)
 		} else if kind == "Ed25519" {
@@ -469,7 +498,7 @@ func TestServeStepCA(t *testing.T) {
 		if fp := fingerprintOf(t, compromised[kind]); !ca.serveLogged("the SSH certificate's public key is reported as compromised (pwnedkeys fingerprint " + fp) {
 			t.Errorf("pkbf serve did not log refusing the compromised SSH %s key %s:\n%s", kind, fp, ca.serveLogs.String())
 		}
-		if code, body := ca.sshSign(t, compromised[kind], false); code != http.StatusCreated {
+		if code, body := ca.sshSign(t, compromised[kind], "plain-jwk"); code != http.StatusCreated {
 			t.Errorf("/1.0/ssh/sign without the webhook, compromised %s key: %d %s", kind, code, body)
 		}
 	}
@@ -495,13 +524,10 @@ func TestServeStepCA(t *testing.T) {
 func BenchmarkServeStepCASign(b *testing.B) {
 	ca := newStepCA(b, map[string]crypto.Signer{"P-256": testkit.Signer(b, "P-256")})
 	key := testkit.Signer(b, "P-256")
-	for _, bc := range []struct {
-		name    string
-		webhook bool
-	}{{"webhook", true}, {"no webhook", false}} {
+	for _, bc := range []struct{ name, provisioner string }{{"webhook", "pkbf-jwk"}, {"no webhook", "plain-jwk"}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
-				if code, body := ca.sign(b, key, "bench.pkbf.test", bc.webhook); code != http.StatusCreated {
+				if code, body := ca.sign(b, key, "bench.pkbf.test", bc.provisioner); code != http.StatusCreated {
 					b.Fatalf("%d %s", code, body)
 				}
 			}
