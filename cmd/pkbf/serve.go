@@ -112,7 +112,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		// memory stays near them.
 		debug.SetGCPercent(100)
 	}
-	tlsConfig, webhook, err := stepCAOptions(fl)
+	tlsConfig, cert, webhook, err := stepCAOptions(fl)
 	if err != nil {
 		_, code := c.fail(message(err))
 		return code
@@ -170,6 +170,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			if sig == syscall.SIGHUP {
 				if err := live.Reload(); err == nil {
 					logger.Printf("SIGHUP: %s checked", path)
+				}
+				if cert != nil {
+					if err := cert.load(); err != nil {
+						logger.Printf("SIGHUP: keeping the certificate in use: %s", message(err))
+					} else {
+						logger.Printf("SIGHUP: %s reloaded", cert.certFile)
+					}
 				}
 				continue
 			}
@@ -260,59 +267,79 @@ func (s *service) stepCA(w http.ResponseWriter, r *http.Request) {
 	s.httpError(w, http.StatusForbidden, "pkbf serve answers step-ca's webhook only with --client-ca (and --tls-cert, --tls-key): see docs/stepca.md")
 }
 
+// servingCert is the server's certificate, read again from its files on
+// SIGHUP: certificates from a CA such as step-ca live for a day.
+type servingCert struct {
+	certFile, keyFile string
+	cur               atomic.Pointer[tls.Certificate]
+}
+
+// load reads the certificate and key; on an error the one in use stays.
+func (c *servingCert) load() error {
+	pair, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	var pathErr *fs.PathError
+	switch {
+	case errors.As(err, &pathErr):
+		return err
+	case err != nil:
+		return perr.Errorf("--tls-cert %s, --tls-key %s: %v", c.certFile, c.keyFile, err)
+	}
+	c.cur.Store(&pair)
+	return nil
+}
+
+func (c *servingCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.cur.Load(), nil }
+
 // stepCAOptions reads the TLS and webhook flags: the server's TLS
-// configuration (nil for plain HTTP) and the webhook's options.
-func stepCAOptions(fl *serveFlags) (*tls.Config, stepca.Options, error) {
+// configuration and certificate (nil for plain HTTP), and the webhook's
+// options.
+func stepCAOptions(fl *serveFlags) (*tls.Config, *servingCert, stepca.Options, error) {
 	var opts stepca.Options
 	cert, key, ca, secret := *fl.tlsCert, *fl.tlsKey, *fl.clientCA, *fl.webhookSecretFile
 	switch {
 	case (cert == "") != (key == ""):
-		return nil, opts, perr.Errorf("--tls-cert and --tls-key go together")
+		return nil, nil, opts, perr.Errorf("--tls-cert and --tls-key go together")
 	case ca != "" && cert == "":
-		return nil, opts, perr.Errorf("--client-ca needs --tls-cert and --tls-key: client certificates come over TLS")
+		return nil, nil, opts, perr.Errorf("--client-ca needs --tls-cert and --tls-key: client certificates come over TLS")
 	case ca != "" && *fl.webhookInsecure:
-		return nil, opts, perr.Errorf("--webhook-insecure answers step-ca without the client certificate --client-ca requires: give one or the other")
+		return nil, nil, opts, perr.Errorf("--webhook-insecure answers step-ca without the client certificate --client-ca requires: give one or the other")
 	case secret != "" && ca == "" && !*fl.webhookInsecure:
-		return nil, opts, perr.Errorf("--webhook-secret-file needs --client-ca: step-ca is authenticated by its client certificate first")
+		return nil, nil, opts, perr.Errorf("--webhook-secret-file needs --client-ca: step-ca is authenticated by its client certificate first")
 	}
 	opts.Unauthenticated = *fl.webhookInsecure
 	if secret != "" {
 		b, err := os.ReadFile(secret)
 		if err != nil {
-			return nil, opts, err
+			return nil, nil, opts, err
 		}
 		opts.Secret, err = base64.StdEncoding.DecodeString(string(bytes.TrimSpace(b)))
 		switch {
 		case err != nil:
-			return nil, opts, perr.Errorf("--webhook-secret-file %s: not the base64 secret step-ca holds: %v", secret, err)
+			return nil, nil, opts, perr.Errorf("--webhook-secret-file %s: not the base64 secret step-ca holds: %v", secret, err)
 		case len(opts.Secret) == 0:
-			return nil, opts, perr.Errorf("--webhook-secret-file %s is empty", secret)
+			return nil, nil, opts, perr.Errorf("--webhook-secret-file %s is empty", secret)
 		}
 	}
 	if cert == "" {
-		return nil, opts, nil
+		return nil, nil, opts, nil
 	}
-	pair, err := tls.LoadX509KeyPair(cert, key)
-	var pathErr *fs.PathError
-	switch {
-	case errors.As(err, &pathErr):
-		return nil, opts, err
-	case err != nil:
-		return nil, opts, perr.Errorf("--tls-cert %s, --tls-key %s: %v", cert, key, err)
+	sc := &servingCert{certFile: cert, keyFile: key}
+	if err := sc.load(); err != nil {
+		return nil, nil, opts, err
 	}
-	config := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	config := &tls.Config{GetCertificate: sc.get, MinVersion: tls.VersionTLS12}
 	if ca != "" {
 		b, err := os.ReadFile(ca)
 		if err != nil {
-			return nil, opts, err
+			return nil, nil, opts, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(b) {
-			return nil, opts, perr.Errorf("--client-ca %s holds no PEM certificate", ca)
+			return nil, nil, opts, perr.Errorf("--client-ca %s holds no PEM certificate", ca)
 		}
 		config.ClientAuth, config.ClientCAs = tls.RequireAndVerifyClientCert, pool
 	}
-	return config, opts, nil
+	return config, sc, opts, nil
 }
 
 func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +28,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -566,7 +568,7 @@ func TestServeClientCA(t *testing.T) {
 	client := func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth} }
 	caKey, caCert := testkit.Cert(t, "step-ca", root, rootKey, client)
 	strangerKey, strangerCert := testkit.Cert(t, "stranger", other, otherKey, client)
-	_, addr, _ := startServe(t, "--tls-cert", write("serve.crt", "CERTIFICATE", serveCert.Raw), "--tls-key", write("serve.key", "PRIVATE KEY", pkcs8(serveKey)),
+	serving, addr, logs := startServe(t, "--tls-cert", write("serve.crt", "CERTIFICATE", serveCert.Raw), "--tls-key", write("serve.key", "PRIVATE KEY", pkcs8(serveKey)),
 		"--client-ca", write("root.crt", "CERTIFICATE", root.Raw), exampleFilter)
 
 	pool := x509.NewCertPool()
@@ -608,6 +610,42 @@ func TestServeClientCA(t *testing.T) {
 				t.Errorf("%s: %d %s, want allowed", tc.name, resp.StatusCode, b)
 			}
 		}
+	}
+
+	// SIGHUP reads the certificate files again: a certificate that cannot
+	// be read is logged and the one in use kept; a new one is served.
+	served := func() *big.Int {
+		pair := &tls.Certificate{Certificate: [][]byte{caCert.Raw}, PrivateKey: caKey}
+		conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{*pair}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber
+	}
+	hup := func(want string) {
+		serving.Process.Signal(syscall.SIGHUP)
+		for range 100 {
+			if strings.Contains(logs.String(), want) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("after SIGHUP the log lacks %q:\n%s", want, logs.String())
+	}
+	write("serve.key", "PRIVATE KEY", []byte("not a key"))
+	hup("SIGHUP: keeping the certificate in use: --tls-cert ")
+	if served().Cmp(serveCert.SerialNumber) != 0 {
+		t.Errorf("a certificate that cannot be read replaced the one in use")
+	}
+	newKey, newCert := testkit.Cert(t, "pkbf serve", root, rootKey, func(c *x509.Certificate) {
+		c.IPAddresses, c.ExtKeyUsage = []net.IP{net.IPv4(127, 0, 0, 1)}, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	})
+	write("serve.crt", "CERTIFICATE", newCert.Raw)
+	write("serve.key", "PRIVATE KEY", pkcs8(newKey))
+	hup("serve.crt reloaded")
+	if served().Cmp(newCert.SerialNumber) != 0 {
+		t.Errorf("after SIGHUP the old certificate is served")
 	}
 
 	_, plain, _ := startServe(t, "--webhook-insecure", exampleFilter)
