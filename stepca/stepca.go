@@ -147,8 +147,6 @@ type refusal struct {
 	Message string `json:"message"`
 }
 
-func (r *refusal) Error() string { return r.Message }
-
 func refuse(status int, code, format string, args ...any) *refusal {
 	return &refusal{status: status, Code: code, Message: perr.Errorf(format, args...).Error()}
 }

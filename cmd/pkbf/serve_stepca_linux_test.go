@@ -446,25 +446,34 @@ func TestServeStepCA(t *testing.T) {
 	start = time.Now()
 	defer func() { t.Logf("signing and ACME took %v", time.Since(start)) }()
 
-	for _, kind := range []string{"RSA", "P-256", "Ed25519"} {
-		name := strings.ToLower(kind) + ".clean.pkbf.test"
-		if code, body := ca.sign(t, testkit.Signer(t, kind), name, "pkbf-jwk"); code != http.StatusCreated {
-			t.Errorf("/1.0/sign, clean %s key: %d %s\nstep-ca:\n%s", kind, code, body, ca.caLogs.String())
-		}
-		name = strings.ToLower(kind) + ".pwned.pkbf.test"
-		code, body := ca.sign(t, compromised[kind], name, "pkbf-jwk")
-		if code != http.StatusForbidden {
-			t.Errorf("/1.0/sign, compromised %s key: %d %s, want 403", kind, code, body)
-		} else if kind == "P-256" {
-			t.Logf("/1.0/sign answers a compromised key: %d %s", code, body)
-		}
-		// The refusal was pkbf's, for this key.
-		if fp := fingerprintOf(t, compromised[kind]); !ca.serveLogged("pwnedkeys fingerprint " + fp) {
-			t.Errorf("pkbf serve did not log refusing the compromised %s key %s:\n%s", kind, fp, ca.serveLogs.String())
-		}
-		// The provisioner without the webhook signs it: the webhook refused.
-		if code, body := ca.sign(t, compromised[kind], name, "plain-jwk"); code != http.StatusCreated {
-			t.Errorf("/1.0/sign without the webhook, compromised %s key: %d %s", kind, code, body)
+	// X.509 and SSH user certificates, for which the key reaches the
+	// webhook in the SSH wire format.
+	for _, endpoint := range []struct {
+		path, what string
+		sign       func(key crypto.Signer, provisioner string) (int, string)
+	}{
+		{"/1.0/sign", "certificate", func(k crypto.Signer, p string) (int, string) { return ca.sign(t, k, "host.pkbf.test", p) }},
+		{"/1.0/ssh/sign", "SSH certificate", func(k crypto.Signer, p string) (int, string) { return ca.sshSign(t, k, p) }},
+	} {
+		for _, kind := range []string{"RSA", "P-256", "Ed25519"} {
+			if code, body := endpoint.sign(testkit.Signer(t, kind), "pkbf-jwk"); code != http.StatusCreated {
+				t.Errorf("%s, clean %s key: %d %s\nstep-ca:\n%s", endpoint.path, kind, code, body, ca.caLogs.String())
+			}
+			code, body := endpoint.sign(compromised[kind], "pkbf-jwk")
+			if code != http.StatusForbidden {
+				t.Errorf("%s, compromised %s key: %d %s, want 403", endpoint.path, kind, code, body)
+			} else if kind == "P-256" {
+				t.Logf("%s answers a compromised key: %d %s", endpoint.path, code, body)
+			}
+			// The refusal was pkbf's, for this key.
+			fp := fingerprintOf(t, compromised[kind])
+			if !ca.serveLogged("the " + endpoint.what + "'s public key is reported as compromised (pwnedkeys fingerprint " + fp) {
+				t.Errorf("pkbf serve did not log refusing the compromised %s key %s for %s:\n%s", kind, fp, endpoint.path, ca.serveLogs.String())
+			}
+			// The provisioner without the webhook signs it: the webhook refused.
+			if code, body := endpoint.sign(compromised[kind], "plain-jwk"); code != http.StatusCreated {
+				t.Errorf("%s without the webhook, compromised %s key: %d %s", endpoint.path, kind, code, body)
+			}
 		}
 	}
 
@@ -483,26 +492,6 @@ func TestServeStepCA(t *testing.T) {
 		}
 	default:
 		t.Errorf("step-ca did not call the recording webhook")
-	}
-
-	// SSH user certificates: the key reaches the webhook in the SSH wire
-	// format.
-	for _, kind := range []string{"RSA", "P-256", "Ed25519"} {
-		if code, body := ca.sshSign(t, testkit.Signer(t, kind), "pkbf-jwk"); code != http.StatusCreated {
-			t.Errorf("/1.0/ssh/sign, clean %s key: %d %s\nstep-ca:\n%s", kind, code, body, ca.caLogs.String())
-		}
-		code, body := ca.sshSign(t, compromised[kind], "pkbf-jwk")
-		if code != http.StatusForbidden {
-			t.Errorf("/1.0/ssh/sign, compromised %s key: %d %s, want 403", kind, code, body)
-		} else if kind == "Ed25519" {
-			t.Logf("/1.0/ssh/sign answers a compromised key: %d %s", code, body)
-		}
-		if fp := fingerprintOf(t, compromised[kind]); !ca.serveLogged("the SSH certificate's public key is reported as compromised (pwnedkeys fingerprint " + fp) {
-			t.Errorf("pkbf serve did not log refusing the compromised SSH %s key %s:\n%s", kind, fp, ca.serveLogs.String())
-		}
-		if code, body := ca.sshSign(t, compromised[kind], "plain-jwk"); code != http.StatusCreated {
-			t.Errorf("/1.0/ssh/sign without the webhook, compromised %s key: %d %s", kind, code, body)
-		}
 	}
 
 	if err := ca.acmeCertificate(t, testkit.Signer(t, "P-256")); err != nil {
