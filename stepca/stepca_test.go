@@ -368,3 +368,41 @@ func BenchmarkHandler(b *testing.B) {
 		})
 	}
 }
+
+// FuzzHandler: whatever the body, the answer is JSON, and it allows only
+// a body whose one public key the handler could read and the filter does
+// not hold; a refusal carries a code and a message with pkbf's prefix.
+func FuzzHandler(f *testing.F) {
+	fx := newFixture(f)
+	live := openLive(f, fx)
+	h := NewHandler(live, Options{Unauthenticated: true})
+	f.Add(x509Body("x509Certificate", spkiOf(f, fx.cleanP256)))
+	f.Add(x509Body("x509Certificate", spkiOf(f, fx.pwnedP256)))
+	f.Add(x509Body("x509CertificateRequest", fx.pwnedP256Compressed))
+	f.Add(sshBody(f, "sshCertificate", fx.cleanEd25519))
+	f.Add([]byte(`{"x509Certificate":{"publicKey":"MAA="},"sshCertificate":{"publicKey":"MAA="}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		var a answer
+		if err := json.Unmarshal(w.Body.Bytes(), &a); err != nil {
+			t.Fatalf("answer %q is not JSON: %v", w.Body, err)
+		}
+		if !a.Allow {
+			if a.Error == nil || a.Error.Code == "" || !strings.HasPrefix(a.Error.Message, "pkbf: ") {
+				t.Fatalf("refusal without a code or pkbf's message: %s", w.Body)
+			}
+			return
+		}
+		der, _, ref := publicKeyOf(body)
+		if ref != nil {
+			t.Fatalf("allowed a body whose key cannot be read: %v", ref)
+		}
+		var hit bool
+		live.Do(func(f *pkbf.Filter) { hit = f.Contains(der) })
+		if hit || w.Code != 200 {
+			t.Fatalf("allowed a key the filter holds (status %d)", w.Code)
+		}
+	})
+}
