@@ -158,6 +158,13 @@ func sshBlobSPKI(blob []byte) ([]byte, error) {
 	return spki, nil
 }
 
+// SSHBlobSPKI returns the DER SubjectPublicKeyInfo of an OpenSSH public
+// key blob (RFC 4253 section 6.6, PROTOCOL.u2f, PROTOCOL.certkeys: for a
+// certificate, the key it certifies), named by its canonical type name
+// (ssh-rsa, not rsa-sha2-256). Errors wrap [ErrInvalidKey], and
+// [ErrUnsupportedKey] for a type pkbf does not read.
+func SSHBlobSPKI(blob []byte) ([]byte, error) { return sshBlobSPKI(blob) }
+
 // shorten keeps untrusted text in error messages short.
 func shorten(s string) string {
 	if len(s) > 40 {

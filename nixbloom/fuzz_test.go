@@ -47,3 +47,26 @@ func FuzzMayContain(f *testing.F) {
 		}
 	})
 }
+
+// parseNarinfo never panics, and fails with the package's prefix; what it
+// takes has the hash part and name of a store path in the store.
+func FuzzNarinfo(f *testing.F) {
+	f.Add([]byte("StorePath: /nix/store/" + strings.Repeat("0", 32) + "-x\nURL: u\nNarHash: h\nNarSize: 1\n"))
+	f.Add([]byte("Foo:\nStorePath: /nix/store/x\n"))
+	f.Add([]byte(":"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ni, err := parseNarinfo(b, "/nix/store", "x.narinfo")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "nixbloom: ") {
+				t.Fatal(err)
+			}
+			return
+		}
+		if ni.storePath != "/nix/store/"+ni.hashPart+ni.storePath[len("/nix/store/")+hashPartLen:] || ni.name == "" {
+			t.Fatalf("%+v", ni)
+		}
+		if _, err := HashPart(ni.hashPart); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

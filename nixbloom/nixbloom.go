@@ -3,7 +3,19 @@
 // .narinfo request for a path the cache certainly lacks.
 //
 // A false answer from [Filter.MayContain] is definite; a true one must be
-// confirmed by fetching the path's .narinfo.
+// confirmed by fetching the path's .narinfo ([Cache.Confirm]).
+//
+// A client opens the cache with [OpenCache] and reads its filter with
+// [Cache.Filter] (or both at once with [Fetch]). A server builds the filter
+// of a cache directory with [CachePaths] and [FromPaths] and puts it in
+// place with [Publish].
+//
+// # Nix's rules
+//
+// nix-cache-info is read and written ([CacheInfoField],
+// [SetCacheInfoField]) as Nix reads it, and a .narinfo as Nix's parser
+// frames it; the tests check both against Nix itself. What a cache says
+// never leads to a local file outside it: see [Cache].
 //
 // # Format
 //
@@ -106,8 +118,6 @@ func Parse(b []byte) (*Filter, error) {
 	return &Filter{k: k, m: m, bits: b[headerSize:len(b):len(b)]}, nil
 }
 
-// hashPart returns the hash part of a store path ("/nix/store/HASH-name"),
-// a base name ("HASH-name") or a bare hash part ("HASH").
 // HashPart returns the hash part of a store path, a base name or a bare
 // hash part: the 32 characters that name a path in a binary cache
 // (HASH.narinfo). Its Nix32 is checked. Errors wrap ErrInvalidPath.
@@ -123,6 +133,8 @@ func HashPart(path string) (string, error) {
 	return part, nil
 }
 
+// hashPart returns the hash part of a store path ("/nix/store/HASH-name"),
+// a base name ("HASH-name") or a bare hash part ("HASH"), unchecked.
 func hashPart(path string) (string, error) {
 	base := path[strings.LastIndexByte(path, '/')+1:]
 	switch {

@@ -17,6 +17,14 @@
 //   - .FILTER.update.lock: the lock that keeps two updates of FILTER from
 //     running at once (flock(2); the second waits for the first).
 //
+// Update installs only a filter that proves itself. It is fetched over
+// https (plain http only with [Options.AllowHTTP], never with
+// credentials), and refused if its header's entry count does not fit the
+// bits set in it ([ErrImplausibleFill]), if it lacks bits the installed
+// filter of the same parameters has set ([ErrDropsBits]), or if it does
+// not match the digest or the SSH signature an operator pins it to
+// ([ErrNotAuthentic]). Only then is it renamed into place.
+//
 // Update never replaces what it did not make: a file at FILTER that is not
 // a readable pkbfv1 filter is refused before any request (unless
 // [Options.ReplaceInvalid]), and a directory, FIFO, socket or device is
@@ -44,6 +52,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/mapfile"
@@ -76,19 +86,46 @@ var ErrSameHeader = perr.New("the server's filter has the installed one's header
 // Options.ReplaceInvalid is not set.
 var ErrNotFilter = perr.New("the file to be replaced is not a readable filter")
 
+// ErrPlainHTTP is wrapped by the error Update returns, before any request
+// or when a redirect leads there, for a plain http URL without
+// Options.AllowHTTP, and for one with credentials (Options.Header, or a
+// user in the URL) whatever the options: anyone on the path of plain http
+// can read what is sent and replace what comes back.
+var ErrPlainHTTP = perr.New("plain http is refused")
+
 // Options adjust Update. The zero value is ready to use.
 type Options struct {
 	// Client makes the requests. Nil means one with proxies from the
 	// environment ($HTTPS_PROXY, $HTTP_PROXY, $NO_PROXY), 30 s to connect
 	// and 60 s to get a response's headers. Update does not change it; its
-	// redirects are followed without Header if they lead to another host.
+	// redirects are followed without Header if they lead to another host
+	// or to http, and not at all to http without AllowHTTP.
 	Client *http.Client
-	// Header is added to every request: credentials for a commercial
-	// feed, for example. Its values never appear in errors or in Logf's
-	// messages, and are not sent to another host a redirect leads to.
+	// Header is added to every request to the filter URL's host over
+	// https: credentials for a commercial feed, for example. Its values
+	// never appear in errors or in Logf's messages, and are not sent to
+	// another host, nor over http: an http URL with a Header is refused.
 	Header http.Header
+	// AllowHTTP lets the filter, digest and signature URLs, and the
+	// redirects they lead to, be plain http. Without it they must be
+	// https (ErrPlainHTTP). Over http only a pin (SHA256, SHA256URL or
+	// SignatureURL) makes a filter trustworthy.
+	AllowHTTP bool
+	// SHA256 pins the filter to one file: its SHA-256 digest in hex.
+	SHA256 string
+	// SHA256URL pins the filter to the digest published at this URL
+	// (FILTER.sha256, say): a bare digest or sha256sum's output.
+	SHA256URL string
+	// SignatureURL pins the filter to a detached SSH signature published
+	// at this URL, as ssh-keygen -Y sign -n pkbf makes it (FILTER.sig),
+	// by one of SignerKeys (ParseSignerKeys reads them from a .pub file).
+	// The signature covers the exact bytes installed.
+	SignatureURL string
+	SignerKeys   []ssh.PublicKey
 	// Force installs the server's filter even if it is older than the
-	// installed one, or has its header but other bits.
+	// installed one, has its header but other bits, or lacks bits the
+	// installed one of the same parameters has set. It never installs one
+	// that fails the fill check or a pin.
 	Force bool
 	// ReplaceInvalid lets Update replace a file at the filter's path that
 	// is not a readable pkbfv1 filter (a file cut short, say). Without it
@@ -140,6 +177,12 @@ type Result struct {
 	Size, Received int64
 	// Resumed is true when the download continued an earlier one.
 	Resumed bool
+	// SHA256 is the digest the filter was checked against (Options.SHA256
+	// or SHA256URL), or nil; SignedBy the key whose signature verified it
+	// (Options.SignatureURL), or nil. When the installed filter was
+	// current and already verified under the same pins, both are nil.
+	SHA256   []byte
+	SignedBy ssh.PublicKey
 }
 
 // Update makes the filter file at path current with the one at rawURL
@@ -152,26 +195,38 @@ type Result struct {
 // and at most Options.MaxSize. The complete file is synced and checked as
 // [pkbf.Open] checks a filter, and compared with the installed one: an
 // older filter is refused (an error wrapping [ErrOlder]) unless
-// Options.Force is set, and an identical header means the installed one
-// is current. Then it is renamed over path, the directory synced, and its
-// modification time set to the server's Last-Modified.
+// Options.Force is set, and identical content means the installed one
+// is current. Then it is read once: it must match its pins
+// ([ErrNotAuthentic]), have about the bits set its entry count implies
+// ([ErrImplausibleFill]) and, with the installed filter's parameters, hold
+// every bit that one holds ([ErrDropsBits], unless Options.Force). Then it
+// is renamed over path, the directory synced, and its modification time
+// set to the server's Last-Modified.
 //
 // Any error leaves the installed filter as it was. A cancelled ctx stops
 // the update, keeping the partial download to be resumed. Errors name the
 // URL (without its query) or the file they are about.
 func Update(ctx context.Context, rawURL, path string, opts Options) (Result, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Result{}, perr.Errorf("update: %q is not an http or https URL%s", rawURL, swappedHint(path))
-	}
 	if err := opts.check(); err != nil {
+		return Result{}, err
+	}
+	up := &updater{opts: opts}
+	u, err := up.checkURL(rawURL)
+	if err != nil {
+		if !errors.Is(err, ErrPlainHTTP) {
+			err = perr.Errorf("%w%s", err, swappedHint(path))
+		}
+		return Result{}, err
+	}
+	up.url = u
+	if err := up.checkPinOptions(); err != nil {
 		return Result{}, err
 	}
 	target, _, err := mapfile.ReplaceTarget(path)
 	if err != nil {
 		return Result{}, perr.Errorf("update: %w", err)
 	}
-	up := &updater{opts: opts, url: u, path: target}
+	up.path = target
 	up.setDefaults()
 	ctx, cancel := context.WithTimeoutCause(ctx, up.opts.MaxTime, errMaxTime)
 	defer cancel()
@@ -188,6 +243,24 @@ func Update(ctx context.Context, rawURL, path string, opts Options) (Result, err
 	}
 	up.state = loadState(up.statePath)
 	return up.run(ctx)
+}
+
+// checkURL parses a URL Update is to fetch: http or https, with a host;
+// plain http only with Options.AllowHTTP and never with credentials.
+func (up *updater) checkURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, perr.Errorf("update: %q is not an http or https URL", raw)
+	}
+	if u.Scheme == "http" {
+		switch {
+		case len(up.opts.Header) > 0 || u.User != nil:
+			return nil, perr.Kind(ErrPlainHTTP, perr.Errorf("update: %s is plain http: credentials are never sent over it (use https)", redactURL(u)))
+		case !up.opts.AllowHTTP:
+			return nil, perr.Kind(ErrPlainHTTP, perr.Errorf("update: %s is plain http: anyone on the path could replace the filter; use https, or allow http and pin the filter", redactURL(u)))
+		}
+	}
+	return u, nil
 }
 
 // swappedHint says that the arguments look swapped: a path given where
@@ -236,6 +309,7 @@ type updater struct {
 	state     state
 	old       *pkbf.Header // the installed filter
 	oldInfo   fs.FileInfo
+	pins      pins
 	res       Result
 }
 
@@ -266,7 +340,7 @@ func (up *updater) setDefaults() {
 		o.Client = defaultClient()
 	}
 	c := *o.Client // our copy, to drop credentials on redirects to another host
-	c.CheckRedirect = dropHeaderOnRedirect(o.Client.CheckRedirect, o.Header)
+	c.CheckRedirect = redirectPolicy(o.Client.CheckRedirect, o.Header, o.AllowHTTP)
 	o.Client = &c
 	if o.sleep == nil {
 		o.sleep = retryafter.Sleep
@@ -288,18 +362,24 @@ func defaultClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// dropHeaderOnRedirect removes the caller's headers from a request a
-// redirect sends to another host, and the Referer from every redirected
-// request (net/http sets it to the URL before, query and all, which may
-// hold a token), then applies next (the client's own policy, or the
-// default of at most 10 redirects).
-func dropHeaderOnRedirect(next func(*http.Request, []*http.Request) error, h http.Header) func(*http.Request, []*http.Request) error {
+// redirectPolicy refuses a redirect to plain http unless allowHTTP,
+// removes the caller's headers h (and any Authorization or Cookie) from a
+// request a redirect sends to another host or over http, and the Referer
+// from every redirected request (net/http sets it to the URL before,
+// query and all, which may hold a token), then applies next (the client's
+// own policy, or the default of at most 10 redirects).
+func redirectPolicy(next func(*http.Request, []*http.Request) error, h http.Header, allowHTTP bool) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "https" && !allowHTTP {
+			return perr.Kind(ErrPlainHTTP, perr.Errorf("redirected to %s, plain http: refused (anyone on the path could replace the filter)", redactURL(req.URL)))
+		}
 		req.Header.Del("Referer")
-		if req.URL.Host != via[0].URL.Host {
+		if req.URL.Scheme != "https" || req.URL.Host != via[0].URL.Host {
 			for name := range h {
 				req.Header.Del(name)
 			}
+			req.Header.Del("Authorization")
+			req.Header.Del("Cookie")
 		}
 		if next != nil {
 			return next(req, via)
@@ -371,6 +451,8 @@ type state struct {
 	ETag         string `json:"etag,omitempty"`
 	LastModified string `json:"last_modified,omitempty"`
 	Header       string `json:"header,omitempty"`
+	// The pins (pinID) that verified the installed file, if any.
+	Verified string `json:"verified,omitempty"`
 	// Of .FILTER.download: the URL and validators of the response it is
 	// part of.
 	PartialURL          string `json:"partial_url,omitempty"`
@@ -470,9 +552,7 @@ func (up *updater) attempt(ctx context.Context) error {
 	if err != nil {
 		return up.errorf("%v", err)
 	}
-	for name, values := range up.opts.Header {
-		req.Header[http.CanonicalHeaderKey(name)] = values
-	}
+	up.addHeader(req)
 	req.Header.Set("Accept-Encoding", "identity") // the bytes as they are: their count is checked
 	req.Header.Set("User-Agent", "pkbf-update")
 	have := up.partialSize()
@@ -480,10 +560,13 @@ func (up *updater) attempt(ctx context.Context) error {
 	case have > 0:
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
 		req.Header.Set("If-Range", firstSet(up.state.PartialETag, up.state.PartialLastModified))
-	case up.old != nil && up.state.URL == up.url.String() && up.state.Header == headerHex(*up.old):
+	case up.old != nil && up.state.URL == up.url.String() && up.state.Header == headerHex(*up.old) &&
+		(!up.pinned() || up.state.Verified == up.pinID()):
 		// The installed file is the one the server described: its time is
 		// the server's Last-Modified (a file put there by other means has
-		// a time of its own, and would be taken for current).
+		// a time of its own, and would be taken for current). With pins,
+		// it is also one they verified: else the server's file is fetched
+		// to be verified.
 		if up.state.ETag != "" {
 			req.Header.Set("If-None-Match", up.state.ETag)
 		}
@@ -494,7 +577,7 @@ func (up *updater) attempt(ctx context.Context) error {
 	conditional := req.Header.Get("If-None-Match") != "" || req.Header.Get("If-Modified-Since") != ""
 	resp, err := up.opts.Client.Do(req)
 	if err != nil {
-		return retry(up.errorf("%v", redact(err)))
+		return up.clientError(up.where(), err)
 	}
 	defer resp.Body.Close()
 	switch code := resp.StatusCode; {
@@ -528,6 +611,9 @@ func (up *updater) attempt(ctx context.Context) error {
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
 		return up.errorf("the response is %s-encoded, though the bytes as they are were asked for", enc)
 	}
+	if err := up.fetchPins(ctx); err != nil {
+		return err
+	}
 	up.state.PartialURL = up.url.String()
 	up.state.PartialETag, up.state.PartialLastModified = strongETag(resp.Header.Get("ETag")), resp.Header.Get("Last-Modified")
 	up.saveState()
@@ -539,6 +625,23 @@ func (up *updater) attempt(ctx context.Context) error {
 		return err
 	}
 	return up.install(resp)
+}
+
+// addHeader adds Options.Header to a request.
+func (up *updater) addHeader(req *http.Request) {
+	for name, values := range up.opts.Header {
+		req.Header[http.CanonicalHeaderKey(name)] = values
+	}
+}
+
+// clientError words an error from the client about a request to where:
+// retried, unless a redirect to plain http was refused.
+func (up *updater) clientError(where string, err error) error {
+	var ue *url.Error
+	if errors.Is(err, ErrPlainHTTP) && errors.As(err, &ue) {
+		return perr.Errorf("update from %s: %w", where, ue.Err) // the refusal's own words, and its kind
+	}
+	return retry(perr.Errorf("update from %s: %v", where, redact(err)))
 }
 
 // firstSet returns a if it is set, else b.
@@ -812,6 +915,9 @@ func (up *updater) install(resp *http.Response) error {
 	lastModified := resp.Header.Get("Last-Modified")
 	remember := func() {
 		up.state = state{URL: up.url.String(), ETag: resp.Header.Get("ETag"), LastModified: lastModified, Header: headerHex(h)}
+		if up.pinned() {
+			up.state.Verified = up.pinID()
+		}
 		up.saveState()
 	}
 	defer func() {
@@ -822,7 +928,8 @@ func (up *updater) install(resp *http.Response) error {
 			up.saveState()
 		}
 	}()
-	if old := up.old; old != nil {
+	old := up.old
+	if old != nil {
 		switch {
 		case *old == h:
 			same, err := sameContent(up.download, up.path)
@@ -830,6 +937,10 @@ func (up *updater) install(resp *http.Response) error {
 				return perr.Errorf("update: comparing the download with the installed filter: %w", err)
 			}
 			if same {
+				// The installed file: current, once its pins verify it.
+				if _, err := up.verify(h, false); err != nil {
+					return perr.Errorf("%w (the installed filter %s holds the same bytes)", err, up.path)
+				}
 				os.Remove(up.download)
 				remember() // the server's validators now describe the installed file
 				return nil
@@ -844,6 +955,12 @@ func (up *updater) install(resp *http.Response) error {
 			return perr.Errorf("%w: revision %d updated %s, installed revision %d updated %s; %s not replaced (force installs it)",
 				ErrOlder, h.Revision, formatTime(h), old.Revision, formatTime(*old), up.path)
 		}
+	}
+	sameParams := old != nil && old.HashCount == h.HashCount && old.HashLength == h.HashLength
+	if _, err := up.verify(h, sameParams); err != nil {
+		return err
+	}
+	if old != nil {
 		if err := os.Chmod(up.download, up.oldInfo.Mode().Perm()); err != nil {
 			return perr.Errorf("update: %w", err)
 		}
@@ -860,6 +977,31 @@ func (up *updater) install(resp *http.Response) error {
 	up.res.Updated = true
 	remember()
 	return nil
+}
+
+// verify reads the complete download once and checks it against its
+// pins, its entry count and, when compare (the installed filter has its
+// parameters), the installed filter's bits, in that order. A download it
+// refuses is removed.
+func (up *updater) verify(h pkbf.Header, compare bool) (scanned, error) {
+	s, err := up.scan(h, compare)
+	if err != nil {
+		return s, err
+	}
+	signer, err := up.checkPins(s)
+	if err == nil {
+		err = up.checkFill(h, s.set)
+	}
+	if err == nil && s.compared && s.dropped > 0 && !up.opts.Force {
+		err = perr.Kind(ErrDropsBits, up.errorf("the filter lacks %d of the bits set in the installed filter %s (revision %d -> %d): keys it reports would stop being reported; not replaced (force installs it)",
+			s.dropped, up.path, up.old.Revision, h.Revision))
+	}
+	if err != nil {
+		os.Remove(up.download)
+		return s, err
+	}
+	up.res.SHA256, up.res.SignedBy = s.sha256, signer
+	return s, nil
 }
 
 // unixTime is a header's update time as the file stores it: unsigned, so

@@ -3,6 +3,8 @@ package update
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -71,7 +73,7 @@ type server struct {
 func newServer(t testing.TB, body []byte) (*server, *httptest.Server) {
 	s := &server{t: t}
 	s.set(body)
-	ts := httptest.NewServer(s)
+	ts := httptest.NewTLSServer(s)
 	t.Cleanup(ts.Close)
 	return s, ts
 }
@@ -151,7 +153,7 @@ func (s *server) lastRequest() http.Header {
 // fastOpts retries without waiting, recording the waits asked for.
 func fastOpts(waits *[]time.Duration) Options {
 	var mu sync.Mutex
-	return Options{sleep: func(ctx context.Context, d time.Duration) error {
+	return Options{Client: testClient(), sleep: func(ctx context.Context, d time.Duration) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if waits != nil {
@@ -160,6 +162,26 @@ func fastOpts(waits *[]time.Duration) Options {
 		return ctx.Err()
 	}}
 }
+
+// testClient trusts the certificate of httptest's TLS servers and dials
+// every host under example.com (which the certificate names) at
+// 127.0.0.1, so that a test can redirect to another host over https.
+var testClient = sync.OnceValue(func() *http.Client {
+	ts := httptest.NewTLSServer(http.NotFoundHandler())
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	ts.Close()
+	dial := (&net.Dialer{Timeout: 5 * time.Second}).DialContext
+	return &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool},
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if host, port, err := net.SplitHostPort(addr); err == nil && strings.HasSuffix(host, ".example.com") {
+				addr = net.JoinHostPort("127.0.0.1", port)
+			}
+			return dial(ctx, network, addr)
+		},
+	}}
+})
 
 // checkFiles fails if dir holds files other than the filter and the
 // documented ones beside it (.download only if allowed).
@@ -236,7 +258,7 @@ func TestSameFilterAgain(t *testing.T) {
 	path := filepath.Join(dir, "filter.pkbf")
 	os.WriteFile(path, v1, 0o600)
 	fi1, _ := os.Stat(path)
-	s2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(v1) }))
+	s2 := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(v1) }))
 	defer s2.Close()
 	res, err := Update(context.Background(), s2.URL, path, fastOpts(nil))
 	if err != nil || res.Updated {
@@ -338,7 +360,7 @@ func TestResume(t *testing.T) {
 // Bad answers are errors that leave the installed filter as it was, and
 // are retried only when a retry could help.
 func TestBadResponses(t *testing.T) {
-	good := makeFilter(t, 9, 1e9, 16, "ok")
+	good := makeFilter(t, 9, 1e9, 16, "old", "ok")
 	installed := makeFilter(t, 8, 1e9, 16, "old")
 	for _, c := range []struct {
 		name     string
@@ -441,15 +463,15 @@ func TestStall(t *testing.T) {
 func TestCredentialsAndRedirects(t *testing.T) {
 	body := makeFilter(t, 1, 1e9, 12, "c")
 	var mirrorSaw atomic.Value
-	mirror := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mirror := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mirrorSaw.Store(r.Header.Get("X-Api-Key") + r.Header.Get("Authorization"))
 		w.Write(body)
 	}))
 	defer mirror.Close()
 	var sawKey atomic.Value
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	origin := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sawKey.Store(r.Header.Get("X-Api-Key"))
-		http.Redirect(w, r, strings.Replace(mirror.URL, "127.0.0.1", "localhost", 1)+"/f", http.StatusFound)
+		http.Redirect(w, r, strings.Replace(mirror.URL, "127.0.0.1", "mirror.example.com", 1)+"/f", http.StatusFound)
 	}))
 	defer origin.Close()
 	opts := fastOpts(nil)
@@ -530,8 +552,10 @@ func TestReadersDuringUpdates(t *testing.T) {
 			reads.Add(1)
 		}
 	})
+	keys := []string{"always"}
 	for rev := uint32(2); rev < 30; rev++ {
-		s.set(makeFilter(t, rev, 1e9, 20, "always", fmt.Sprint(rev)))
+		keys = append(keys, fmt.Sprint(rev)) // a genuine new revision keeps the old keys
+		s.set(makeFilter(t, rev, 1e9, 20, keys...))
 		if res, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil || !res.Updated {
 			t.Fatalf("revision %d: %+v, %v", rev, res, err)
 		}
@@ -686,7 +710,7 @@ func TestTrickleAndDeadline(t *testing.T) {
 		t.Errorf("gave up after %v", took)
 	}
 
-	opts = Options{Retries: 100, MinRate: 1, RateWindow: time.Hour, MaxTime: 400 * time.Millisecond}
+	opts = Options{Client: testClient(), Retries: 100, MinRate: 1, RateWindow: time.Hour, MaxTime: 400 * time.Millisecond}
 	_, err = Update(context.Background(), ts.URL, path, opts)
 	if err == nil || !strings.Contains(err.Error(), "gave up after 400ms") {
 		t.Fatalf("deadline: %v", err)
@@ -707,15 +731,15 @@ func TestTrickleAndDeadline(t *testing.T) {
 func TestNoQueryToAnotherHost(t *testing.T) {
 	body := makeFilter(t, 1, 1e9, 12, "r")
 	var saw atomic.Value
-	mirror := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mirror := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b strings.Builder
 		r.Header.Write(&b)
 		saw.Store(r.URL.String() + "\n" + b.String())
 		w.Write(body)
 	}))
 	defer mirror.Close()
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, strings.Replace(mirror.URL, "127.0.0.1", "localhost", 1)+"/f", http.StatusFound)
+	origin := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, strings.Replace(mirror.URL, "127.0.0.1", "mirror.example.com", 1)+"/f", http.StatusFound)
 	}))
 	defer origin.Close()
 	path := filepath.Join(t.TempDir(), "filter.pkbf")
@@ -798,7 +822,7 @@ func TestFailedUpdateKeepsValidators(t *testing.T) {
 	if _, err := Update(context.Background(), ts.URL+"/a", path, fastOpts(nil)); err != nil {
 		t.Fatal(err)
 	}
-	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	broken := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", `"other"`)
 		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 		w.Write(body[:100]) // cut short: the part is kept

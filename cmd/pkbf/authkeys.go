@@ -1,19 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"os/user"
-	"path/filepath"
 	"strings"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/pkbfssh"
 )
 
 // pkbf authorized-keys is sshd's AuthorizedKeysCommand: it prints the
@@ -42,7 +40,7 @@ func authKeysCommand(stdout, stderr io.Writer) (*command, *authKeysFlags) {
 	}
 	c.Var(fl.fail, "fail", "when the filter cannot be read: `closed` prints no key (no one logs in by key), open prints the user's keys unchecked")
 	c.Var(fl.files, "file", "an authorized_keys `PATTERN` to read, as sshd's AuthorizedKeysFile: %h home, %u user, %U uid, %% a %; relative to the home directory; repeat for more (default .ssh/authorized_keys and .ssh/authorized_keys2)")
-	fl.strictModes = c.Bool("strict-modes", true, "as sshd's StrictModes: skip a file that, or a directory above which up to the home directory, is writable by group or others or owned by someone other than the user or root")
+	fl.strictModes = c.Bool("strict-modes", true, "as sshd's StrictModes: skip a file that, or a directory above which up to the home directory, is writable by group or others or owned by someone other than the user or root, checked on the resolved path")
 	c.Var(fl.syslog, "syslog", "also log to syslog (auth facility), as sshd does: `auto` when a syslog socket exists, on, off")
 	c.Var(fl.maxSize, "max-size", "skip an authorized_keys file over `SIZE`")
 	return c, fl
@@ -54,6 +52,10 @@ const (
 	authKeysOK     = 0
 	authKeysFailed = 1
 )
+
+// maxLoggedLines is how many lines left out of one file, their key
+// probably compromised, are logged one by one; the rest are counted.
+const maxLoggedLines = 10
 
 func runAuthKeys(args []string, stdout, stderr io.Writer) int {
 	c, fl := authKeysCommand(stdout, stderr)
@@ -75,196 +77,162 @@ func runAuthKeys(args []string, stdout, stderr io.Writer) int {
 		_, code := c.fail("want FILTER USER, and optionally KEYTYPE KEY and FINGERPRINT (sshd's %u %t %k %f)")
 		return code
 	}
-	filterPath, userName := rest[0], rest[1]
-	var offered []byte // the key the client offers, as an authorized_keys line
-	if len(rest) >= 4 {
-		offered = []byte(rest[2] + " " + rest[3])
-	}
-	lg := newAuthLog(stderr, fl.syslog.value)
-	defer lg.close()
+	a := &authKeys{filterPath: rest[0], user: rest[1], lg: newAuthLog(stderr, fl.syslog.value)}
+	defer a.lg.close()
+	open := fl.fail.value == "open"
 
-	u, err := user.Lookup(userName)
+	u, err := user.Lookup(a.user)
 	if err != nil {
-		lg.errorf("user %s: %v: no keys", userName, err)
+		a.lg.errorf("user %s: %v: no keys", a.user, err)
 		return authKeysFailed
 	}
-	patterns := fl.files.values
-	if len(patterns) == 0 {
-		patterns = []string{".ssh/authorized_keys", ".ssh/authorized_keys2"}
-	}
-	var files []authFile
-	for _, p := range patterns {
-		path := expandAuthPattern(p, u)
-		b, err := readAuthFile(path, u, *fl.strictModes, int64(*fl.maxSize))
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			continue // as sshd: most users have only one of the files
-		case err != nil:
-			lg.errorf("user %s: skipping %s: %s", userName, path, message(err))
-			continue
+	var offered *pkbfssh.Key
+	if len(rest) >= 4 {
+		if offered, err = pkbfssh.ParseKey(rest[2], rest[3]); err != nil {
+			a.lg.errorf("user %s: no key accepted: the key offered (%s): %s", a.user, rest[2], message(err))
+			return authKeysFailed
 		}
-		files = append(files, authFile{path, b})
 	}
-
-	out := bufio.NewWriter(stdout)
-	defer out.Flush()
-	f, err := pkbf.Open(filterPath)
+	f, err := pkbf.Open(a.filterPath)
 	if err != nil {
-		return lg.failed(out, fl.fail.value == "open", userName, files, err)
+		return a.noFilter(stdout, open, err, u, fl)
 	}
 	defer f.Close()
 
-	left := map[string]map[int]pkbf.Verdict{} // path -> line -> why
-	for _, af := range files {
-		for v := range f.Check(context.Background(), pkbf.Bytes(af.path, af.data), pkbf.CheckOptions{Workers: 1}) {
-			switch {
-			case errors.Is(v.Err, pkbf.ErrFileChanged):
-				return lg.failed(out, fl.fail.value == "open", userName, files, v.Err)
-			case v.Err != nil:
-				lg.warnf("user %s: %s: not checked, passed on as it is: %s", userName, v.Source(), message(v.Err))
-			case v.Probably:
-				if left[af.path] == nil {
-					left[af.path] = map[int]pkbf.Verdict{}
-				}
-				left[af.path][v.Line] = v
-			}
-		}
-	}
+	// The offered key decides first: when the filter probably holds it,
+	// nothing is printed, whatever the files hold.
 	if offered != nil {
-		for v := range f.Check(context.Background(), pkbf.Bytes("offered key", offered), pkbf.CheckOptions{Workers: 1}) {
-			if v.Probably {
-				lg.errorf("refused login of user %s with %s key %s: probably compromised (filter %s; SPKI SHA-256 %s)", userName, rest[2], v.SSHFingerprint, filterPath, v.Fingerprint)
-			}
+		bad, err := offered.Compromised(f)
+		if err != nil {
+			return a.noFilter(stdout, open, err, u, fl)
+		}
+		if bad {
+			a.lg.errorf("refused login of user %s with %s key %s", a.user, offered.Type, a.why(offered, "", f))
+			return authKeysOK
 		}
 	}
-	if err := f.FileChanged(); err != nil {
-		return lg.failed(out, fl.fail.value == "open", userName, files, err)
+	out, err := a.filter(f, a.read(u, fl))
+	if err == nil {
+		err = f.FileChanged()
 	}
-	for _, af := range files {
-		for i, line := range authLines(af.data) {
-			if v, ok := left[af.path][i+1]; ok {
-				lg.warnf("user %s: left out %s line %d: %s: probably compromised (filter %s; SPKI SHA-256 %s)", userName, af.path, i+1, strings.TrimSpace(v.SSHFingerprint+" "+v.Comment), filterPath, v.Fingerprint)
-				continue
-			}
-			out.Write(line)
-			out.WriteByte('\n')
-		}
+	if err != nil {
+		return a.noFilter(stdout, open, err, u, fl)
 	}
-	if err := out.Flush(); err != nil {
-		lg.errorf("user %s: writing the keys: %v", userName, err)
-		return authKeysFailed
-	}
-	return authKeysOK
+	return a.print(stdout, out)
 }
 
-// failed handles a filter that cannot be read: with --fail open, the
-// user's keys are printed unchecked; with --fail closed none are, and the
-// exit status tells sshd the command failed.
-func (lg *authLog) failed(out *bufio.Writer, open bool, userName string, files []authFile, err error) int {
+// noFilter handles a filter that cannot be read, or was cut short while
+// read: with --fail closed nothing is printed and the exit status tells
+// sshd the command failed; with --fail open the keys are printed
+// unchecked.
+func (a *authKeys) noFilter(stdout io.Writer, open bool, err error, u *user.User, fl *authKeysFlags) int {
 	if !open {
-		lg.errorf("user %s: no key accepted (--fail closed): %s", userName, message(err))
+		a.lg.errorf("user %s: no key accepted (--fail closed): %s", a.user, message(err))
 		return authKeysFailed
 	}
-	lg.errorf("user %s: keys passed on unchecked (--fail open): %s", userName, message(err))
-	for _, af := range files {
-		for _, line := range authLines(af.data) {
-			out.Write(line)
-			out.WriteByte('\n')
-		}
-	}
-	if err := out.Flush(); err != nil {
-		return authKeysFailed
-	}
-	return authKeysOK
+	a.lg.errorf("user %s: keys passed on unchecked (--fail open): %s", a.user, message(err))
+	out, _ := a.filter(nil, a.read(u, fl))
+	return a.print(stdout, out)
+}
+
+// authKeys is one run of authorized-keys.
+type authKeys struct {
+	filterPath, user string
+	lg               *authLog
 }
 
 type authFile struct {
 	path string
-	data []byte // lone carriage returns made line feeds, as the scanner reads them
+	data []byte
 }
 
-// authLines splits an authorized_keys file into its lines, without their
-// line ends, numbered as the key scanner numbers them.
-func authLines(data []byte) [][]byte {
-	lines := bytes.Split(data, []byte("\n"))
-	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
+// read reads the user's authorized_keys files as sshd does; a missing one
+// is skipped silently, as sshd skips it.
+func (a *authKeys) read(u *user.User, fl *authKeysFlags) []authFile {
+	patterns := fl.files.values
+	if len(patterns) == 0 {
+		patterns = pkbfssh.DefaultFiles
 	}
-	for i, l := range lines {
-		lines[i] = bytes.TrimSuffix(l, []byte("\r"))
-	}
-	return lines
-}
-
-// expandAuthPattern expands sshd's AuthorizedKeysFile tokens, and makes
-// a relative path relative to the user's home directory.
-func expandAuthPattern(p string, u *user.User) string {
-	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		if p[i] != '%' || i+1 == len(p) {
-			b.WriteByte(p[i])
+	opts := pkbfssh.Options{IgnoreModes: !*fl.strictModes, MaxSize: int64(*fl.maxSize)}
+	var files []authFile
+	for _, p := range patterns {
+		path := pkbfssh.ExpandPath(p, u)
+		b, err := pkbfssh.ReadFile(path, u, opts)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			a.lg.errorf("user %s: skipping %s: %s", a.user, path, message(err))
 			continue
 		}
-		i++
-		switch p[i] {
-		case 'h':
-			b.WriteString(u.HomeDir)
-		case 'u':
-			b.WriteString(u.Username)
-		case 'U':
-			b.WriteString(u.Uid)
-		case '%':
-			b.WriteByte('%')
-		default:
-			b.WriteByte('%')
-			b.WriteByte(p[i])
-		}
+		files = append(files, authFile{path, b})
 	}
-	path := b.String()
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(u.HomeDir, path)
-	}
-	return path
+	return files
 }
 
-// readAuthFile reads an authorized_keys file, with sshd's StrictModes
-// checks when strict, and no more than max bytes. Lone carriage returns
-// become line feeds, as the key scanner reads them, so that line numbers
-// agree.
-func readAuthFile(path string, u *user.User, strict bool, max int64) ([]byte, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// filter returns the lines of the files that may stay (with f nil, every
+// line with a key), and logs those left out.
+func (a *authKeys) filter(f *pkbf.Filter, files []authFile) ([]byte, error) {
+	var out bytes.Buffer
+	var filter pkbfssh.Filter
+	if f != nil {
+		filter = f
 	}
-	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if strict {
-		if err := securePath(path, fi, u); err != nil {
+	for _, af := range files {
+		r, err := pkbfssh.FilterLines(&out, filter, af.data)
+		if err != nil {
 			return nil, err
 		}
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, over --max-size %d", path, fi.Size(), max)
-	}
-	b, err := io.ReadAll(io.LimitReader(file, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s grew over --max-size %d", path, max)
-	}
-	for i, c := range b {
-		if c == '\r' && (i+1 == len(b) || b[i+1] != '\n') {
-			b[i] = '\n'
+		for i, l := range r.Compromised {
+			if i == maxLoggedLines {
+				a.lg.warnf("user %s: left out %s more of %s whose key is probably compromised", a.user, plural(len(r.Compromised)-i, "line", "lines"), af.path)
+				break
+			}
+			a.lg.warnf("user %s: left out %s line %d: %s", a.user, af.path, l.Num, a.why(l.Key, l.Comment, f))
+		}
+		if r.Unreadable > 0 {
+			a.lg.warnf("user %s: left out %s of %s with no key pkbf reads as sshd does (the first, line %d: %s)",
+				a.user, plural(r.Unreadable, "line", "lines"), af.path, r.FirstUnreadable.Num, message(r.FirstUnreadable.Err))
 		}
 	}
-	return b, nil
+	return out.Bytes(), nil
+}
+
+// why says which key of k (with its comment) the filter probably holds:
+// the key itself, or a certificate's CA key.
+func (a *authKeys) why(k *pkbfssh.Key, comment string, f *pkbf.Filter) string {
+	name := k.Fingerprint
+	if comment != "" {
+		name += " " + shortComment(comment)
+	}
+	plain := *k
+	plain.CA = nil
+	if bad, _ := plain.Compromised(f); !bad && k.CA != nil {
+		return fmt.Sprintf("%s: its CA key %s", name, a.why(k.CA, "", f))
+	}
+	return fmt.Sprintf("%s: probably compromised (filter %s; SPKI SHA-256 %s)", name, a.filterPath, k.PwnedkeysFingerprint())
+}
+
+// shortComment keeps a key's comment, which may be of any length, short
+// in a log line, and on one line.
+func shortComment(c string) string {
+	if len(c) > 80 {
+		c = c[:80] + "..."
+	}
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, c)
+}
+
+func (a *authKeys) print(stdout io.Writer, out []byte) int {
+	if _, err := stdout.Write(out); err != nil {
+		a.lg.errorf("user %s: writing the keys: %v", a.user, err)
+		return authKeysFailed
+	}
+	return authKeysOK
 }
 
 // choiceFlag is a flag taking one of a few words.

@@ -3,17 +3,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os/user"
 )
-
-// securePath: sshd's StrictModes are Unix ownership and modes.
-func securePath(path string, fi fs.FileInfo, u *user.User) error {
-	return errors.New("--strict-modes needs Unix file ownership: give --strict-modes=false")
-}
 
 type authLog struct{ stderr io.Writer }
 

@@ -54,11 +54,13 @@ Exit status, the first row that applies:
 			flags: func(o, e io.Writer) *command { c, _ := checkCommand(o, e); return c }, run: runCheck,
 		},
 		{
-			name: "create", synopsis: "create (--hashes K --length L | --entries N --fp-rate P) FILTER",
+			name: "create", synopsis: "create (--keys N --fp-rate P | --entries N --fp-rate P | --hashes K --length L) FILTER",
 			summary: "Create an empty filter file.",
-			help: `Create an empty filter file; refuses an existing file. Give the hash count
-and length, or the expected number of entries and the false-positive rate
-(sized as the reference implementation does). The file's disk space is
+			help: `Create an empty filter file; refuses an existing file. Give the expected
+number of keys and the false-positive rate, or of entries (add stores a key
+under each of its encodings: an EC key is two entries, both point forms),
+or the hash count and length. The size for N entries is the reference
+implementation's; --keys N sizes for 2N entries. The file's disk space is
 reserved at once.`,
 			flags: func(o, e io.Writer) *command { c, _ := createCommand(o, e); return c },
 			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runCreate(args, stdout, stderr) },
@@ -90,7 +92,7 @@ stops and leaves OUT as it was.`,
 			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runMerge(args, stdout, stderr) },
 		},
 		{
-			name: "update", synopsis: "update [--force] [--header-file FILE] [flags] URL FILTER",
+			name: "update", synopsis: "update [--sha256 HEX|URL] [--signature URL --signer-key FILE] [--allow-http] [--force] [--header-file FILE] [flags] URL FILTER",
 			summary: "Download a new filter from URL if there is one, safely.",
 			help: `Make FILTER current with the filter at URL. The request is conditional
 (the ETag and time of the installed file): "up to date" costs no transfer.
@@ -98,12 +100,22 @@ A new filter is streamed to .FILTER.download beside FILTER, checked (its
 header, its size against the server's and the limit) and compared with the
 installed one, then renamed over it, so programs reading FILTER see the old
 file or the new one, never a part. An older filter is refused unless
---force. A download cut short is resumed (HTTP Range) by the retries and by
-the next run. Request headers (credentials) come from --header-file or
+--force. So is one with the installed filter's parameters that lacks bits
+it has set (keys do not stop being compromised). One whose entry count
+does not fit the bits set in it (an empty filter claiming thousands of
+keys) is refused always, and so is one that fails its pin: --sha256 (a
+digest, or a digest file's URL) or --signature with --signer-key (an SSH
+signature the publisher made with ssh-keygen -Y sign -n pkbf FILTER). URLs
+must be https unless --allow-http; credentials never go over http. A
+download cut short is resumed (HTTP Range) by the retries and by the next
+run. Request headers (credentials) come from --header-file or
 $PKBF_UPDATE_HEADER, never the command line, and are never printed;
 proxies from $HTTPS_PROXY and $NO_PROXY. Two updates of one FILTER wait
 for each other. Exit 0 when FILTER is current (updated or already), 2 when
-the update failed (FILTER untouched), 130 when interrupted.`,
+the update failed (FILTER untouched), 130 when interrupted. For example:
+
+  pkbf update --signature https://example.com/f.pkbf.sig \
+    --signer-key publisher.pub https://example.com/f.pkbf /var/lib/pkbf/f.pkbf`,
 			flags: updateCommand,
 			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runUpdate(args, stdout, stderr) },
 		},
@@ -132,14 +144,17 @@ SIGTERM or Ctrl-C stops accepting requests and lets those in flight finish.`,
 			summary: "Print a user's authorized_keys without compromised keys, for sshd.",
 			help: `sshd's AuthorizedKeysCommand: print USER's authorized_keys lines (from
 ~/.ssh/authorized_keys and ~/.ssh/authorized_keys2, or each --file) except
-those whose key FILTER probably holds, each left out with a warning on
-standard error and in syslog (auth facility). With AuthorizedKeysFile none,
-sshd accepts only the keys printed, so a compromised key cannot log in even
-while it stays in the file. KEYTYPE and KEY (sshd's %t %k) name the key
-being offered: its refusal is logged. Files are checked as sshd's
-StrictModes does. When FILTER cannot be read, --fail closed (the default)
-prints nothing and exits 1, so no key logs in; --fail open prints the keys
-unchecked. Flags come before FILTER. In sshd_config:
+those whose key FILTER probably holds and those with no key pkbf reads as
+sshd does, each left out with a warning on standard error and in syslog
+(auth facility). With AuthorizedKeysFile none, sshd accepts only the keys
+printed, so a compromised key cannot log in even while it stays in the
+file. KEYTYPE and KEY (sshd's %t %k) name the key being offered: when
+FILTER probably holds it, nothing is printed and its refusal is logged.
+Files are read as sshd reads them: regular files the user could read,
+checked as sshd's StrictModes does on the resolved path. When FILTER cannot
+be read, --fail closed (the default) prints nothing and exits 1, so no key
+logs in; --fail open prints the keys unchecked. Flags come before FILTER.
+In sshd_config:
   AuthorizedKeysFile none
   AuthorizedKeysCommand /usr/local/bin/pkbf authorized-keys /var/lib/pkbf/pwnedkeys.pkbf -- %u %t %k
   AuthorizedKeysCommandUser root`,

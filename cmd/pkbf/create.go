@@ -13,17 +13,25 @@ import (
 // createFlags are create's options.
 type createFlags struct {
 	hashes, length *int
-	entries        *uint64
+	entries, keys  *uint64
 	rate           *float64
 }
 
+// entriesPerKey is what create --keys counts a key as: the entries add
+// makes of it, one an encoding a filter may hold it under. An EC key is
+// two (both point forms), and so is a key given in other than its
+// canonical encoding (that one and the canonical); an EC key with
+// explicit curve parameters, rare, is three.
+const entriesPerKey = 2
+
 func createCommand(stdout, stderr io.Writer) (*command, *createFlags) {
-	c := newCommand("create", "create (--hashes K --length L | --entries N --fp-rate P) FILTER", stdout, stderr)
+	c := newCommand("create", "create (--keys N --fp-rate P | --entries N --fp-rate P | --hashes K --length L) FILTER", stdout, stderr)
 	fl := &createFlags{
 		hashes:  c.Int("hashes", 0, "hash count `K`, 1 to 255 (with --length)"),
 		length:  c.Int("length", 0, "hash length `L`: the filter has 2^L bits, L from 3 to 40 (with --hashes)"),
-		entries: c.Uint64("entries", 0, "expected number of keys `N` (with --fp-rate)"),
-		rate:    c.Float64("fp-rate", 0, "target false-positive rate `P`, between 0 and 1 (with --entries)"),
+		keys:    c.Uint64("keys", 0, "expected number of keys `N` (with --fp-rate): sized for 2N entries, as add stores a key under each of its encodings (an EC key under both point forms)"),
+		entries: c.Uint64("entries", 0, "expected number of entries `N` (with --fp-rate): encodings, not keys; an EC key is two (see --keys)"),
+		rate:    c.Float64("fp-rate", 0, "target false-positive rate `P`, between 0 and 1 (with --keys or --entries)"),
 	}
 	c.alias("k", "hashes")
 	c.alias("l", "length")
@@ -34,31 +42,42 @@ func createCommand(stdout, stderr io.Writer) (*command, *createFlags) {
 
 func runCreate(args []string, stdout, stderr io.Writer) int {
 	c, fl := createCommand(stdout, stderr)
-	hashes, length, entries, rate := fl.hashes, fl.length, fl.entries, fl.rate
+	hashes, length, entries, keys, rate := fl.hashes, fl.length, fl.entries, fl.keys, fl.rate
 	if ok, code := c.parse(args, 1, 1); !ok {
 		return code
 	}
 	set := map[string]bool{}
 	c.Visit(func(f *flag.Flag) { set[c.longName(f.Name)] = true })
-	byParams, bySize := set["hashes"] || set["length"], set["entries"] || set["fp-rate"]
+	byParams, bySize := set["hashes"] || set["length"], set["keys"] || set["entries"] || set["fp-rate"]
 	switch {
 	case byParams && bySize:
-		_, code := c.fail("give either --hashes and --length or --entries and --fp-rate, not both")
+		_, code := c.fail("give either --hashes and --length or --keys (or --entries) and --fp-rate, not both")
 		return code
 	case byParams && !(set["hashes"] && set["length"]):
 		_, code := c.fail("--hashes and --length go together")
 		return code
-	case bySize && !(set["entries"] && set["fp-rate"]):
-		_, code := c.fail("--entries and --fp-rate go together")
+	case set["keys"] && set["entries"]:
+		_, code := c.fail("give --keys or --entries, not both: an entry is one encoding of a key, and --keys counts each key as 2")
+		return code
+	case bySize && !((set["keys"] || set["entries"]) && set["fp-rate"]):
+		_, code := c.fail("--keys (or --entries) and --fp-rate go together")
 		return code
 	case !byParams && !bySize:
-		_, code := c.fail("give --hashes and --length, or --entries and --fp-rate")
+		_, code := c.fail("give --keys and --fp-rate, or --hashes and --length")
 		return code
+	}
+	n := *entries
+	if set["keys"] {
+		if *keys > math.MaxUint64/entriesPerKey {
+			_, code := c.fail(fmt.Sprintf("--keys %d is too many", *keys))
+			return code
+		}
+		n = *keys * entriesPerKey
 	}
 	k, l := *hashes, *length
 	if bySize {
 		var err error
-		if k, l, err = pkbf.Parameters(*entries, *rate); err != nil {
+		if k, l, err = pkbf.Parameters(n, *rate); err != nil {
 			errorf(stderr, "%s", message(err))
 			return exitTrouble
 		}
@@ -70,8 +89,11 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 	}
 	h := pkbf.Header{HashCount: uint8(k), HashLength: uint8(l)}
 	fmt.Fprintf(stdout, "created %s: hash count %d, hash length %d (%d bits, %s)", path, k, l, h.Bits(), sizeText(h.FileSize()))
-	if bySize {
-		fmt.Fprintf(stdout, ", chosen for %d entries at a false-positive rate of %g", *entries, *rate)
+	switch {
+	case set["keys"]:
+		fmt.Fprintf(stdout, ", chosen for %d keys (%d entries) at a false-positive rate of %g", *keys, n, *rate)
+	case bySize:
+		fmt.Fprintf(stdout, ", chosen for %d entries at a false-positive rate of %g", n, *rate)
 	}
 	fmt.Fprintln(stdout)
 	return exitOK

@@ -1,10 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pkbf/pkbf"
 )
 
 func TestCreate(t *testing.T) {
@@ -31,9 +39,11 @@ func TestCreate(t *testing.T) {
 		want string
 	}{
 		{[]string{"-hashes", "3", "x.pkbf"}, "--hashes and --length go together"},
-		{[]string{"-entries", "3", "x.pkbf"}, "--entries and --fp-rate go together"},
+		{[]string{"-entries", "3", "x.pkbf"}, "--keys (or --entries) and --fp-rate go together"},
+		{[]string{"-keys", "3", "-entries", "3", "-fp-rate", "0.1", "x.pkbf"}, "give --keys or --entries, not both"},
+		{[]string{"-keys", "18446744073709551615", "-fp-rate", "0.1", "x.pkbf"}, "--keys 18446744073709551615 is too many"},
 		{[]string{"-hashes", "3", "-length", "10", "-entries", "5", "-fp-rate", "0.1", "x.pkbf"}, "not both"},
-		{[]string{"x.pkbf"}, "give --hashes and --length, or --entries and --fp-rate"},
+		{[]string{"x.pkbf"}, "give --keys and --fp-rate, or --hashes and --length"},
 		{[]string{"-hashes", "0", "-length", "10", "x.pkbf"}, "hash count 0 out of range 1 to 255"},
 		{[]string{"-hashes", "3", "-length", "41", "x.pkbf"}, "hash length 41 out of range 3 to 40"},
 		{[]string{"-entries", "10", "-fp-rate", "1.5", "x.pkbf"}, "false-positive rate 1.5 is not between 0 and 1"},
@@ -44,6 +54,48 @@ func TestCreate(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(dir, "x.pkbf")); err == nil {
 			t.Errorf("create %v left a file", tt.args)
+		}
+	}
+}
+
+// create --keys N sizes for keys as add stores them: 1,000 P-256 keys,
+// two entries each, keep the filter within the rate asked for. --entries
+// counts entries: the same keys in a filter sized for 1,000 entries pass
+// it, as its help says.
+func TestCreateKeysSizesForKeys(t *testing.T) {
+	dir := t.TempDir()
+	var pems bytes.Buffer
+	for range 1000 {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+		pem.Encode(&pems, &pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	}
+	keysFile := filepath.Join(dir, "keys.pem")
+	if err := os.WriteFile(keysFile, pems.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flag     string
+		withinFP bool
+	}{{"--keys", true}, {"--entries", false}} {
+		path := filepath.Join(dir, tc.flag[2:]+".pkbf")
+		if r := runWith(t, nil, "create", tc.flag, "1000", "--fp-rate", "0.01", path); r.code != 0 {
+			t.Fatalf("create %s: %+v", tc.flag, r)
+		}
+		if r := runWith(t, nil, "add", path, keysFile); r.code != 0 || !strings.Contains(r.stdout, "from 1000 keys") {
+			t.Fatalf("add: %+v", r)
+		}
+		f, err := pkbf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rate := f.FalsePositiveRate()
+		f.Close()
+		if (rate <= 0.01) != tc.withinFP {
+			t.Errorf("create %s 1000 --fp-rate 0.01, then 1,000 P-256 keys: false-positive rate %.4f", tc.flag, rate)
 		}
 	}
 }

@@ -5,7 +5,7 @@
 //
 //	pkbf info [--json] [--scan] FILTER
 //	pkbf check [--json] [--confirm] [flags] FILTER [FILE...]
-//	pkbf create (--hashes K --length L | --entries N --fp-rate P) FILTER
+//	pkbf create (--keys N --fp-rate P | --entries N --fp-rate P | --hashes K --length L) FILTER
 //	pkbf add [flags] FILTER [FILE...]
 //	pkbf merge [--force] OUT FILTER...
 //	pkbf update [flags] URL FILTER
@@ -55,7 +55,7 @@ Examples:
   pkbf check testdata/example.pkbf testdata/keys/p256.cert.pem
   cat *.pem | pkbf check --json filter.pkbf > verdicts.jsonl
   pkbf check --confirm pwnedkeys.pkbf /etc/ssh/ssh_host_*_key.pub
-  pkbf create --entries 1000000 --fp-rate 0.001 mine.pkbf
+  pkbf create --keys 1000000 --fp-rate 0.001 mine.pkbf
   pkbf add mine.pkbf compromised/*.pem ~/.ssh/known_bad.pub
   pkbf info --json mine.pkbf
 

@@ -9,44 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/nixbloom"
 )
-
-// nixEnv runs Nix offline and without a daemon (Debian's nix-bin); the
-// test skips where Nix is missing, unless PKBF_REQUIRE_NIX is set (as
-// .ci/run sets it, having installed nix-bin).
-func nixEnv(t *testing.T) []string {
-	t.Helper()
-	for _, tool := range []string{"nix", "nix-store", "nix-hash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("PKBF_REQUIRE_NIX") != "" {
-				t.Fatalf("%s is missing (apt-get install nix-bin)", tool)
-			}
-			t.Skipf("%s is missing (apt-get install nix-bin): the Nix cache test needs Nix itself", tool)
-		}
-	}
-	return append(os.Environ(), "NIX_CONFIG=build-users-group =\nsubstituters =\nsandbox = false\nexperimental-features = nix-command")
-}
-
-func nixRun(t *testing.T, env []string, name string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Env = env
-	out, err := cmd.Output()
-	if err != nil {
-		msg := ""
-		if ee, ok := err.(*exec.ExitError); ok {
-			msg = string(ee.Stderr)
-		}
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, msg)
-	}
-	return string(out)
-}
 
 // A binary cache written by Nix (nix copy --to file://...): pkbf nix build
 // makes its filter and names it in nix-cache-info, which Nix still reads;
@@ -57,7 +26,7 @@ func nixRun(t *testing.T, env []string, name string, args ...string) string {
 // pkbf); --confirm tells the filter's false positives from the paths
 // present; exit statuses as check's.
 func TestNixCache(t *testing.T) {
-	env := nixEnv(t)
+	env := testkit.NixEnv(t)
 	dir := t.TempDir()
 	var files []string
 	r := rand.New(rand.NewPCG(1, uint64(os.Getpid())))
@@ -66,13 +35,13 @@ func TestNixCache(t *testing.T) {
 		os.WriteFile(name, fmt.Appendf(nil, "pkbf nix test %d %x\n", i, r.Uint64()), 0o644)
 		files = append(files, name)
 	}
-	paths := strings.Fields(nixRun(t, env, "nix-store", append([]string{"--add"}, files...)...))
+	paths := strings.Fields(testkit.Nix(t, env, "nix-store", append([]string{"--add"}, files...)...))
 	if len(paths) != len(files) {
 		t.Fatalf("nix-store --add gave %d paths for %d files", len(paths), len(files))
 	}
 	cached, others := paths[:100], paths[100:]
 	cache := filepath.Join(dir, "cache")
-	nixRun(t, env, "nix", append([]string{"copy", "--to", "file://" + cache + "?compression=none"}, cached...)...)
+	testkit.Nix(t, env, "nix", append([]string{"copy", "--to", "file://" + cache + "?compression=none"}, cached...)...)
 
 	if r := runWith(t, nil, "nix", "check", cache, cached[0]); r.code != exitTrouble || !strings.Contains(r.stderr, "advertises no Bloom filter") || !strings.Contains(r.stderr, "pkbf nix build") {
 		t.Errorf("a cache without a filter: exit %d, %q", r.code, r.stderr)
@@ -84,7 +53,7 @@ func TestNixCache(t *testing.T) {
 	if !strings.Contains(string(info), "StoreDir: /nix/store\n") || !strings.Contains(string(info), "BloomFilter: "+defaultNixFilterName+"\n") {
 		t.Errorf("nix-cache-info:\n%s", info)
 	}
-	if listed := strings.Fields(nixRun(t, env, "nix", "path-info", "--store", "file://"+cache, "--all")); len(listed) != len(cached) {
+	if listed := strings.Fields(testkit.Nix(t, env, "nix", "path-info", "--store", "file://"+cache, "--all")); len(listed) != len(cached) {
 		t.Errorf("Nix lists %d paths in the cache after pkbf nix build, want %d", len(listed), len(cached))
 	}
 	raw, _ := os.ReadFile(filepath.Join(cache, defaultNixFilterName))
@@ -100,7 +69,7 @@ func TestNixCache(t *testing.T) {
 	for i, p := range paths {
 		hashParts[i] = filepath.Base(p)[:32]
 	}
-	hexes := strings.Fields(nixRun(t, env, "nix-hash", append([]string{"--type", "sha1", "--to-base16"}, hashParts...)...))
+	hexes := strings.Fields(testkit.Nix(t, env, "nix-hash", append([]string{"--type", "sha1", "--to-base16"}, hashParts...)...))
 	k, m := binary.LittleEndian.Uint64(raw[16:]), binary.LittleEndian.Uint64(raw[24:])
 	bitsSet := map[string]bool{}
 	for i, h := range hexes {
@@ -120,6 +89,9 @@ func TestNixCache(t *testing.T) {
 		r := runWith(t, strings.NewReader(strings.Join(paths, "\n")+"\n"), "nix", "check", "--json", url)
 		if r.code != exitFound {
 			t.Fatalf("%s: exit %d, %s", url, r.code, r.stderr)
+		}
+		if !strings.HasPrefix(r.stdout, `{"source":"<stdin>: line 1",`) {
+			t.Errorf("%s: JSON does not start as pkbf check's does: %.60q", url, r.stdout)
 		}
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 		if len(lines) != len(paths) {
@@ -226,5 +198,172 @@ func TestNixBuildRefuses(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, defaultNixFilterName)); err == nil {
 		t.Errorf("a filter was written")
+	}
+}
+
+// nixTestHash is a valid hash part; nixTestPath a store path with it.
+const (
+	nixTestHash = "00qrx0rfv2knlsshwjsq16198fklyy0y"
+	nixTestPath = "/nix/store/" + nixTestHash + "-f12.txt"
+)
+
+// nixTestCache makes a binary cache directory holding nixTestPath, with
+// info as its nix-cache-info, in a directory of its own inside a temporary
+// one (so that ../outside is outside it); it returns both.
+func nixTestCache(t *testing.T, info string) (top, cache string) {
+	t.Helper()
+	top = t.TempDir()
+	cache = filepath.Join(top, "cache")
+	os.Mkdir(cache, 0o755)
+	os.WriteFile(filepath.Join(cache, "nix-cache-info"), []byte(info), 0o644)
+	narinfo := "StorePath: " + nixTestPath + "\nURL: nar/x.nar\nCompression: none\nNarHash: sha256:1xmr8jicvzszfzpz46g37mlpvbzjl2wpwvl2b05psipssyp1sm8h\nNarSize: 120\nReferences: \n"
+	os.WriteFile(filepath.Join(cache, nixTestHash+".narinfo"), []byte(narinfo), 0o644)
+	return top, cache
+}
+
+// nixTestFilter returns a filter file holding paths.
+func nixTestFilter(t *testing.T, paths ...string) []byte {
+	t.Helper()
+	f, err := nixbloom.New(uint64(len(paths)), 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		f.Add(p)
+	}
+	var b strings.Builder
+	f.WriteTo(&b)
+	return []byte(b.String())
+}
+
+// Issue 41, item 12: a cache reached over HTTP never makes pkbf nix check
+// read a local file, neither through its BloomFilter field (a file://
+// URL, an absolute path, a path that leads out of the cache) nor through
+// a redirect to file://. The local files here are a filter that holds the
+// path asked about (read, it would answer possibly-present) and a text
+// whose first bytes an error would quote.
+func TestNixCheckHTTPCacheNeverReadsLocalFiles(t *testing.T) {
+	dir := t.TempDir()
+	local := filepath.Join(dir, "local.nixbloom")
+	os.WriteFile(local, nixTestFilter(t, nixTestPath), 0o644)
+	secret := filepath.Join(dir, "secret.txt")
+	os.WriteFile(secret, []byte("SECRET-MARKER: a local file no cache may read, long enough for a header\n"), 0o600)
+	for _, tc := range []struct {
+		name, field, redirect string
+	}{
+		{"file URL of a filter", "file://" + local, ""},
+		{"file URL of a text", "file://" + secret, ""},
+		{"file URL with localhost", "file://localhost" + local, ""},
+		{"absolute path", local, ""},
+		{"network-path reference", "//localhost" + local, ""},
+		{"relative path out of the cache", "../../../../../../../../.." + local, ""},
+		{"escaped dots out of the cache", "%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e" + local, ""},
+		{"redirect to a file URL of a filter", "store-paths.nixbloom", "file://" + local},
+		{"redirect to a file URL of a text", "store-paths.nixbloom", "file://" + secret},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.URL.Path == "/nix-cache-info":
+					fmt.Fprintf(w, "StoreDir: /nix/store\nBloomFilter: %s\n", tc.field)
+				case tc.redirect != "":
+					http.Redirect(w, r, tc.redirect, http.StatusFound)
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer srv.Close()
+			r := runWith(t, nil, "nix", "check", srv.URL, nixTestPath)
+			if r.code != exitTrouble || strings.Contains(r.stdout+r.stderr, "SECRET") || strings.Contains(r.stdout, "possibly-present") {
+				t.Errorf("exit %d, %q %q; want 2, no answer and nothing of the local file", r.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "refused") && !strings.Contains(r.stderr, "404") {
+				t.Errorf("stderr %q does not say what was refused", r.stderr)
+			}
+		})
+	}
+}
+
+// Issue 41, item 13: pkbf nix build never writes through a symbolic link
+// under the cache: not at the filter's name, not at a directory on the way
+// to --output (even one that leads to another directory of the cache), not
+// at nix-cache-info. Each is refused before anything is written; the file
+// outside keeps its bytes and the link stays a link.
+func TestNixBuildNeverWritesThroughSymlinks(t *testing.T) {
+	const info = "StoreDir: /nix/store\n"
+	for _, tc := range []struct {
+		name  string
+		setup func(top, cache string) // makes the link
+		args  []string
+		want  string
+	}{
+		{"filter name a link out of the cache", func(top, cache string) {
+			os.Symlink("../outside.txt", filepath.Join(cache, "store-paths.nixbloom"))
+		}, nil, "store-paths.nixbloom is a symbolic link"},
+		{"filter name a link to an absent file", func(top, cache string) {
+			os.Remove(filepath.Join(top, "outside.txt"))
+			os.Symlink("../outside.txt", filepath.Join(cache, "store-paths.nixbloom"))
+		}, nil, "store-paths.nixbloom is a symbolic link"},
+		{"--output through a directory link out of the cache", func(top, cache string) {
+			os.Mkdir(filepath.Join(cache, "sub"), 0o755)
+			os.Symlink(filepath.Join(top, "outdir"), filepath.Join(cache, "sub", "lnk"))
+		}, []string{"--output", "sub/lnk/x.nixbloom"}, "lnk is a symbolic link, not a directory"},
+		{"--output through a directory link inside the cache", func(top, cache string) {
+			os.Mkdir(filepath.Join(cache, "real"), 0o755)
+			os.Symlink("real", filepath.Join(cache, "lnk"))
+		}, []string{"--output", "lnk/x.nixbloom"}, "lnk is a symbolic link, not a directory"},
+		{"nix-cache-info a link out of the cache", func(top, cache string) {
+			os.WriteFile(filepath.Join(top, "outside.txt"), []byte(info), 0o644)
+			os.Remove(filepath.Join(cache, "nix-cache-info"))
+			os.Symlink("../outside.txt", filepath.Join(cache, "nix-cache-info"))
+		}, nil, "nix-cache-info is a symbolic link"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			top, cache := nixTestCache(t, info)
+			outside := filepath.Join(top, "outside.txt")
+			os.WriteFile(outside, []byte("StoreDir: /nix/store\n"), 0o644)
+			os.Mkdir(filepath.Join(top, "outdir"), 0o755)
+			tc.setup(top, cache)
+			before, _ := os.ReadFile(outside)
+			infoBefore, _ := os.ReadFile(filepath.Join(cache, "nix-cache-info"))
+			r := runWith(t, nil, append(append([]string{"nix", "build"}, tc.args...), cache)...)
+			if r.code != exitTrouble || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, %q; want 2 and %q", r.code, r.stderr, tc.want)
+			}
+			if after, _ := os.ReadFile(outside); string(after) != string(before) {
+				t.Errorf("outside.txt was written: %q", after)
+			}
+			if entries, _ := os.ReadDir(filepath.Join(top, "outdir")); len(entries) != 0 {
+				t.Errorf("a file was written outside the cache: %v", entries[0].Name())
+			}
+			if infoAfter, _ := os.ReadFile(filepath.Join(cache, "nix-cache-info")); string(infoAfter) != string(infoBefore) {
+				t.Errorf("nix-cache-info changed: %q", infoAfter)
+			}
+			if fi, err := os.Lstat(filepath.Join(cache, "store-paths.nixbloom")); err == nil && fi.Mode().IsRegular() {
+				t.Errorf("a filter was written")
+			}
+		})
+	}
+}
+
+// Issue 41, item 14: "BloomFilter : old.nixbloom" (a space before the
+// colon) is, as Nix reads nix-cache-info, no BloomFilter field: nix check
+// says the cache advertises none, and nix build writes one BloomFilter line
+// and drops the look-alike, after which nix check reads the new filter.
+func TestNixBloomFilterLookalikeKey(t *testing.T) {
+	_, cache := nixTestCache(t, "StoreDir: /nix/store\nBloomFilter : old.nixbloom\nWantMassQuery: 1\n")
+	os.WriteFile(filepath.Join(cache, "old.nixbloom"), nixTestFilter(t), 0o644) // holds nothing
+	if r := runWith(t, nil, "nix", "check", cache, nixTestPath); r.code != exitTrouble || !strings.Contains(r.stderr, "advertises no Bloom filter") {
+		t.Errorf("check before build: exit %d, %q %q; want 2, no filter", r.code, r.stdout, r.stderr)
+	}
+	if r := runWith(t, nil, "nix", "build", cache); r.code != exitOK {
+		t.Fatalf("build: exit %d, %q", r.code, r.stderr)
+	}
+	info, _ := os.ReadFile(filepath.Join(cache, "nix-cache-info"))
+	if want := "StoreDir: /nix/store\nBloomFilter: store-paths.nixbloom\nWantMassQuery: 1\n"; string(info) != want {
+		t.Errorf("nix-cache-info after build:\n%s\nwant\n%s", info, want)
+	}
+	if r := runWith(t, nil, "nix", "check", cache, nixTestPath); r.code != exitFound || r.stdout != "possibly-present\t"+nixTestPath+"\n" {
+		t.Errorf("check after build: exit %d, %q %q; want the new filter's answer", r.code, r.stdout, r.stderr)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -194,8 +193,7 @@ func TestUpdateProgressOnTerminal(t *testing.T) {
 	terminal := recordTerminal(t, master)
 	pub := &publisher{delay: 2 * time.Millisecond}
 	pub.set(publishedFilter(t, 1, 24, 10)) // 2 MiB in 32 KiB writes: about 130 ms
-	ts := httptest.NewServer(pub)
-	defer ts.Close()
+	ts := tlsServer(t, pub)
 	t.Setenv(updateHeaderEnv, "X-Api-Key: k3y")
 	var stdout bytes.Buffer
 	p := filepath.Join(t.TempDir(), "f.pkbf")

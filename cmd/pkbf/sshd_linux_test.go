@@ -85,7 +85,7 @@ func (s *sshdTest) keygen(name, typ string, bits ...string) string {
 // start runs sshd with the AuthorizedKeysCommand's arguments given after
 // the command's path, until the test ends; it returns the port and
 // sshd's log (its stderr, with the command's).
-func (s *sshdTest) start(command string) (port int, log *syncBuffer) {
+func (s *sshdTest) start(command string, config ...string) (port int, log *syncBuffer) {
 	s.t.Helper()
 	hostKey := filepath.Join(s.dir, "host_key")
 	if _, err := os.Stat(hostKey); err != nil {
@@ -97,8 +97,9 @@ func (s *sshdTest) start(command string) (port int, log *syncBuffer) {
 	}
 	port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	config := filepath.Join(s.dir, fmt.Sprintf("sshd_config.%d", port))
-	os.WriteFile(config, []byte(fmt.Sprintf(`ListenAddress 127.0.0.1
+	configFile := filepath.Join(s.dir, fmt.Sprintf("sshd_config.%d", port))
+	// sshd keeps the first value of a keyword: the lines given come first.
+	os.WriteFile(configFile, []byte(strings.Join(append(config, ""), "\n")+fmt.Sprintf(`ListenAddress 127.0.0.1
 Port %d
 HostKey %s
 PidFile %s/sshd.%d.pid
@@ -111,7 +112,7 @@ AuthorizedKeysCommand %s %s
 AuthorizedKeysCommandUser nobody
 Subsystem sftp internal-sftp
 `, port, hostKey, s.dir, port, s.pkbf, command)), 0o644)
-	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", config)
+	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", configFile)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
@@ -144,9 +145,15 @@ Subsystem sftp internal-sftp
 // sftp server runs no shell), and reports whether it was let in.
 func (s *sshdTest) login(port int, key string) (bool, string) {
 	s.t.Helper()
+	return s.loginAs(port, key, "root")
+}
+
+// loginAs tries to log in as the user with the key, through sftp.
+func (s *sshdTest) loginAs(port int, key, user string) (bool, string) {
+	s.t.Helper()
 	cmd := exec.Command("sftp", "-b", "-", "-i", key, "-P", fmt.Sprint(port),
 		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=no",
-		"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "root@127.0.0.1")
+		"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", user+"@127.0.0.1")
 	cmd.Stdin = strings.NewReader("pwd\n")
 	out, err := cmd.CombinedOutput()
 	if err != nil && !strings.Contains(string(out), "Permission denied") {

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/update"
 )
@@ -24,8 +26,12 @@ import (
 const updateHeaderEnv = "PKBF_UPDATE_HEADER"
 
 func updateCommand(stdout, stderr io.Writer) *command {
-	c := newCommand("update", "update [--force] [--header-file FILE] [flags] URL FILTER", stdout, stderr)
-	c.Bool("force", false, "install the server's filter even if it is older than the installed one, or has its header but other bits")
+	c := newCommand("update", "update [--sha256 HEX|URL] [--signature URL --signer-key FILE] [--allow-http] [--force] [--header-file FILE] [flags] URL FILTER", stdout, stderr)
+	c.Bool("force", false, "install the server's filter even if it is older than the installed one, has its header but other bits, or lacks bits the installed one has set (never one that fails a pin or the fill check)")
+	c.String("sha256", "", "pin the filter to a SHA-256 digest: `HEX`, or the URL of a digest file published beside it (FILTER.sha256)")
+	c.String("signature", "", "pin the filter to the SSH signature at `URL` (ssh-keygen -Y sign -n pkbf FILTER makes FILTER.sig); needs --signer-key")
+	c.String("signer-key", "", "the public key(s) the signature must be made with: a .pub `FILE`, one key a line")
+	c.Bool("allow-http", false, "allow plain http URLs and redirects (credentials are never sent over http); pin the filter with --sha256 or --signature")
 	c.Bool("replace-invalid", false, "replace a file at FILTER that is not a readable filter (a directory, FIFO or device is never replaced)")
 	c.String("header-file", "", "read request headers (\"Name: value\" lines, credentials) from `FILE`; else from $"+updateHeaderEnv)
 	c.Var(newSizeFlag(update.DefaultMaxSize), "max-size", "refuse a filter larger than `SIZE` (bytes, or with KiB, MiB, GiB, TiB)")
@@ -72,6 +78,31 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
+	pin, sigURL, keyFile := get("sha256").(string), get("signature").(string), get("signer-key").(string)
+	if (sigURL == "") != (keyFile == "") {
+		_, code := c.fail("--signature and --signer-key go together: the signature's URL and the key it must be made with")
+		return code
+	}
+	var signers []ssh.PublicKey
+	if keyFile != "" {
+		b, err := os.ReadFile(keyFile)
+		if err == nil {
+			signers, err = update.ParseSignerKeys(b)
+			if err != nil {
+				err = perr.Errorf("--signer-key %s: %w", keyFile, err)
+			}
+		}
+		if err != nil {
+			errorf(stderr, "%s", message(err))
+			return exitTrouble
+		}
+	}
+	var sha256Hex, sha256URL string
+	if strings.HasPrefix(pin, "https://") || strings.HasPrefix(pin, "http://") {
+		sha256URL = pin
+	} else {
+		sha256Hex = pin
+	}
 	retries := get("retries").(int)
 	if retries == 0 {
 		retries = -1 // none; the library's 0 is its default
@@ -82,7 +113,8 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 		p.line = func(elapsed time.Duration) string { return downloadProgress(done.Load(), total.Load(), elapsed) }
 	})
 	opts := update.Options{
-		Header: header, Force: get("force").(bool), ReplaceInvalid: get("replace-invalid").(bool),
+		Client: updateClient, Header: header, Force: get("force").(bool), ReplaceInvalid: get("replace-invalid").(bool),
+		AllowHTTP: get("allow-http").(bool), SHA256: sha256Hex, SHA256URL: sha256URL, SignatureURL: sigURL, SignerKeys: signers,
 		MaxSize: get("max-size").(int64), Retries: retries, Stall: get("stall").(time.Duration),
 		MinRate: get("min-rate").(int64), RateWindow: get("rate-window").(time.Duration), MaxTime: get("max-time").(time.Duration),
 		Progress: func(d, t int64) { done.Store(d); total.Store(t) },
@@ -99,6 +131,9 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, context.Canceled):
 		scr.errorf("interrupted: %s was not changed; the download so far is kept, and the next update resumes it", path)
 		return exitSignaled
+	case errors.Is(err, update.ErrPlainHTTP) && !get("allow-http").(bool) && len(header) == 0 && !strings.Contains(rawURL, "@"):
+		scr.errorf("%s (--allow-http with --sha256 or --signature)", message(err))
+		return exitTrouble
 	case errors.Is(err, update.ErrNotFilter):
 		scr.errorf("%s; give --replace-invalid to replace it", message(err))
 		return exitTrouble
@@ -119,9 +154,26 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	if res.Resumed {
 		resumed = fmt.Sprintf(", %d received (resumed)", res.Received)
 	}
-	fmt.Fprintf(stdout, "updated: %s, revision %s -> %d, %s bytes%s, %s\n", path, from, res.New.Revision,
-		groupDigits(res.Size), resumed, time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(stdout, "updated: %s, revision %s -> %d, %s bytes%s%s, %s\n", path, from, res.New.Revision,
+		groupDigits(res.Size), resumed, pinned(res), time.Since(start).Round(100*time.Millisecond))
 	return exitOK
+}
+
+// updateClient, if set, makes update's requests: tests set it to trust
+// their servers' certificates.
+var updateClient *http.Client
+
+// pinned words what verified an installed filter: ", sha256 matches,
+// signed by ssh-ed25519 SHA256:...".
+func pinned(res update.Result) string {
+	s := ""
+	if res.SHA256 != nil {
+		s += ", sha256 matches"
+	}
+	if k := res.SignedBy; k != nil {
+		s += fmt.Sprintf(", signed by %s %s", k.Type(), ssh.FingerprintSHA256(k))
+	}
+	return s
 }
 
 // downloadProgress is update's progress line: "12.3 MiB of 256 MiB (5%),

@@ -2,11 +2,18 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,7 +23,9 @@ import (
 )
 
 // publishedFilter is a filter holding the p256 test key and n filler keys,
-// with the given revision, as a file's bytes.
+// with the given revision, as a file's bytes. A filter with more filler
+// keys holds those of one with fewer, as a publisher's next revision holds
+// the keys of the last.
 func publishedFilter(t *testing.T, rev uint32, l, n int) []byte {
 	t.Helper()
 	f, _ := pkbf.New(4, l)
@@ -24,7 +33,7 @@ func publishedFilter(t *testing.T, rev uint32, l, n int) []byte {
 		t.Fatal(err)
 	}
 	for i := range n {
-		f.Add([]byte{byte(i), byte(i >> 8), byte(rev)})
+		f.Add([]byte{byte(i), byte(i >> 8), 'k'})
 	}
 	var b bytes.Buffer
 	f.WriteTo(&b)
@@ -32,6 +41,24 @@ func publishedFilter(t *testing.T, rev uint32, l, n int) []byte {
 	h.Revision = rev
 	h.AppendBinary(b.Bytes()[:0])
 	return b.Bytes()
+}
+
+// tlsServer serves h over https on 127.0.0.1 and makes update trust its
+// certificate: in process (updateClient) and in the pkbf processes a
+// test starts ($SSL_CERT_FILE).
+func tlsServer(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewTLSServer(h)
+	t.Cleanup(ts.Close)
+	old := updateClient
+	updateClient = ts.Client()
+	t.Cleanup(func() { updateClient = old })
+	certFile := filepath.Join(t.TempDir(), "server.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SSL_CERT_FILE", certFile)
+	return ts
 }
 
 // publisher serves the current filter with ETags and ranges; the header
@@ -82,8 +109,7 @@ func (w *throttledWriter) Write(p []byte) (int, error) {
 func TestUpdateCommand(t *testing.T) {
 	pub := &publisher{}
 	pub.set(publishedFilter(t, 1, 14, 10))
-	ts := httptest.NewServer(pub)
-	defer ts.Close()
+	ts := tlsServer(t, pub)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f.pkbf")
 	hf := filepath.Join(dir, "headers")
@@ -161,12 +187,11 @@ func TestUpdateRefusals(t *testing.T) {
 	pub := &publisher{}
 	pub.set(publishedFilter(t, 1, 14, 10))
 	var hits atomic.Int64
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := tlsServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		r.Header.Set("X-Api-Key", "k3y")
 		pub.ServeHTTP(w, r)
 	}))
-	defer ts.Close()
 	dir := t.TempDir()
 	notes := filepath.Join(dir, "notes.txt")
 	os.WriteFile(notes, []byte("notes\n"), 0o644)
@@ -226,5 +251,164 @@ func TestSizeFlag(t *testing.T) {
 	}
 	if s := newSizeFlag(64 << 30).String(); s != "64GiB" {
 		t.Errorf("String() = %q", s)
+	}
+}
+
+// Issue 41, item 11, through the command: an empty filter whose header
+// claims revision 99 and 5,000 entries is refused (exit 2, the installed
+// filter unchanged) over https, and over http with --allow-http; plain
+// http without it is refused before any request. --force does not help.
+func TestUpdateForgedFilterRefused(t *testing.T) {
+	genuine := publishedFilter(t, 1, 16, 5000)
+	forged := publishedFilter(t, 1, 16, 0)
+	for i := pkbf.HeaderSize; i < len(forged); i++ {
+		forged[i] = 0
+	}
+	binary.BigEndian.PutUint32(forged[6:], 99)
+	binary.BigEndian.PutUint32(forged[18:], 5000)
+	var hits atomic.Int64
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write(forged)
+	})
+	ts := tlsServer(t, serve)
+	plain := httptest.NewServer(serve)
+	defer plain.Close()
+	p := filepath.Join(t.TempDir(), "f.pkbf")
+	os.WriteFile(p, genuine, 0o644)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"https", []string{"update", ts.URL, p}, "has 0 of 65536 bits set, where 5000 entries with 4 hashes each set"},
+		{"https --force", []string{"update", "--force", ts.URL, p}, "its header does not describe its data"},
+		{"http --allow-http", []string{"update", "--allow-http", plain.URL, p}, "has 0 of 65536 bits set"},
+		{"http", []string{"update", plain.URL, p}, "is plain http: anyone on the path could replace the filter; use https, or allow http and pin the filter (--allow-http with --sha256 or --signature)"},
+	} {
+		before := hits.Load()
+		r := runWith(t, nil, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" || strings.Contains(r.stderr, "error: pkbf:") {
+			t.Errorf("%s: %+v, want exit 2 and %q", c.name, r, c.want)
+		}
+		if !bytes.Equal(testkit.ReadFile(t, p), genuine) {
+			t.Fatalf("%s: the installed filter changed", c.name)
+		}
+		if c.name == "http" && hits.Load() != before {
+			t.Errorf("a request was made over plain http")
+		}
+	}
+}
+
+// Filters made by pkbf create and pkbf add, with no key, one and many,
+// install through update; a later revision that lost a key does not.
+func TestUpdateCreatedFilters(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.pkbf")
+	var body atomic.Pointer[[]byte]
+	ts := tlsServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(*body.Load()) }))
+	p := filepath.Join(dir, "f.pkbf")
+	publish := func() {
+		b := testkit.ReadFile(t, src)
+		body.Store(&b)
+	}
+	if r := runWith(t, nil, "create", "--hashes", "7", "--length", "12", src); r.code != 0 {
+		t.Fatal(r)
+	}
+	publish()
+	if r := runWith(t, nil, "update", ts.URL, p); r.code != 0 || !strings.Contains(r.stdout, "revision none -> 0") {
+		t.Fatalf("an empty filter: %+v", r)
+	}
+	for i, k := range []string{"p256.pub", "ed25519.pub", "rsa2048.pub"} {
+		if r := runWith(t, nil, "add", src, key(k)); r.code != 0 {
+			t.Fatal(r)
+		}
+		publish()
+		if r := runWith(t, nil, "update", ts.URL, p); r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("-> %d", i+1)) {
+			t.Fatalf("after adding %s: %+v", k, r)
+		}
+	}
+	// A filter without the last key, with a higher revision.
+	if r := runWith(t, nil, "create", "--hashes", "7", "--length", "12", src+".2"); r.code != 0 {
+		t.Fatal(r)
+	}
+	for _, k := range []string{"p256.pub", "ed25519.pub", "p384.pub", "p521.pub"} { // revision 4, without rsa2048
+		if r := runWith(t, nil, "add", src+".2", key(k)); r.code != 0 {
+			t.Fatal(r)
+		}
+	}
+	b := testkit.ReadFile(t, src+".2")
+	body.Store(&b)
+	before := testkit.ReadFile(t, p)
+	r := runWith(t, nil, "update", ts.URL, p)
+	if r.code != 2 || !strings.Contains(r.stderr, "bits set in the installed filter") || !strings.Contains(r.stderr, "(force installs it)") || !bytes.Equal(testkit.ReadFile(t, p), before) {
+		t.Fatalf("a filter that lost a key: %+v", r)
+	}
+}
+
+// The pins through the command: --sha256 with a digest or a digest file's
+// URL, --signature with --signer-key (a signature ssh-keygen made), and
+// what they refuse.
+func TestUpdatePins(t *testing.T) {
+	keygen, err := exec.LookPath("ssh-keygen")
+	if err != nil {
+		if os.Getenv("PKBF_REQUIRE_SSH_KEYGEN") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("no ssh-keygen here")
+	}
+	dir := t.TempDir()
+	v1 := publishedFilter(t, 1, 14, 10)
+	files := map[string][]byte{"/f.pkbf": v1}
+	var mu sync.Mutex
+	ts := tlsServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		b, ok := files[r.URL.Path]
+		mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	}))
+	sum := sha256.Sum256(v1)
+	digest := hex.EncodeToString(sum[:])
+	files["/f.pkbf.sha256"] = []byte(digest + "  f.pkbf\n")
+	priv := filepath.Join(dir, "publisher")
+	if out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-f", priv).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	signed := filepath.Join(dir, "f.pkbf")
+	os.WriteFile(signed, v1, 0o644)
+	if out, err := exec.Command(keygen, "-Y", "sign", "-f", priv, "-n", "pkbf", signed).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	files["/f.pkbf.sig"] = testkit.ReadFile(t, signed+".sig")
+	fp, _ := exec.Command(keygen, "-l", "-f", priv+".pub").Output() // "256 SHA256:... comment (ED25519)"
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"--sha256 HEX", []string{"--sha256", digest}, 0, ", sha256 matches, "},
+		{"--sha256 URL", []string{"--sha256", ts.URL + "/f.pkbf.sha256"}, 0, ", sha256 matches, "},
+		{"--signature", []string{"--signature", ts.URL + "/f.pkbf.sig", "--signer-key", priv + ".pub"}, 0, ", signed by ssh-ed25519 " + strings.Fields(string(fp))[1] + ", "},
+		{"--sha256 wrong", []string{"--sha256", strings.Repeat("ab", 32)}, 2, "its pin says abab"},
+		{"--sha256 short", []string{"--sha256", "abc"}, 2, `Options.SHA256 "abc" is not a SHA-256 digest`},
+		{"--signature without a key", []string{"--signature", ts.URL + "/f.pkbf.sig"}, 2, "--signature and --signer-key go together"},
+		{"--signer-key without a signature", []string{"--signer-key", priv + ".pub"}, 2, "--signature and --signer-key go together"},
+		{"--signer-key a private key", []string{"--signature", ts.URL + "/f.pkbf.sig", "--signer-key", priv}, 2, "--signer-key " + priv + ": line 1 is not an SSH public key"},
+		{"--signer-key missing", []string{"--signature", ts.URL + "/f.pkbf.sig", "--signer-key", priv + ".nope"}, 2, "no such file"},
+		{"--signature of another file", []string{"--signature", ts.URL + "/f.pkbf.sha256", "--signer-key", priv + ".pub"}, 2, "not an SSH signature"},
+	} {
+		p := filepath.Join(t.TempDir(), "f.pkbf")
+		r := runWith(t, nil, append(append([]string{"update"}, c.args...), ts.URL+"/f.pkbf", p)...)
+		if r.code != c.code || !strings.Contains(r.stdout+r.stderr, c.want) || strings.Contains(r.stderr, "error: pkbf:") {
+			t.Errorf("%s: %+v, want exit %d and %q", c.name, r, c.code, c.want)
+		}
+		if _, err := os.Stat(p); (err == nil) != (c.code == 0) {
+			t.Errorf("%s: installed: %v", c.name, err == nil)
+		}
 	}
 }

@@ -4,7 +4,6 @@ package main
 
 import (
 	"math/rand/v2"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,8 +26,7 @@ import (
 func TestUpdateKilled(t *testing.T) {
 	pub := &publisher{delay: 500 * time.Microsecond} // 4 MiB in 32 KiB writes: about 70 ms a download
 	pub.set(publishedFilter(t, 1, 25, 100))
-	ts := httptest.NewServer(pub)
-	defer ts.Close()
+	ts := tlsServer(t, pub)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f.pkbf")
 	t.Setenv(updateHeaderEnv, "X-Api-Key: k3y")

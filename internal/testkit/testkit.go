@@ -13,8 +13,10 @@ import (
 	"crypto/x509/pkix"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,4 +116,48 @@ func Cert(t testing.TB, cn string, parent *x509.Certificate, parentKey crypto.Si
 		t.Fatal(err)
 	}
 	return key, cert
+}
+
+// NixEnv returns the environment to run Debian's Nix (nix-bin) in, offline
+// and without a daemon, with its own cache directory; the test skips where
+// Nix is missing, unless PKBF_REQUIRE_NIX is set (as .ci/run sets it,
+// having installed nix-bin), and then fails.
+func NixEnv(t testing.TB) []string {
+	t.Helper()
+	for _, tool := range []string{"nix", "nix-store", "nix-hash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("PKBF_REQUIRE_NIX") != "" {
+				t.Fatalf("%s is missing (apt-get install nix-bin)", tool)
+			}
+			t.Skipf("%s is missing (apt-get install nix-bin): the test needs Nix itself", tool)
+		}
+	}
+	return append(os.Environ(),
+		"NIX_CONFIG=build-users-group =\nsubstituters =\nsandbox = false\nexperimental-features = nix-command",
+		"XDG_CACHE_HOME="+t.TempDir())
+}
+
+// Nix runs a Nix command in env (from NixEnv) and returns its standard
+// output, or fails the test with its standard error.
+func Nix(t testing.TB, env []string, name string, args ...string) string {
+	t.Helper()
+	out, err := NixTry(env, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// NixTry runs a Nix command in env and returns its standard output, or an
+// error holding its standard error.
+func NixTry(env []string, name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
 }

@@ -1,0 +1,273 @@
+package nixbloom
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/pkbf/pkbf/internal/mapfile"
+)
+
+// FromPaths returns a filter sized by [Size] for paths at false-positive
+// rate p, holding each of them (as [Filter.Add] takes them).
+func FromPaths(paths []string, p float64) (*Filter, error) {
+	f, err := New(uint64(len(paths)), p)
+	if err != nil {
+		return nil, err
+	}
+	for _, path := range paths {
+		if err := f.Add(path); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// ReadPaths reads store paths (as [Filter.Add] takes them) from r, one a
+// line; blank lines and lines starting with # are skipped. Anything else
+// that is not a store path is an error naming name and the line.
+func ReadPaths(r io.Reader, name string) ([]string, error) {
+	var paths []string
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		p := strings.TrimSpace(sc.Text())
+		if p == "" || strings.HasPrefix(p, "#") {
+			continue
+		}
+		if _, err := HashPart(p); err != nil {
+			return nil, fmt.Errorf("%s: line %d: %w", name, n, err)
+		}
+		paths = append(paths, p)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("nixbloom: reading %s: %w", name, err)
+	}
+	return paths, nil
+}
+
+// CachePaths returns the store path of every .narinfo at the root of the
+// binary cache directory dir, the paths Nix lists there (nix path-info
+// --all): a file named by a 32-character hash part and ".narinfo", which
+// must be a regular file that Nix would take (see the package's
+// documentation) and whose StorePath, in the store directory of dir's
+// nix-cache-info (/nix/store if it names none), has the file's hash part.
+// Other names are not Nix's and are skipped. Any error names the file; a
+// directory without a nix-cache-info is refused.
+func CachePaths(dir string) ([]string, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("nixbloom: %w", err)
+	}
+	defer root.Close()
+	info, err := readCacheInfo(root, dir)
+	if err != nil {
+		return nil, err
+	}
+	storeDir, ok := CacheInfoField(info, "StoreDir")
+	if !ok {
+		storeDir = defaultStoreDir
+	}
+	d, err := root.Open(".")
+	if err != nil {
+		return nil, fmt.Errorf("nixbloom: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("nixbloom: %s: %w", dir, err)
+	}
+	var paths []string
+	for _, name := range names {
+		part, ok := strings.CutSuffix(name, ".narinfo")
+		if !ok || len(part) != hashPartLen {
+			continue
+		}
+		where := filepath.Join(dir, name)
+		var h [hashPartBytes]byte
+		if err := decodeHashPart(&h, part); err != nil {
+			return nil, fmt.Errorf("%w, in the name of %s", err, where)
+		}
+		b, err := readRegular(root, dir, name, maxNarinfo)
+		if err != nil {
+			return nil, fmt.Errorf("nixbloom: %w", err)
+		}
+		ni, err := parseNarinfo(b, storeDir, where)
+		if err != nil {
+			return nil, err
+		}
+		if ni.hashPart != part {
+			return nil, fmt.Errorf("nixbloom: %s: StorePath %s does not have the file's hash part", where, ni.storePath)
+		}
+		paths = append(paths, ni.storePath)
+	}
+	return paths, nil
+}
+
+// readCacheInfo reads the nix-cache-info of the cache directory dir,
+// opened as root; a directory without one is not a cache.
+func readCacheInfo(root *os.Root, dir string) ([]byte, error) {
+	info, err := readRegular(root, dir, "nix-cache-info", maxCacheInfo)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("nixbloom: %s is not a Nix binary cache: it has no nix-cache-info", dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("nixbloom: %w", err)
+	}
+	return info, nil
+}
+
+// readRegular reads name in root, a regular file (not a link) of at most
+// limit bytes.
+func readRegular(root *os.Root, dir, name string, limit int64) ([]byte, error) {
+	where := filepath.Join(dir, name)
+	fi, err := root.Lstat(name)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", where, unwrapPath(err))
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is %s, not a regular file", where, mapfile.Kind(fi.Mode()))
+	case fi.Size() > limit:
+		return nil, fmt.Errorf("%s is larger than %d bytes", where, limit)
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, unwrapPath(err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", where, err)
+	case int64(len(b)) > limit:
+		return nil, fmt.Errorf("%s is larger than %d bytes", where, limit)
+	}
+	return b, nil
+}
+
+// Publish puts f into the binary cache directory dir, at name (a
+// slash-separated path relative to dir, in a directory that exists), and
+// then sets BloomFilter: name in dir's nix-cache-info (see
+// [SetCacheInfoField]), so that a client never sees the field name a file
+// that is not there. Each file is replaced atomically (a temporary file
+// beside it, renamed), keeping its mode. Publish never writes through a
+// symbolic link under dir: a link anywhere on the way to name (or at
+// nix-cache-info) is refused before anything is written, and every file is
+// created and renamed through an [os.Root] of dir, so that a link put there
+// meanwhile cannot lead a write out of it. dir itself may be a link.
+func Publish(dir, name string, f *Filter) error {
+	if name == "" || strings.ContainsRune(name, '\\') || !filepath.IsLocal(filepath.FromSlash(name)) {
+		return fmt.Errorf("nixbloom: filter path %q: want a path inside the cache, relative to it", name)
+	}
+	name = path.Clean(name)
+	if name == "nix-cache-info" {
+		return fmt.Errorf("nixbloom: filter path %q: that is the cache's own nix-cache-info", name)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("nixbloom: %w", err)
+	}
+	defer root.Close()
+	info, err := readCacheInfo(root, dir)
+	if err != nil {
+		return err
+	}
+	newInfo, err := SetCacheInfoField(info, "BloomFilter", name)
+	if err != nil {
+		return err
+	}
+	if err := noLinks(root, dir, name); err != nil {
+		return err
+	}
+	if err := replaceIn(root, dir, name, func(w io.Writer) error { _, err := f.WriteTo(w); return err }); err != nil {
+		return err
+	}
+	if err := replaceIn(root, dir, "nix-cache-info", func(w io.Writer) error { _, err := w.Write(newInfo); return err }); err != nil {
+		return fmt.Errorf("%w (the filter is written, but the cache does not name it)", err)
+	}
+	return nil
+}
+
+// noLinks refuses name, a cleaned slash-separated path in root, if any
+// directory on the way to it is not a directory (a symbolic link, say) or
+// it is there and is not a regular file.
+func noLinks(root *os.Root, dir, name string) error {
+	parts := strings.Split(name, "/")
+	for i := range parts {
+		sub := strings.Join(parts[:i+1], "/")
+		fi, err := root.Lstat(filepath.FromSlash(sub))
+		last := i == len(parts)-1
+		switch {
+		case last && errors.Is(err, fs.ErrNotExist):
+			return nil
+		case err != nil:
+			return fmt.Errorf("nixbloom: %w", err)
+		case !last && !fi.IsDir():
+			return fmt.Errorf("nixbloom: %s is %s, not a directory: pkbf never writes through a link in a cache", filepath.Join(dir, sub), mapfile.Kind(fi.Mode()))
+		case last && !fi.Mode().IsRegular():
+			return fmt.Errorf("nixbloom: %s is %s, not a regular file: pkbf never writes through a link in a cache", filepath.Join(dir, sub), mapfile.Kind(fi.Mode()))
+		}
+	}
+	return nil
+}
+
+// replaceIn gives name in root the content write writes, atomically: a new
+// temporary file beside it (.NAME.tmp-*), synced and renamed over it, with
+// the mode of the file it replaces (0644 for a new one); a failure removes
+// the temporary file. A name that is not (or not only) a regular file is
+// refused first, and again just before the rename.
+func replaceIn(root *os.Root, dir, name string, write func(io.Writer) error) (err error) {
+	if err := noLinks(root, dir, name); err != nil {
+		return err
+	}
+	mode := fs.FileMode(0o644)
+	if fi, err := root.Lstat(filepath.FromSlash(name)); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	parent, base := path.Split(name)
+	tmp := parent + "." + base + ".tmp-" + strconv.FormatUint(rand.Uint64(), 36)
+	file, err := root.OpenFile(filepath.FromSlash(tmp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("nixbloom: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			file.Close()
+			root.Remove(filepath.FromSlash(tmp))
+		}
+	}()
+	bw := bufio.NewWriterSize(file, 1<<20)
+	if err := write(bw); err != nil {
+		return fmt.Errorf("nixbloom: writing %s: %w", filepath.Join(dir, tmp), err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("nixbloom: writing %s: %w", filepath.Join(dir, tmp), err)
+	}
+	if err := file.Chmod(mode); err != nil {
+		return fmt.Errorf("nixbloom: %w", err)
+	}
+	if err := file.Sync(); err != nil {
+		return fmt.Errorf("nixbloom: %w", err)
+	}
+	if err := file.Close(); err != nil {
+		return fmt.Errorf("nixbloom: %w", err)
+	}
+	if err := noLinks(root, dir, name); err != nil {
+		return err
+	}
+	if err := root.Rename(filepath.FromSlash(tmp), filepath.FromSlash(name)); err != nil {
+		return fmt.Errorf("nixbloom: %w", err)
+	}
+	if d, err := root.Open(filepath.FromSlash(path.Dir(name))); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

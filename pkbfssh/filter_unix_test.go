@@ -1,0 +1,42 @@
+//go:build unix
+
+package pkbfssh
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pkbf/pkbf"
+)
+
+// A filter whose file is cut short while mapped fails the check (an error
+// wrapping pkbf.ErrFileChanged, not a crash), and Compromised says true.
+func TestFilterLinesFileCutShort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.pkbf")
+	if err := pkbf.Create(path, 4, 20); err != nil {
+		t.Fatal(err)
+	}
+	f, err := pkbf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	typ, b64 := testLine(t, "ed25519.pub")
+	k, _ := ParseKey(typ, b64)
+	var out bytes.Buffer
+	if r, err := FilterLines(&out, f, []byte(typ+" "+b64+"\n")); err != nil || r.Kept != 1 {
+		t.Fatalf("before: %+v, %v", r, err)
+	}
+	if err := os.Truncate(path, pkbf.HeaderSize); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FilterLines(&out, f, []byte(typ+" "+b64+"\n")); !errors.Is(err, pkbf.ErrFileChanged) {
+		t.Errorf("FilterLines: %v, want ErrFileChanged", err)
+	}
+	if bad, err := k.Compromised(f); !bad || !errors.Is(err, pkbf.ErrFileChanged) {
+		t.Errorf("Compromised: %v, %v", bad, err)
+	}
+}

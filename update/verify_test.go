@@ -1,0 +1,463 @@
+package update
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/testkit"
+)
+
+// withHeader returns body with its header's revision and entry count
+// replaced: a forged header over the data.
+func withHeader(t testing.TB, body []byte, rev, entries uint32) []byte {
+	t.Helper()
+	b := bytes.Clone(body)
+	binary.BigEndian.PutUint32(b[6:], rev)
+	binary.BigEndian.PutUint32(b[18:], entries)
+	if _, err := pkbf.ParseHeader(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// manyKeys returns n distinct key names starting with prefix.
+func manyKeys(prefix string, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprint(prefix, i)
+	}
+	return keys
+}
+
+// Issue 41, item 11: a server (or anyone on the path of plain http) serves
+// an empty filter whose header claims revision 99 and 5,000 entries. It
+// is refused over https and over http alike, with the installed filter's
+// parameters and with others, and the installed filter is untouched.
+func TestIssue41ForgedEmptyFilter(t *testing.T) {
+	installed := makeFilter(t, 1, 1e9, 16, manyKeys("k", 5000)...)
+	for _, c := range []struct {
+		name  string
+		l     int
+		plain bool
+	}{
+		{"https, same parameters", 16, false},
+		{"https, other parameters", 20, false},
+		{"http allowed, same parameters", 16, true},
+		{"http allowed, other parameters", 20, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			forged := withHeader(t, makeFilter(t, 1, 2e9, c.l), 99, 5000) // no bit set
+			s := &server{t: t}
+			s.set(forged)
+			var ts *httptest.Server
+			if c.plain {
+				ts = httptest.NewServer(s)
+			} else {
+				ts = httptest.NewTLSServer(s)
+			}
+			defer ts.Close()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "filter.pkbf")
+			os.WriteFile(path, installed, 0o644)
+			opts := fastOpts(nil)
+			opts.AllowHTTP = c.plain
+			res, err := Update(context.Background(), ts.URL+"/filter.pkbf", path, opts)
+			if !errors.Is(err, ErrImplausibleFill) || res.Updated {
+				t.Fatalf("the forged filter: %+v, %v; want ErrImplausibleFill", res, err)
+			}
+			if want := "has 0 of"; !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "5000 entries") {
+				t.Errorf("error %q does not say what is wrong", err)
+			}
+			if !bytes.Equal(testkit.ReadFile(t, path), installed) {
+				t.Fatal("the installed filter changed")
+			}
+			checkFiles(t, dir, false)
+			// Force does not install it either.
+			opts.Force = true
+			if _, err := Update(context.Background(), ts.URL+"/filter.pkbf", path, opts); !errors.Is(err, ErrImplausibleFill) {
+				t.Errorf("with Force: %v, want ErrImplausibleFill", err)
+			}
+			if !bytes.Equal(testkit.ReadFile(t, path), installed) {
+				t.Fatal("the installed filter changed under Force")
+			}
+		})
+	}
+	// Plain http without AllowHTTP: refused before any request.
+	s, ts := newServer(t, installed)
+	plain := httptest.NewServer(s)
+	defer plain.Close()
+	path := filepath.Join(t.TempDir(), "filter.pkbf")
+	before := s.hits.Load()
+	if _, err := Update(context.Background(), plain.URL, path, fastOpts(nil)); !errors.Is(err, ErrPlainHTTP) || !strings.Contains(err.Error(), "is plain http") {
+		t.Errorf("plain http: %v, want ErrPlainHTTP", err)
+	}
+	if s.hits.Load() != before {
+		t.Error("a request was made over plain http")
+	}
+	_ = ts
+}
+
+// A genuine newer filter, with more keys, installs as before; one with the
+// installed filter's parameters that lacks some of its bits is refused
+// (the error counts them) unless forced.
+func TestDroppedBitsRefused(t *testing.T) {
+	installed := makeFilter(t, 1, 1e9, 16, "a", "b", "c")
+	fewer := makeFilter(t, 2, 1e9+1, 16, "a", "b")
+	more := makeFilter(t, 3, 1e9+2, 16, "a", "b", "c", "d")
+	s, ts := newServer(t, fewer)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "filter.pkbf")
+	os.WriteFile(path, installed, 0o644)
+	_, err := Update(context.Background(), ts.URL, path, fastOpts(nil))
+	f, _ := pkbf.Parse(installed)
+	g, _ := pkbf.Parse(fewer)
+	want := dropped(t, f, g)
+	if !errors.Is(err, ErrDropsBits) || !strings.Contains(err.Error(), fmt.Sprintf("lacks %d of the bits set", want)) || !strings.Contains(err.Error(), "force installs it") {
+		t.Fatalf("a filter without key c: %v, want ErrDropsBits counting %d bits", err, want)
+	}
+	if !bytes.Equal(testkit.ReadFile(t, path), installed) {
+		t.Fatal("the installed filter changed")
+	}
+	checkFiles(t, dir, false)
+	s.set(more)
+	if res, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), more) {
+		t.Fatalf("a genuine newer filter: %+v, %v", res, err)
+	}
+	s.set(withHeader(t, fewer, 4, 2))
+	opts := fastOpts(nil)
+	opts.Force = true
+	if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
+		t.Fatalf("with Force: %+v, %v", res, err)
+	}
+	// Other parameters cannot be compared bit by bit: a genuine filter
+	// with other parameters installs.
+	s.set(makeFilter(t, 5, 1e9+3, 18, "a", "b"))
+	if res, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil || !res.Updated {
+		t.Fatalf("other parameters: %+v, %v", res, err)
+	}
+}
+
+// dropped counts the bits set in f and not in g.
+func dropped(t *testing.T, f, g *pkbf.Filter) uint64 {
+	t.Helper()
+	var bf, bg bytes.Buffer
+	f.WriteTo(&bf)
+	g.WriteTo(&bg)
+	_, n := countBits(bg.Bytes()[pkbf.HeaderSize:], bf.Bytes()[pkbf.HeaderSize:])
+	if n == 0 {
+		t.Fatal("the test needs a filter that drops bits")
+	}
+	return n
+}
+
+// randomFilter adds n random keys to a new filter, as pkbf add does.
+func randomFilter(t testing.TB, rng *rand.Rand, k, l, n int) *pkbf.Writable {
+	t.Helper()
+	f, err := pkbf.New(k, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 16)
+	for range n {
+		binary.LittleEndian.PutUint64(key, rng.Uint64())
+		binary.LittleEndian.PutUint64(key[8:], rng.Uint64())
+		if _, err := f.Add(key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// Genuine filters are within the fill bounds: filters of every shape made
+// by Add (tiny ones with no key or one, full and overfull ones, k = 1 where
+// a count is exactly the bits set), and the publisher's example filters.
+func TestFillBoundsGenuine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 11))
+	for _, k := range []int{1, 2, 3, 7, 12, 30} {
+		for _, l := range []int{3, 4, 6, 10, 16, 20} {
+			m := 1 << l
+			for _, n := range []int{0, 1, 2, 5, m / k / 4, m / k, 3 * m / k, 3 * m} {
+				if n > 1<<18 || raceEnabled && n > 1<<14 {
+					continue
+				}
+				f := randomFilter(t, rng, k, l, n)
+				h := f.Header()
+				set := uint64(f.FillRatio() * float64(h.Bits()))
+				if lo, hi := fillBounds(h); set < lo || set > hi {
+					t.Errorf("k=%d L=%d: %d keys tried, %d counted, %d bits set, outside %d to %d", k, l, n, h.EntryCount, set, lo, hi)
+				}
+			}
+		}
+	}
+	dir := "../../shared/vectors/pwnedkeys"
+	names, _ := filepath.Glob(filepath.Join(dir, "*.pkbf"))
+	if len(names) == 0 {
+		t.Skip("no ../shared/vectors/pwnedkeys here: the publisher's example filters were not checked")
+	}
+	for _, name := range names {
+		f, err := pkbf.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := f.Header()
+		set := uint64(f.FillRatio() * float64(h.Bits()))
+		if lo, hi := fillBounds(h); set < lo || set > hi {
+			t.Errorf("%s: %d bits set, outside %d to %d", name, set, lo, hi)
+		}
+		f.Close()
+	}
+}
+
+// Both sides of the bounds: the fewest and most bits a header allows are
+// accepted, one fewer and one more refused; and headers that lie grossly
+// are refused.
+func TestFillBoundsEdges(t *testing.T) {
+	up := &updater{url: mustURL("https://example.com/f"), path: "filter.pkbf"}
+	for _, h := range []pkbf.Header{
+		{EntryCount: 0, HashCount: 3, HashLength: 10},
+		{EntryCount: 1, HashCount: 3, HashLength: 10},
+		{EntryCount: 3, HashCount: 2, HashLength: 4},
+		{EntryCount: 5000, HashCount: 7, HashLength: 16},
+		{EntryCount: 100000, HashCount: 12, HashLength: 20},
+		{EntryCount: 1 << 20, HashCount: 20, HashLength: 31},
+		{EntryCount: 1 << 31, HashCount: 20, HashLength: 40},
+	} {
+		lo, hi := fillBounds(h)
+		if lo > hi || hi > h.Bits() {
+			t.Errorf("%+v: bounds %d to %d", h, lo, hi)
+			continue
+		}
+		if err := up.checkFill(h, lo); err != nil {
+			t.Errorf("%+v: the fewest, %d, refused: %v", h, lo, err)
+		}
+		if err := up.checkFill(h, hi); err != nil {
+			t.Errorf("%+v: the most, %d, refused: %v", h, hi, err)
+		}
+		if lo > 0 {
+			if err := up.checkFill(h, lo-1); !errors.Is(err, ErrImplausibleFill) {
+				t.Errorf("%+v: one fewer than %d accepted: %v", h, lo, err)
+			}
+		}
+		if err := up.checkFill(h, hi+1); !errors.Is(err, ErrImplausibleFill) {
+			t.Errorf("%+v: one more than %d accepted: %v", h, hi, err)
+		}
+		t.Logf("k=%d L=%d n=%d: %d to %d bits", h.HashCount, h.HashLength, h.EntryCount, lo, hi)
+	}
+	for _, c := range []struct {
+		name string
+		h    pkbf.Header
+		set  uint64
+	}{
+		{"empty, claims 5000", pkbf.Header{EntryCount: 5000, HashCount: 7, HashLength: 16}, 0},
+		{"half cleared", pkbf.Header{EntryCount: 5000, HashCount: 7, HashLength: 16}, 15000},
+		{"full, claims 3", pkbf.Header{EntryCount: 3, HashCount: 2, HashLength: 6}, 64},
+		{"no entries, one bit", pkbf.Header{EntryCount: 0, HashCount: 3, HashLength: 10}, 1},
+		{"one entry, k+1 bits", pkbf.Header{EntryCount: 1, HashCount: 3, HashLength: 10}, 4},
+		{"count inflated tenfold", pkbf.Header{EntryCount: 50000, HashCount: 7, HashLength: 20}, 34900},
+	} {
+		if err := up.checkFill(c.h, c.set); !errors.Is(err, ErrImplausibleFill) || !strings.Contains(err.Error(), "its header does not describe its data") {
+			t.Errorf("%s: %v, want ErrImplausibleFill", c.name, err)
+		}
+	}
+}
+
+// Pinned to a digest (given, or in a file beside the filter): the filter
+// that matches installs, any other is refused with the installed one left
+// alone, and Force does not help.
+func TestSHA256Pin(t *testing.T) {
+	v1 := makeFilter(t, 1, 1e9, 14, "a")
+	v2 := makeFilter(t, 2, 1e9+1, 14, "a", "b")
+	sum := func(b []byte) string { d := sha256.Sum256(b); return hex.EncodeToString(d[:]) }
+	var digestFile atomic.Value
+	s, ts := newServer(t, v1)
+	s.handler = func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, ".sha256") {
+			w.Write([]byte(digestFile.Load().(string)))
+			return
+		}
+		s.mu.Lock()
+		body := s.body
+		s.mu.Unlock()
+		http.ServeContent(w, r, "filter.pkbf", s.modified, bytes.NewReader(body))
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "filter.pkbf")
+	opts := fastOpts(nil)
+	opts.SHA256 = sum(v1)
+	res, err := Update(context.Background(), ts.URL+"/filter.pkbf", path, opts)
+	if err != nil || !res.Updated || hex.EncodeToString(res.SHA256) != sum(v1) {
+		t.Fatalf("the pinned filter: %+v, %v", res, err)
+	}
+	s.set(v2)
+	opts.Force = true
+	_, err = Update(context.Background(), ts.URL+"/filter.pkbf", path, opts)
+	if !errors.Is(err, ErrNotAuthentic) || !strings.Contains(err.Error(), "its pin says "+sum(v1)) {
+		t.Fatalf("another filter: %v, want ErrNotAuthentic", err)
+	}
+	if !bytes.Equal(testkit.ReadFile(t, path), v1) {
+		t.Fatal("the installed filter changed")
+	}
+	checkFiles(t, dir, false)
+
+	opts = fastOpts(nil)
+	opts.SHA256URL = ts.URL + "/filter.pkbf.sha256"
+	for _, c := range []struct {
+		name, file, want string
+	}{
+		{"sha256sum, another file's", sum(v1) + "  filter.pkbf\n", "its pin says " + sum(v1)},
+		{"not hex", "xyz  filter.pkbf\n", "does not start with a SHA-256 digest"},
+		{"short", sum(v2)[:60] + "\n", "does not start with a SHA-256 digest"},
+		{"empty", "", "no SHA-256 digest in it"},
+		{"an HTML page", "<html>login</html>\n", "does not start with a SHA-256 digest"},
+		{"several, none for it", sum(v2) + "  other.pkbf\n" + sum(v1) + "  old.pkbf\n", "2 digests, none for filter.pkbf"},
+	} {
+		digestFile.Store(c.file)
+		checkNotAuthentic(t, c.name, ts.URL+"/filter.pkbf", path, opts, c.want, v1)
+	}
+	for _, file := range []string{
+		sum(v2) + "\n",
+		sum(v2) + " *filter.pkbf\n",
+		"SHA256 (filter.pkbf) = " + sum(v2) + "\n",
+		sum(v1) + "  old.pkbf\n" + sum(v2) + "  filter.pkbf\n",
+	} {
+		os.WriteFile(path, v1, 0o644)
+		os.Remove(filepath.Join(dir, ".filter.pkbf.update.json"))
+		digestFile.Store(file)
+		if res, err := Update(context.Background(), ts.URL+"/filter.pkbf", path, opts); err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), v2) {
+			t.Errorf("digest file %q: %+v, %v", file, res, err)
+		}
+	}
+}
+
+// An installed filter that pins did not verify is not kept on the word
+// of a 304: the server's filter is fetched and verified, and when it is
+// the installed one, nothing is replaced. Once verified, a 304 keeps it.
+func TestPinsVerifyWhatIsInstalled(t *testing.T) {
+	v1 := makeFilter(t, 1, 1e9, 14, "a")
+	s, ts := newServer(t, v1)
+	path := filepath.Join(t.TempDir(), "filter.pkbf")
+	if _, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil {
+		t.Fatal(err)
+	}
+	fi1, _ := os.Stat(path)
+	opts := fastOpts(nil)
+	d := sha256.Sum256(v1)
+	opts.SHA256 = hex.EncodeToString(d[:])
+	res, err := Update(context.Background(), ts.URL, path, opts)
+	if err != nil || res.Updated || res.SHA256 == nil {
+		t.Fatalf("first update with a pin: %+v, %v", res, err)
+	}
+	if h := s.lastRequest(); h.Get("If-None-Match") != "" {
+		t.Error("the request was conditional though no pin had verified the installed filter")
+	}
+	if fi2, _ := os.Stat(path); !os.SameFile(fi1, fi2) {
+		t.Error("the installed filter was replaced by the same bytes")
+	}
+	if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || res.Updated {
+		t.Fatalf("second update with the pin: %+v, %v", res, err)
+	}
+	if h := s.lastRequest(); h.Get("If-None-Match") == "" {
+		t.Error("the request after a verified install was not conditional")
+	}
+	// The same bytes failing a pin: refused, and said so.
+	opts.SHA256 = strings.Repeat("0", 64)
+	if _, err := Update(context.Background(), ts.URL, path, opts); !errors.Is(err, ErrNotAuthentic) || !strings.Contains(err.Error(), "holds the same bytes") {
+		t.Errorf("a wrong pin on the installed bytes: %v", err)
+	}
+}
+
+// checkNotAuthentic runs Update and checks that it fails its pins with
+// an error saying want, leaving the installed filter as it was and
+// nothing beside it.
+func checkNotAuthentic(t *testing.T, name, rawURL, path string, opts Options, want string, installed []byte) {
+	t.Helper()
+	_, err := Update(context.Background(), rawURL, path, opts)
+	if !errors.Is(err, ErrNotAuthentic) || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: %v, want ErrNotAuthentic and %q", name, err, want)
+	}
+	if !bytes.Equal(testkit.ReadFile(t, path), installed) {
+		t.Fatalf("%s: the installed filter changed", name)
+	}
+	checkFiles(t, filepath.Dir(path), false)
+}
+
+// Plain http is refused unless allowed, credentials are never sent over
+// it, and redirects follow the same rules: none to http without
+// AllowHTTP, and no credentials to another host or to http.
+func TestPlainHTTP(t *testing.T) {
+	body := makeFilter(t, 1, 1e9, 12, "h")
+	var plainSaw atomic.Value
+	var plainHits atomic.Int64
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plainHits.Add(1)
+		plainSaw.Store(r.Header.Get("X-Api-Key") + r.Header.Get("Authorization"))
+		w.Write(body)
+	}))
+	defer plain.Close()
+	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+"/f", http.StatusFound)
+	}))
+	defer secure.Close()
+	creds := http.Header{"X-Api-Key": {"k3y"}, "Authorization": {"Bearer t0ken"}}
+	for _, c := range []struct {
+		name      string
+		url       string
+		allow     bool
+		header    http.Header
+		want      string
+		plainHits int64
+	}{
+		{"http", plain.URL, false, nil, "is plain http: anyone on the path could replace the filter", 0},
+		{"http with credentials", plain.URL, true, creds, "credentials are never sent over it", 0},
+		{"http with a user in the URL", strings.Replace(plain.URL, "http://", "http://u:p4ss@", 1), true, nil, "credentials are never sent over it", 0},
+		{"redirect to http", secure.URL, false, creds, "redirected to " + plain.URL + "/f, plain http: refused", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := plainHits.Load()
+			opts := fastOpts(nil)
+			opts.AllowHTTP, opts.Header = c.allow, c.header
+			path := filepath.Join(t.TempDir(), "filter.pkbf")
+			_, err := Update(context.Background(), c.url, path, opts)
+			if !errors.Is(err, ErrPlainHTTP) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("%v, want ErrPlainHTTP and %q", err, c.want)
+			}
+			if strings.Count(err.Error(), "pkbf:") != 1 {
+				t.Errorf("the prefix is not said once: %v", err)
+			}
+			if strings.Contains(err.Error(), "p4ss") || strings.Contains(err.Error(), "k3y") {
+				t.Errorf("the error shows a credential: %v", err)
+			}
+			if got := plainHits.Load() - before; got != c.plainHits {
+				t.Errorf("%d requests over plain http", got)
+			}
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Error("something was installed")
+			}
+		})
+	}
+	// Allowed: an https URL with credentials that redirects to http is
+	// followed, without them.
+	opts := fastOpts(nil)
+	opts.AllowHTTP, opts.Header = true, creds
+	path := filepath.Join(t.TempDir(), "filter.pkbf")
+	if res, err := Update(context.Background(), secure.URL, path, opts); err != nil || !res.Updated {
+		t.Fatalf("allowed redirect to http: %+v, %v", res, err)
+	}
+	if got := plainSaw.Load(); got != "" {
+		t.Errorf("the credentials followed the redirect to http: %q", got)
+	}
+}
