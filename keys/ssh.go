@@ -68,6 +68,14 @@ func readMPIntNamed(s *cryptobyte.String, name string) ([]byte, error) {
 	return v, nil
 }
 
+// SSHPublicKeySPKI returns the DER SubjectPublicKeyInfo of an SSH public
+// key in the SSH wire format (RFC 4253 section 6.6), the blob an OpenSSH
+// line carries in base64 and x/crypto/ssh's PublicKey.Marshal returns; a
+// certificate's blob gives the key it certifies. The SPKI is in the
+// canonical encoding ([Canonical]). Errors wrap [ErrInvalidKey], and
+// [ErrUnsupportedKey] for a key type pkbf does not read.
+func SSHPublicKeySPKI(blob []byte) ([]byte, error) { return sshBlobSPKI(blob) }
+
 // sshBlobSPKI converts an OpenSSH public key blob (RFC 4253 section 6.6 and
 // PROTOCOL.u2f and PROTOCOL.certkeys) to a DER SubjectPublicKeyInfo.
 func sshBlobSPKI(blob []byte) ([]byte, error) {

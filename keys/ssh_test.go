@@ -8,7 +8,9 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,6 +102,43 @@ func TestSSHLinesMatchXCryptoSSH(t *testing.T) {
 			if fp != ssh.FingerprintSHA256(parsed) || c != xComment {
 				t.Errorf("SSHFingerprint(%q) = %q, %q; x/crypto/ssh gives %q, %q", line, fp, c, ssh.FingerprintSHA256(parsed), xComment)
 			}
+		}
+	}
+}
+
+// SSHPublicKeySPKI reads the wire-format blob x/crypto/ssh's Marshal
+// writes, certificates included, to the SPKI crypto/x509 writes; a blob
+// cut short, with bytes after its fields, or of an unknown type is an
+// error.
+func TestSSHPublicKeySPKI(t *testing.T) {
+	for _, pub := range sshTestKeys(t) {
+		crypto := pub
+		if cert, ok := pub.(*ssh.Certificate); ok {
+			crypto = cert.Key
+		}
+		want, err := x509.MarshalPKIXPublicKey(crypto.(ssh.CryptoPublicKey).CryptoPublicKey())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := SSHPublicKeySPKI(pub.Marshal())
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("SSHPublicKeySPKI(%s blob) = %x, %v; want %x", pub.Type(), got, err, want)
+		}
+	}
+	blob := sshTestKeys(t)[0].Marshal()
+	for _, tc := range []struct {
+		name string
+		blob []byte
+		err  error
+	}{
+		{"empty", nil, ErrInvalidKey},
+		{"cut short", blob[:len(blob)-1], ErrInvalidKey},
+		{"bytes after its fields", append(slices.Clip(blob), 0), ErrInvalidKey},
+		{"unknown type", []byte("\x00\x00\x00\x07ssh-foo"), ErrUnsupportedKey},
+	} {
+		spki, err := SSHPublicKeySPKI(tc.blob)
+		if spki != nil || !errors.Is(err, tc.err) || !strings.HasPrefix(err.Error(), "pkbf: ") {
+			t.Errorf("%s: %x, %v; want an error wrapping %v", tc.name, spki, err, tc.err)
 		}
 	}
 }

@@ -78,7 +78,7 @@ func startServe(t testing.TB, args ...string) (*exec.Cmd, string, *syncBuffer) {
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
 		logs.WriteString(lines.Text() + "\n")
-		if _, addr, ok := strings.Cut(lines.Text(), " on http://"); ok {
+		if _, addr, ok := strings.Cut(lines.Text(), "://"); ok && strings.Contains(lines.Text(), " serving ") {
 			go func() {
 				for lines.Scan() {
 					logs.WriteString(lines.Text() + "\n")
@@ -101,6 +101,11 @@ func (s *syncBuffer) WriteString(v string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.b.WriteString(v)
+}
+
+func (s *syncBuffer) Write(b []byte) (int, error) {
+	s.WriteString(string(b))
+	return len(b), nil
 }
 
 func (s *syncBuffer) String() string {

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"net"
 	"net/http"
@@ -23,6 +27,7 @@ import (
 	"github.com/pkbf/pkbf/internal/jsontext"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/keys"
+	"github.com/pkbf/pkbf/stepca"
 )
 
 // serve: a small HTTP service over one filter file, for programs in any
@@ -37,6 +42,9 @@ type serveFlags struct {
 	maxConns    *int
 	maxInFlight *int
 	maxKeys     *int
+
+	tlsCert, tlsKey, clientCA, webhookSecretFile *string
+	webhookInsecure                              *bool
 }
 
 func serveCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
@@ -50,6 +58,11 @@ func serveCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
 		maxInFlight: c.Int("max-in-flight", 32, "check at most `N` requests at once; others wait"),
 		maxKeys:     c.Int("max-keys", 10000, "refuse requests holding more than `N` keys, certificates and requests (413)"),
 	}
+	fl.tlsCert = c.String("tls-cert", "", "serve HTTPS with the certificate (and its chain) in PEM `FILE`; with --tls-key")
+	fl.tlsKey = c.String("tls-key", "", "the private key of --tls-cert, in PEM `FILE`")
+	fl.clientCA = c.String("client-ca", "", "require of every client a certificate chained to a CA certificate in PEM `FILE` (step-ca's root), and answer step-ca's webhook at /v1/step-ca/authorize")
+	fl.webhookSecretFile = c.String("webhook-secret-file", "", "require step-ca's X-Smallstep-Signature, an HMAC-SHA256 under the base64 secret in `FILE`")
+	fl.webhookInsecure = c.Bool("webhook-insecure", false, "answer step-ca's webhook without a client certificate, over plain HTTP too: local tests only")
 	c.Var(fl.maxBody, "max-body", "refuse request bodies over `SIZE` (413, before reading them)")
 	c.Var(fl.maxMemory, "max-body-memory", "hold at most `SIZE` of request bodies at once, all connections together; a request over it gets 503 (before its body is read when its length is declared)")
 	c.alias("l", "listen")
@@ -99,7 +112,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		// memory stays near them.
 		debug.SetGCPercent(100)
 	}
+	tlsConfig, cert, webhook, err := stepCAOptions(fl)
+	if err != nil {
+		_, code := c.fail(message(err))
+		return code
+	}
 	logger := log.New(stderr, "pkbf: serve: ", log.LstdFlags)
+	webhook.Logger = logger
 	path := c.Arg(0)
 	live, err := pkbf.OpenLive(path, pkbf.LiveOptions{
 		Interval: *fl.poll,
@@ -123,13 +142,25 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	h := newService(live, l)
+	if *fl.clientCA != "" || *fl.webhookInsecure {
+		h.webhook = stepca.NewHandler(live, webhook)
+	}
 	srv := newHTTPServer(h, logger)
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
 	defer signal.Stop(signals)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(h.limitConns(ln)) }()
-	logger.Printf("serving %s on http://%s", path, ln.Addr())
+	scheme := "http"
+	if tlsConfig != nil {
+		srv.TLSConfig, scheme = tlsConfig, "https"
+		go func() { served <- srv.ServeTLS(h.limitConns(ln), "", "") }()
+	} else {
+		go func() { served <- srv.Serve(h.limitConns(ln)) }()
+	}
+	logger.Printf("serving %s on %s://%s", path, scheme, ln.Addr())
+	if h.webhook != nil {
+		logger.Printf("step-ca webhook at %s://%s%s", scheme, ln.Addr(), stepCAPath)
+	}
 	for {
 		select {
 		case err := <-served:
@@ -139,6 +170,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			if sig == syscall.SIGHUP {
 				if err := live.Reload(); err == nil {
 					logger.Printf("SIGHUP: %s checked", path)
+				}
+				if cert != nil {
+					if err := cert.load(); err != nil {
+						logger.Printf("SIGHUP: keeping the certificate in use: %s", message(err))
+					} else {
+						logger.Printf("SIGHUP: %s reloaded", cert.certFile)
+					}
 				}
 				continue
 			}
@@ -190,6 +228,7 @@ type service struct {
 	started      time.Time
 	shuttingDown atomic.Bool
 	mux          *http.ServeMux
+	webhook      *stepca.Handler // step-ca's webhook, or nil when not enabled
 
 	// What requests are doing now, for shutdown's report.
 	receiving, waiting, checking atomic.Int64
@@ -211,7 +250,96 @@ func newService(live *pkbf.Live, l limits) *service {
 	s.mux.HandleFunc("/readyz", s.readyz)
 	s.mux.HandleFunc("/v1/status", s.status)
 	s.mux.HandleFunc("/metrics", s.metrics)
+	s.mux.HandleFunc(stepCAPath, s.stepCA)
 	return s
+}
+
+// stepCAPath is where step-ca's AUTHORIZING webhook is answered.
+const stepCAPath = "/v1/step-ca/authorize"
+
+// stepCA answers step-ca's webhook, or refuses it when serve was not
+// started to answer it (403, which step-ca takes as a refusal).
+func (s *service) stepCA(w http.ResponseWriter, r *http.Request) {
+	if s.webhook != nil {
+		s.webhook.ServeHTTP(w, r)
+		return
+	}
+	s.httpError(w, http.StatusForbidden, "pkbf serve answers step-ca's webhook only with --client-ca (and --tls-cert, --tls-key): see docs/stepca.md")
+}
+
+// servingCert is the server's certificate, read again from its files on
+// SIGHUP: certificates from a CA such as step-ca live for a day.
+type servingCert struct {
+	certFile, keyFile string
+	cur               atomic.Pointer[tls.Certificate]
+}
+
+// load reads the certificate and key; on an error the one in use stays.
+func (c *servingCert) load() error {
+	pair, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	var pathErr *fs.PathError
+	switch {
+	case errors.As(err, &pathErr):
+		return err
+	case err != nil:
+		return perr.Errorf("--tls-cert %s, --tls-key %s: %v", c.certFile, c.keyFile, err)
+	}
+	c.cur.Store(&pair)
+	return nil
+}
+
+func (c *servingCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.cur.Load(), nil }
+
+// stepCAOptions reads the TLS and webhook flags: the server's TLS
+// configuration and certificate (nil for plain HTTP), and the webhook's
+// options.
+func stepCAOptions(fl *serveFlags) (*tls.Config, *servingCert, stepca.Options, error) {
+	var opts stepca.Options
+	cert, key, ca, secret := *fl.tlsCert, *fl.tlsKey, *fl.clientCA, *fl.webhookSecretFile
+	switch {
+	case (cert == "") != (key == ""):
+		return nil, nil, opts, perr.Errorf("--tls-cert and --tls-key go together")
+	case ca != "" && cert == "":
+		return nil, nil, opts, perr.Errorf("--client-ca needs --tls-cert and --tls-key: client certificates come over TLS")
+	case ca != "" && *fl.webhookInsecure:
+		return nil, nil, opts, perr.Errorf("--webhook-insecure answers step-ca without the client certificate --client-ca requires: give one or the other")
+	case secret != "" && ca == "" && !*fl.webhookInsecure:
+		return nil, nil, opts, perr.Errorf("--webhook-secret-file needs --client-ca: step-ca is authenticated by its client certificate first")
+	}
+	opts.Unauthenticated = *fl.webhookInsecure
+	if secret != "" {
+		b, err := os.ReadFile(secret)
+		if err != nil {
+			return nil, nil, opts, err
+		}
+		opts.Secret, err = base64.StdEncoding.DecodeString(string(bytes.TrimSpace(b)))
+		switch {
+		case err != nil:
+			return nil, nil, opts, perr.Errorf("--webhook-secret-file %s: not the base64 secret step-ca holds: %v", secret, err)
+		case len(opts.Secret) == 0:
+			return nil, nil, opts, perr.Errorf("--webhook-secret-file %s is empty", secret)
+		}
+	}
+	if cert == "" {
+		return nil, nil, opts, nil
+	}
+	sc := &servingCert{certFile: cert, keyFile: key}
+	if err := sc.load(); err != nil {
+		return nil, nil, opts, err
+	}
+	config := &tls.Config{GetCertificate: sc.get, MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		b, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, nil, opts, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, nil, opts, perr.Errorf("--client-ca %s holds no PEM certificate", ca)
+		}
+		config.ClientAuth, config.ClientCAs = tls.RequireAndVerifyClientCert, pool
+	}
+	return config, sc, opts, nil
 }
 
 func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
@@ -564,6 +692,10 @@ func (s *service) status(w http.ResponseWriter, r *http.Request) {
 // metrics answers the counters in the Prometheus text exposition format.
 func (s *service) metrics(w http.ResponseWriter, r *http.Request) {
 	st := s.live.Stats()
+	var webhook stepca.Stats
+	if s.webhook != nil {
+		webhook = s.webhook.Stats()
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	for _, m := range []struct {
 		name, kind, help string
@@ -586,6 +718,9 @@ func (s *service) metrics(w http.ResponseWriter, r *http.Request) {
 		{"pkbf_filter_entries", "gauge", "Entries in the filter's header.", float64(st.Header.EntryCount)},
 		{"pkbf_filter_revision", "gauge", "Revision in the filter's header.", float64(st.Header.Revision)},
 		{"pkbf_filter_loaded_timestamp_seconds", "gauge", "When the filter in use was loaded.", float64(st.LoadedAt.Unix())},
+		{"pkbf_stepca_allowed_total", "counter", "step-ca webhook calls allowed.", float64(webhook.Allowed)},
+		{"pkbf_stepca_refused_total", "counter", "step-ca webhook calls refused, for any reason.", float64(webhook.Refused)},
+		{"pkbf_stepca_compromised_total", "counter", "step-ca webhook calls refused for a key the filter holds.", float64(webhook.Compromised)},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", m.name, m.help, m.name, m.kind, m.name, strconv.FormatFloat(m.value, 'f', -1, 64))
 	}

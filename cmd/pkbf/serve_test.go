@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -18,6 +21,7 @@ import (
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/pipenet"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/stepca"
 )
 
 func newTestService(t *testing.T, maxBody int64) (*httptest.Server, *service) {
@@ -154,6 +158,74 @@ func serveSlowClients(t *testing.T) {
 		}
 		if len(reply) > 0 && !bytes.Contains(reply, []byte(" 400 ")) && !bytes.Contains(reply, []byte(" 408 ")) {
 			t.Errorf("%s: reply %q", name, reply)
+		}
+	}
+}
+
+// The TLS and webhook flags are checked before anything is served: each
+// wrong combination or unreadable file is an error naming it.
+func TestServeStepCAFlags(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	notPEM := write("not.pem", "hello\n")
+	secret := write("secret", base64.StdEncoding.EncodeToString([]byte("webhook secret"))+"\n")
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"--tls-cert without --tls-key", []string{"--tls-cert", notPEM}, "--tls-cert and --tls-key go together"},
+		{"--tls-key without --tls-cert", []string{"--tls-key", notPEM}, "--tls-cert and --tls-key go together"},
+		{"--client-ca over plain HTTP", []string{"--client-ca", notPEM}, "--client-ca needs --tls-cert and --tls-key"},
+		{"--webhook-insecure with --client-ca", []string{"--tls-cert", notPEM, "--tls-key", notPEM, "--client-ca", notPEM, "--webhook-insecure"}, "--webhook-insecure answers step-ca without the client certificate --client-ca requires: give one or the other"},
+		{"--webhook-secret-file alone", []string{"--webhook-secret-file", secret}, "--webhook-secret-file needs --client-ca"},
+		{"secret file missing", []string{"--webhook-insecure", "--webhook-secret-file", missing}, "open " + missing + ": no such file"},
+		{"secret not base64", []string{"--webhook-insecure", "--webhook-secret-file", notPEM}, "--webhook-secret-file " + notPEM + ": not the base64 secret step-ca holds"},
+		{"secret empty", []string{"--webhook-insecure", "--webhook-secret-file", write("empty", "\n")}, "--webhook-secret-file " + filepath.Join(dir, "empty") + " is empty"},
+		{"certificate missing", []string{"--tls-cert", missing, "--tls-key", notPEM}, "open " + missing + ": no such file"},
+		{"certificate not PEM", []string{"--tls-cert", notPEM, "--tls-key", notPEM}, "--tls-cert " + notPEM + ", --tls-key " + notPEM + ": tls: failed to find any PEM data"},
+	} {
+		r := runWith(t, nil, append(append([]string{"serve", "--listen", "127.0.0.1:0"}, tc.args...), exampleFilter)...)
+		if r.code != exitTrouble || !strings.Contains(r.stderr, "pkbf: error: serve: "+tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want %q", tc.name, r.code, r.stderr, tc.want)
+		}
+	}
+}
+
+// Without --client-ca (or --webhook-insecure), step-ca's webhook is
+// refused, never answered: a plain HTTP server cannot authenticate the
+// CA. With --webhook-insecure it is answered, for local tests.
+func TestServeStepCAWebhookDisabled(t *testing.T) {
+	srv, s := newTestService(t, 1<<20)
+	body := []byte(`{"x509Certificate":{"publicKey":"` + base64.StdEncoding.EncodeToString(testkit.ReadFile(t, key("p384.spki.der"))) + `"}}`)
+	code, out := post(t, srv.URL+"/v1/step-ca/authorize", body)
+	if code != http.StatusForbidden || !strings.Contains(out, "only with --client-ca") {
+		t.Errorf("webhook not enabled: %d %s, want 403", code, out)
+	}
+	s.webhook = stepca.NewHandler(s.live, stepca.Options{Unauthenticated: true})
+	if code, out := post(t, srv.URL+"/v1/step-ca/authorize", body); code != 200 || out != `{"allow":true}`+"\n" {
+		t.Errorf("--webhook-insecure: %d %s, want allowed", code, out)
+	}
+	pwned := []byte(`{"x509Certificate":{"publicKey":"` + base64.StdEncoding.EncodeToString(testkit.ReadFile(t, key("p256.spki.der"))) + `"}}`)
+	if code, out := post(t, srv.URL+"/v1/step-ca/authorize", pwned); code != 200 || !strings.Contains(out, `"allow":false,"error":{"code":"pkbf-compromised-key"`) {
+		t.Errorf("--webhook-insecure, a key the filter holds: %d %s, want refused", code, out)
+	}
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"pkbf_stepca_allowed_total 1\n", "pkbf_stepca_refused_total 1\n", "pkbf_stepca_compromised_total 1\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q", want)
 		}
 	}
 }

@@ -3,14 +3,24 @@ package testkit
 
 import (
 	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // SeedFiles adds the files matching patterns to a fuzz corpus.
@@ -56,6 +66,56 @@ func WithCounter(der, spki []byte, i int) []byte {
 	out := bytes.Clone(der)
 	binary.BigEndian.PutUint32(out[at:], uint32(i))
 	return out
+}
+
+// Signer makes a key of kind "RSA" (2048 bits), "P-256" or "Ed25519", or
+// fails the test.
+func Signer(t testing.TB, kind string) crypto.Signer {
+	t.Helper()
+	var k crypto.Signer
+	var err error
+	switch kind {
+	case "RSA":
+		k, err = rsa.GenerateKey(rand.Reader, 2048)
+	case "P-256":
+		k, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case "Ed25519":
+		_, k, err = ed25519.GenerateKey(rand.Reader)
+	default:
+		err = errors.New("testkit: no key kind " + kind)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// Cert makes a P-256 key and a certificate for it named cn, valid from
+// an hour ago for a day, shaped by edit (which may be nil) and signed by
+// parent's key (self-signed when parent is nil); or fails the test.
+func Cert(t testing.TB, cn string, parent *x509.Certificate, parentKey crypto.Signer, edit func(*x509.Certificate)) (*ecdsa.PrivateKey, *x509.Certificate) {
+	t.Helper()
+	key := Signer(t, "P-256").(*ecdsa.PrivateKey)
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	if edit != nil {
+		edit(tmpl)
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, cert
 }
 
 // NixEnv returns the environment to run Debian's Nix (nix-bin) in, offline

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"bytes"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"testing"
@@ -48,5 +49,23 @@ func TestWithCounter(t *testing.T) {
 	}
 	if der[11] != 0xaa {
 		t.Error("WithCounter changed its argument")
+	}
+}
+
+// Signer makes each kind; Cert chains to its parent.
+func TestSignerAndCert(t *testing.T) {
+	for _, kind := range []string{"RSA", "P-256", "Ed25519"} {
+		if k := Signer(t, kind); k == nil || k.Public() == nil {
+			t.Errorf("Signer(%s) = %v", kind, k)
+		}
+	}
+	rootKey, root := Cert(t, "root", nil, nil, func(c *x509.Certificate) {
+		c.IsCA, c.BasicConstraintsValid, c.KeyUsage = true, true, x509.KeyUsageCertSign
+	})
+	_, leaf := Cert(t, "leaf", root, rootKey, nil)
+	pool := x509.NewCertPool()
+	pool.AddCert(root)
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool}); err != nil || leaf.Subject.CommonName != "leaf" {
+		t.Errorf("the leaf does not chain to its root: %v", err)
 	}
 }

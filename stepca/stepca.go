@@ -1,0 +1,307 @@
+// Package stepca answers smallstep step-ca's AUTHORIZING webhook with a
+// pkbf filter, so that a certificate authority refuses to sign a key
+// reported as compromised (CA/Browser Forum Baseline Requirements
+// 6.1.1.3) for every provisioner that calls webhooks: JWK, ACME, OIDC,
+// X5C and others.
+//
+// Mount a [Handler] on an HTTPS server whose tls.Config verifies client
+// certificates against the CA's root (step-ca presents its own certificate
+// on webhook calls), and point the provisioner's webhook at it:
+//
+//	h := stepca.NewHandler(live, stepca.Options{Secret: secret, Logger: logger})
+//	mux.Handle("/v1/step-ca/authorize", h)
+//
+// # What it answers
+//
+// step-ca posts the certificate it is about to sign: for X.509 the
+// subject's public key as a DER SubjectPublicKeyInfo, for SSH the key in
+// the SSH wire format. The handler looks the key up with
+// [pkbf.Filter.CheckKey] and answers {"allow": true} only for a key the
+// filter does not hold. Everything else is {"allow": false} with an
+// error object, whose message step-ca passes to ACME clients: a key the
+// filter holds (code [CodeCompromised]), a request that is not
+// authenticated, a body it cannot parse or that carries no key, a key it
+// cannot read, and a filter whose file failed (answered 503, so that
+// step-ca tries once more a second later).
+package stepca
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keys"
+)
+
+// Error codes of a refusal, in the error object's "code".
+const (
+	// CodeCompromised: the filter holds the key (probably: a filter can
+	// answer yes for a key it does not hold, at its false-positive rate).
+	CodeCompromised = "pkbf-compromised-key"
+	// CodeInvalidKey: the key in the request cannot be read.
+	CodeInvalidKey = "pkbf-invalid-key"
+	// CodeBadRequest: the request is not a webhook call the handler can
+	// read: not a POST, not JSON of step-ca's form, too large, or with no
+	// public key.
+	CodeBadRequest = "pkbf-bad-request"
+	// CodeUnauthenticated: no verified client certificate, or a missing
+	// or wrong X-Smallstep-Signature.
+	CodeUnauthenticated = "pkbf-unauthenticated"
+	// CodeFilterError: the filter's file failed while in use.
+	CodeFilterError = "pkbf-filter-error"
+)
+
+// DefaultMaxBody bounds a request body when Options.MaxBody is 0. A
+// webhook call is a few kilobytes: the certificate step-ca is about to
+// sign, as JSON.
+const DefaultMaxBody = 1 << 20
+
+// SignatureHeader is the header step-ca sends the hex HMAC-SHA256 of the
+// request body in.
+const SignatureHeader = "X-Smallstep-Signature"
+
+// Options configure a [Handler].
+type Options struct {
+	// Secret is the webhook's signing key, decoded: step-ca holds it
+	// base64-encoded (what "step ca provisioner webhook add" prints). When
+	// it is not empty, every request must carry its HMAC-SHA256 of the
+	// body in X-Smallstep-Signature. step-ca signs with an empty key
+	// when no secret was set (a secret can only be set through remote
+	// management, not in ca.json), which authenticates nothing: the
+	// client certificate does.
+	Secret []byte
+	// Unauthenticated accepts requests without a verified client
+	// certificate. For local tests only: without it, a request is refused
+	// unless the server's TLS layer verified a client certificate
+	// (tls.Config.ClientAuth VerifyClientCertIfGiven or
+	// RequireAndVerifyClientCert, with ClientCAs the CA's root).
+	Unauthenticated bool
+	// MaxBody bounds a request body; 0 means DefaultMaxBody.
+	MaxBody int64
+	// Logger, if not nil, logs every refusal, with the fingerprint of a
+	// refused key.
+	Logger *log.Logger
+}
+
+// A Handler answers step-ca's AUTHORIZING webhook calls from a filter
+// that follows its file. It is safe for concurrent use.
+type Handler struct {
+	live *pkbf.Live
+	opts Options
+
+	allowed, refused, compromised, failed atomic.Int64
+}
+
+// Stats counts a Handler's answers.
+type Stats struct {
+	Allowed     int64 // {"allow": true}
+	Refused     int64 // {"allow": false}, for any reason
+	Compromised int64 // of Refused, for a key the filter holds
+	FilterErrs  int64 // of Refused, because the filter's file failed
+}
+
+// NewHandler returns a Handler answering from live.
+func NewHandler(live *pkbf.Live, opts Options) *Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	return &Handler{live: live, opts: opts}
+}
+
+// Stats returns the counts of the handler's answers so far.
+func (h *Handler) Stats() Stats {
+	return Stats{Allowed: h.allowed.Load(), Refused: h.refused.Load(), Compromised: h.compromised.Load(), FilterErrs: h.failed.Load()}
+}
+
+// request is what the handler reads of step-ca's webhook request body
+// (webhook.RequestBody in smallstep/certificates): the public key of the
+// one certificate or request it holds. encoding/json decodes base64 into
+// []byte.
+type request struct {
+	X509Certificate        *publicKey `json:"x509Certificate"`
+	X509CertificateRequest *publicKey `json:"x509CertificateRequest"`
+	SSHCertificate         *publicKey `json:"sshCertificate"`
+	SSHCertificateRequest  *publicKey `json:"sshCertificateRequest"`
+}
+
+type publicKey struct {
+	PublicKey []byte `json:"publicKey"`
+}
+
+// refusal is a refused call: its HTTP status and the error object step-ca
+// reads.
+type refusal struct {
+	status int
+	Code   string `json:"code"`
+	// Message is a pkbf error's text, prefix included.
+	Message string `json:"message"`
+}
+
+func refuse(status int, code, format string, args ...any) *refusal {
+	return &refusal{status: status, Code: code, Message: perr.Errorf(format, args...).Error()}
+}
+
+// ServeHTTP answers one webhook call.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ref := h.authorize(w, r)
+	if ref == nil {
+		h.allowed.Add(1)
+		writeJSON(w, http.StatusOK, allowBody)
+		return
+	}
+	h.refused.Add(1)
+	switch ref.Code {
+	case CodeCompromised:
+		h.compromised.Add(1)
+	case CodeFilterError:
+		h.failed.Add(1)
+	}
+	if h.opts.Logger != nil {
+		who := r.RemoteAddr
+		if id := r.Header.Get("X-Smallstep-Webhook-Id"); id != "" {
+			who += " webhook " + strconv.Quote(id)
+		}
+		if id := r.Header.Get("X-Request-Id"); id != "" {
+			who += " request " + strconv.Quote(id)
+		}
+		h.opts.Logger.Printf("step-ca: refused (%s): %s (%s)", ref.Code, ref.Message, who)
+	}
+	if ref.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodPost)
+	}
+	body, _ := json.Marshal(struct {
+		Allow bool     `json:"allow"`
+		Error *refusal `json:"error"`
+	}{false, ref})
+	writeJSON(w, ref.status, append(body, '\n'))
+}
+
+var allowBody = []byte(`{"allow":true}` + "\n")
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// authorize returns nil for a call to allow, else why it is refused.
+func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) *refusal {
+	if r.Method != http.MethodPost {
+		return refuse(http.StatusMethodNotAllowed, CodeBadRequest, "step-ca webhook calls are POST requests, not %s", r.Method)
+	}
+	if !h.opts.Unauthenticated && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+		return refuse(http.StatusForbidden, CodeUnauthenticated, "the webhook call has no verified client certificate: step-ca presents one, which pkbf serve verifies with --client-ca")
+	}
+	if r.ContentLength > h.opts.MaxBody {
+		return refuse(http.StatusRequestEntityTooLarge, CodeBadRequest, "the request body of %d bytes is larger than %d bytes", r.ContentLength, h.opts.MaxBody)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return refuse(http.StatusRequestEntityTooLarge, CodeBadRequest, "the request body is larger than %d bytes", h.opts.MaxBody)
+	case err != nil:
+		return refuse(http.StatusBadRequest, CodeBadRequest, "reading the request body: %v", err)
+	}
+	if len(h.opts.Secret) > 0 {
+		if ref := h.checkSignature(r.Header.Get(SignatureHeader), body); ref != nil {
+			return ref
+		}
+	}
+	der, what, ref := publicKeyOf(body)
+	if ref != nil {
+		return ref
+	}
+	var v pkbf.Verdict
+	h.live.Do(func(f *pkbf.Filter) { v = f.CheckKey(der) })
+	switch {
+	case errors.Is(v.Err, pkbf.ErrFileChanged):
+		h.live.Reload()
+		return refuse(http.StatusServiceUnavailable, CodeFilterError, "the compromised-key filter cannot answer: %v", v.Err)
+	case v.Err != nil:
+		return refuse(http.StatusOK, CodeInvalidKey, "the %s's public key cannot be checked: %v", what, v.Err)
+	case v.Probably:
+		return refuse(http.StatusOK, CodeCompromised, "the %s's public key is reported as compromised (pwnedkeys fingerprint %s): make a new key", what, v.Fingerprint)
+	}
+	return nil
+}
+
+// checkSignature checks the hex HMAC-SHA256 of body under the secret, in
+// constant time.
+func (h *Handler) checkSignature(sig string, body []byte) *refusal {
+	if sig == "" {
+		return refuse(http.StatusForbidden, CodeUnauthenticated, "the webhook call has no %s header, and a webhook secret is set", SignatureHeader)
+	}
+	got, err := hex.DecodeString(sig)
+	mac := hmac.New(sha256.New, h.opts.Secret)
+	mac.Write(body)
+	if err != nil || !hmac.Equal(got, mac.Sum(nil)) {
+		return refuse(http.StatusForbidden, CodeUnauthenticated, "the webhook call's %s does not match the webhook secret", SignatureHeader)
+	}
+	return nil
+}
+
+// publicKeyOf returns the DER SPKI of the one public key in a webhook
+// request body, and what it is the key of.
+func publicKeyOf(body []byte) (der []byte, what string, ref *refusal) {
+	var req request
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil {
+		return nil, "", refuse(http.StatusBadRequest, CodeBadRequest, "the request body is not a step-ca webhook request: %v", err)
+	}
+	if dec.More() {
+		return nil, "", refuse(http.StatusBadRequest, CodeBadRequest, "the request body has more after its JSON object")
+	}
+	var found []string
+	var pk *publicKey
+	ssh := false
+	for _, c := range []struct {
+		name string
+		pk   *publicKey
+		ssh  bool
+	}{
+		{"x509Certificate", req.X509Certificate, false},
+		{"x509CertificateRequest", req.X509CertificateRequest, false},
+		{"sshCertificate", req.SSHCertificate, true},
+		{"sshCertificateRequest", req.SSHCertificateRequest, true},
+	} {
+		if c.pk != nil {
+			found, pk, ssh = append(found, c.name), c.pk, c.ssh
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return nil, "", refuse(http.StatusBadRequest, CodeBadRequest, "the request body has no x509Certificate, sshCertificate or certificate request")
+	case len(found) > 1:
+		return nil, "", refuse(http.StatusBadRequest, CodeBadRequest, "the request body has more than one certificate or request: %v", found)
+	case len(pk.PublicKey) == 0:
+		return nil, "", refuse(http.StatusBadRequest, CodeBadRequest, "the request body's %s has no publicKey", found[0])
+	}
+	what = "certificate"
+	if found[0] == "x509CertificateRequest" || found[0] == "sshCertificateRequest" {
+		what = "certificate request"
+	}
+	if !ssh {
+		if pk.PublicKey[0] != 0x30 {
+			return nil, "", refuse(http.StatusOK, CodeInvalidKey, "the %s's publicKey is not a DER SubjectPublicKeyInfo", what)
+		}
+		return pk.PublicKey, what, nil
+	}
+	what = "SSH " + what
+	der, err := keys.SSHPublicKeySPKI(pk.PublicKey)
+	if err != nil {
+		return nil, "", refuse(http.StatusOK, CodeInvalidKey, "the %s's public key cannot be checked: %v", what, err)
+	}
+	return der, what, nil
+}
