@@ -71,7 +71,8 @@ func readMPIntNamed(s *cryptobyte.String, name string) ([]byte, error) {
 // SSHPublicKeySPKI returns the DER SubjectPublicKeyInfo of an SSH public
 // key in the SSH wire format (RFC 4253 section 6.6), the blob an OpenSSH
 // line carries in base64 and x/crypto/ssh's PublicKey.Marshal returns; a
-// certificate's blob gives the key it certifies. The SPKI is in the
+// certificate's blob gives the key it certifies. The blob names its type
+// canonically (ssh-rsa, not rsa-sha2-256). The SPKI is in the
 // canonical encoding ([Canonical]). Errors wrap [ErrInvalidKey], and
 // [ErrUnsupportedKey] for a key type pkbf does not read.
 func SSHPublicKeySPKI(blob []byte) ([]byte, error) { return sshBlobSPKI(blob) }
@@ -157,13 +158,6 @@ func sshBlobSPKI(blob []byte) ([]byte, error) {
 	}
 	return spki, nil
 }
-
-// SSHBlobSPKI returns the DER SubjectPublicKeyInfo of an OpenSSH public
-// key blob (RFC 4253 section 6.6, PROTOCOL.u2f, PROTOCOL.certkeys: for a
-// certificate, the key it certifies), named by its canonical type name
-// (ssh-rsa, not rsa-sha2-256). Errors wrap [ErrInvalidKey], and
-// [ErrUnsupportedKey] for a type pkbf does not read.
-func SSHBlobSPKI(blob []byte) ([]byte, error) { return sshBlobSPKI(blob) }
 
 // shorten keeps untrusted text in error messages short.
 func shorten(s string) string {

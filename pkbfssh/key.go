@@ -270,7 +270,7 @@ func parseBlob(blob []byte, allowCert bool) (*Key, *keyType, error) {
 		addString(&b, app)
 	}
 	canon := b.BytesOrPanic()
-	spki, err := keys.SSHBlobSPKI(canon)
+	spki, err := keys.SSHPublicKeySPKI(canon)
 	if err != nil {
 		return nil, nil, perr.Kind(ErrNoKey, perr.Errorf("%w", err))
 	}
