@@ -180,7 +180,7 @@ func (b *bounded) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if resp.ContentLength > b.limits.MaxBody {
 		resp.Body.Close()
-		return nil, fail("the response body is %d bytes, over the %d-byte limit (Limits.MaxBody)", resp.ContentLength, b.limits.MaxBody)
+		return nil, fail("the response body is %d bytes, over the %d-byte limit", resp.ContentLength, b.limits.MaxBody)
 	}
 	body := &boundedBody{body: resp.Body, left: b.limits.MaxBody, fail: fail, max: b.limits.MaxBody, timeout: b.limits.BodyTimeout}
 	body.timer = time.AfterFunc(b.limits.BodyTimeout, func() {
@@ -203,7 +203,7 @@ type boundedBody struct {
 
 func (b *boundedBody) Read(p []byte) (int, error) {
 	if b.late.Load() {
-		return 0, b.fail("the response body took longer than %v (Limits.BodyTimeout)", b.timeout)
+		return 0, b.fail("the response body took longer than the %v limit", b.timeout)
 	}
 	if int64(len(p)) > b.left+1 {
 		p = p[:b.left+1] // one byte more than the limit tells a body over it
@@ -213,9 +213,9 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	switch {
 	case b.left < 0:
 		b.body.Close()
-		return 0, b.fail("the response body is over the %d-byte limit (Limits.MaxBody)", b.max)
+		return 0, b.fail("the response body is over the %d-byte limit", b.max)
 	case err != nil && err != io.EOF && b.late.Load():
-		return n, b.fail("the response body took longer than %v (Limits.BodyTimeout)", b.timeout)
+		return n, b.fail("the response body took longer than the %v limit", b.timeout)
 	}
 	return n, err
 }
