@@ -258,9 +258,18 @@ func TestRFC6962Verification(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "do not match the tree head") {
 		t.Errorf("a tampered entry, from 333: %v", err)
 	}
+	// A mismatch keeps nothing of the run: the state stays where it was.
+	tampered := filepath.Join(t.TempDir(), "tampered.json")
+	res, err := (&Scan{Log: open(), Filter: f, State: tampered}).Run(context.Background())
+	var st struct{ Next int64 }
+	b, _ := os.ReadFile(tampered)
+	json.Unmarshal(b, &st)
+	if err == nil || res.Next != 0 || res.Entries != 0 || st.Next != 0 {
+		t.Errorf("a tampered entry, with a state: %+v, %v, the state's next %d: want 0", res, err, st.Next)
+	}
 	rs.Tamper.Store(0)
 	var hits []Hit
-	res, err := (&Scan{Log: open(), Filter: f, From: 333, Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
+	res, err = (&Scan{Log: open(), Filter: f, From: 333, Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
 	if err != nil || res.Entries != 1500-333 {
 		t.Fatalf("from 333: %+v, %v", res, err)
 	}
