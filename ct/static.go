@@ -70,15 +70,17 @@ func NewStatic(monitoringPrefix string, opts StaticOptions) (Log, error) {
 func (l *staticLog) URL() string { return l.prefix }
 
 func (l *staticLog) Head(ctx context.Context) (Head, error) {
+	read, limited, release := abortOnLimit(ctx)
+	defer release()
 	if l.key != nil {
-		cp, _, err := l.c.Checkpoint(ctx)
-		if err != nil {
+		cp, _, err := l.c.Checkpoint(read)
+		if err = limited(err); err != nil {
 			return Head{}, stopped(ctx, fmt.Errorf("%s: %w", l.prefix, err))
 		}
 		return Head{Size: cp.N, Root: cp.Hash[:], Verified: true}, nil
 	}
-	b, err := l.c.TileReader().ReadEndpoint(ctx, "checkpoint")
-	if err != nil {
+	b, err := l.c.TileReader().ReadEndpoint(read, "checkpoint")
+	if err = limited(err); err != nil {
 		return Head{}, stopped(ctx, fmt.Errorf("%s: reading the checkpoint: %w", l.prefix, err))
 	}
 	text, _, ok := strings.Cut(string(b), "\n\n")
@@ -111,19 +113,17 @@ func (l *staticLog) Entries(ctx context.Context, head Head, start int64, _ []byt
 		}
 		// Entries stops at the last full tile, and before a partial one
 		// unless it starts there: called again until the head's size.
+		read, limited, release := abortOnLimit(ctx)
+		defer release()
 		for start < head.Size {
 			before := start
-			read, failed := abortOnLimit(ctx)
 			for i, e := range l.c.Entries(read, t, start) {
 				if !yield(Entry{Index: i, Timestamp: e.Timestamp, Precert: e.IsPrecert, Leaf: e.Certificate}, nil) {
 					return
 				}
 				start = i + 1
 			}
-			if err := l.c.Err(); err != nil {
-				if lerr := failed(); lerr != nil {
-					err = lerr
-				}
+			if err := limited(l.c.Err()); err != nil {
 				at := start
 				if start == before { // a fetch of tiles failed, not an entry
 					if terr := l.unreadable(ctx, t, start); terr != nil {
@@ -166,12 +166,11 @@ func (l *staticLog) unreadable(ctx context.Context, t tlog.Tree, start int64) *t
 	}
 	for n := first; n < min(first+window, end) && ctx.Err() == nil; n++ {
 		tile := tlog.Tile{H: sunlight.TileHeight, L: -1, N: n, W: int(min(sunlight.TileWidth, t.N-n*sunlight.TileWidth))}
-		read, failed := abortOnLimit(ctx)
-		if _, err := l.c.TileReader().ReadTiles(read, []tlog.Tile{tile}); err != nil {
-			if lerr := failed(); lerr != nil {
-				err = lerr
-			}
-			return &tileError{max(start, n*sunlight.TileWidth), err}
+		read, limited, release := abortOnLimit(ctx)
+		_, err := l.c.TileReader().ReadTiles(read, []tlog.Tile{tile})
+		release()
+		if err != nil {
+			return &tileError{max(start, n*sunlight.TileWidth), limited(err)}
 		}
 	}
 	return nil

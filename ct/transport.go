@@ -146,20 +146,22 @@ func (e *limitError) Error() string { return e.msg }
 type limitHookKey struct{}
 
 // abortOnLimit returns a context that ends as soon as a request made with
-// it passes one of the Limits, and a function that returns that limit's
-// error, if it was the end. Some clients retry a response whose body
-// failed, after long pauses (the Sunlight client: 1, 5, 25 and 125 s);
-// a limit passed fails the same way every time.
-func abortOnLimit(ctx context.Context) (context.Context, func() error) {
+// it passes one of the Limits, a function that turns the error its caller
+// got into that limit's, if the limit was the end, and one that releases
+// the context. Some clients retry a response whose body failed, after
+// long pauses (the Sunlight client: 1, 5, 25 and 125 s); a limit passed
+// fails the same way every time.
+func abortOnLimit(ctx context.Context) (_ context.Context, limited func(error) error, release func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	ctx = context.WithValue(ctx, limitHookKey{}, func(err error) { cancel(err) })
-	return ctx, func() error {
+	limited = func(err error) error {
 		var lerr *limitError
-		if errors.As(context.Cause(ctx), &lerr) {
+		if err != nil && errors.As(context.Cause(ctx), &lerr) {
 			return lerr
 		}
-		return nil
+		return err
 	}
+	return ctx, limited, func() { cancel(nil) }
 }
 
 func (b *bounded) RoundTrip(req *http.Request) (*http.Response, error) {
