@@ -109,6 +109,8 @@ type state struct {
 	Extra    json.RawMessage `json:"extra,omitempty"`
 	Size     int64           `json:"tree_size"`
 	Saved    time.Time       `json:"saved"`
+
+	read bool // from the state file
 }
 
 // snapshot is the log's verification state when the reader had read up
@@ -152,11 +154,11 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("%s: the tree head has %d entries, fewer than the %d of the last run's", s.Log.URL(), head.Size, st.Size)
 	}
 	if st.Next > head.Size {
-		from := "from its From"
-		if st.Saved != (time.Time{}) {
-			from = "from the state " + s.State
+		from := ""
+		if st.read {
+			from = " (the next entry in " + s.State + ")"
 		}
-		return res, fmt.Errorf("%s: the scan would start at entry %d (%s), past the tree head's %d entries", s.Log.URL(), st.Next, from, head.Size)
+		return res, fmt.Errorf("%s: the scan would start at entry %d%s, past the tree head's %d entries", s.Log.URL(), st.Next, from, head.Size)
 	}
 	st.Size = head.Size
 	if st.Next >= end {
@@ -453,6 +455,7 @@ func (s *Scan) load() (state, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("%s: not a scan state file: %w", s.State, err)
 	}
+	st.read = true
 	if st.Log != s.Log.URL() {
 		return st, fmt.Errorf("%s is the state of a scan of %s, not of %s", s.State, st.Log, s.Log.URL())
 	}

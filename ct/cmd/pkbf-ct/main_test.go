@@ -296,15 +296,17 @@ func TestExitStatus(t *testing.T) {
 		code       int
 		hits       int // printed
 		stderr     string
+		next       int64 // a state to start from, if not 0
 	}{
-		{"complete, no hit", "", 0, []string{"--to", "7"}, false, exitOK, 0, "0 hits"},
-		{"complete, hits", "", 0, nil, false, exitFound, all, fmt.Sprintf("%d hits", all)},
-		{"failed, no hit", "refused", 0, nil, false, exitTrouble, 0, "400 Bad Request"},
-		{"failed, hits", "", 901, nil, false, exitTrouble, all, "do not match the tree head"},
-		{"failed: --response-timeout", "half a body", 0, []string{"--response-timeout", "300ms"}, false, exitTrouble, 0, "the response body took longer than the 300ms limit"},
-		{"failed: --max-response", "", 0, []string{"--max-response", "1000"}, false, exitTrouble, 0, "the response body is over the 1000-byte limit"},
-		{"interrupted, no hit", "stall", 0, nil, true, exitSignaled, 0, "interrupted: the next run goes on from entry 0"},
-		{"interrupted, hits", "stall after 256", 0, nil, true, exitSignaled, 3, "interrupted"},
+		{"complete, no hit", "", 0, []string{"--to", "7"}, false, exitOK, 0, "0 hits", 0},
+		{"complete, hits", "", 0, nil, false, exitFound, all, fmt.Sprintf("%d hits", all), 0},
+		{"failed, no hit", "refused", 0, nil, false, exitTrouble, 0, "400 Bad Request", 0},
+		{"failed, hits", "", 901, nil, false, exitTrouble, all, "do not match the tree head", 0},
+		{"failed: --response-timeout", "half a body", 0, []string{"--response-timeout", "300ms"}, false, exitTrouble, 0, "the response body took longer than the 300ms limit", 0},
+		{"failed: --max-response", "", 0, []string{"--max-response", "1000"}, false, exitTrouble, 0, "the response body is over the 1000-byte limit", 0},
+		{"failed: a state past the tree", "", 0, nil, false, exitTrouble, 0, "would start at entry 99999999999 (the next entry in", 99999999999},
+		{"interrupted, no hit", "stall", 0, nil, true, exitSignaled, 0, "interrupted: the next run goes on from entry 0", 0},
+		{"interrupted, hits", "stall after 256", 0, nil, true, exitSignaled, 3, "interrupted", 0},
 	} {
 		t.Run(row.name, func(t *testing.T) {
 			mode.Store(row.mode)
@@ -312,8 +314,11 @@ func TestExitStatus(t *testing.T) {
 			for len(arrived) > 0 {
 				<-arrived
 			}
-			out := filepath.Join(dir, row.name+".jsonl")
-			args := append([]string{"--json", "--kind", "rfc6962", "--parallel", "1", "--state", filepath.Join(dir, row.name+".state"), "--output", out}, row.args...)
+			out, state := filepath.Join(dir, row.name+".jsonl"), filepath.Join(dir, row.name+".state")
+			if row.next != 0 {
+				os.WriteFile(state, fmt.Appendf(nil, `{"log": %q, "next": %d}`, srv.URL, row.next), 0o644)
+			}
+			args := append([]string{"--json", "--kind", "rfc6962", "--parallel", "1", "--state", state, "--output", out}, row.args...)
 			cmd := exec.Command(bin, append(args, fx.Filter, srv.URL)...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
