@@ -41,7 +41,8 @@ type RFC6962Options struct {
 	// verified with it.
 	Key crypto.PublicKey
 	// HTTPClient makes the requests (nil: a client with Transport's
-	// retries, that waits a minute at most for an answer's headers); UserAgent names the scanner to the log.
+	// retries, that waits a minute at most for an answer's headers);
+	// UserAgent names the scanner to the log.
 	HTTPClient *http.Client
 	UserAgent  string
 	// Batch is the entries asked for in one get-entries (0: 256; logs

@@ -30,8 +30,9 @@ type StaticOptions struct {
 	// (its tiles are still checked against its root hash).
 	Key crypto.PublicKey
 	// HTTPClient makes the requests (nil: a client with Transport's
-	// retries, that waits a minute at most for an answer's headers); UserAgent names the scanner to the log, with a contact
-	// (an email address or a +https:// URL), as Sunlight requires.
+	// retries, that waits a minute at most for an answer's headers);
+	// UserAgent names the scanner to the log, with a contact (an email
+	// address or a +https:// URL), as Sunlight requires.
 	HTTPClient *http.Client
 	UserAgent  string
 	// Parallel bounds the requests in flight (0: 8).

@@ -101,8 +101,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // Limits bound what one response from a log may cost, whatever client
 // makes the request. The zero value is the defaults.
 type Limits struct {
-	// MaxBody is the most bytes of one response body, as read (after any
-	// decompression the HTTP client does) (0: 16 MiB).
+	// MaxBody is the most bytes of one response body as read, after any
+	// decompression by the HTTP client (0: 16 MiB).
 	MaxBody int64
 	// BodyTimeout is the longest one response body may take to arrive,
 	// from its headers to its last byte (0: 2 minutes).
