@@ -126,7 +126,7 @@ const snapshotEvery = 256
 // Run scans, until the tree head's size, an error, or ctx's end; it
 // saves the state in every case it can, at the first entry not read. An
 // interruption returns ctx's error with the Result so far. A start (the
-// state's next entry, or From) past the tree head, or a tree head smaller
+// state's next entry, or From) outside the tree head, or a tree head smaller
 // than the last run's, is an error naming both sizes; the state is then
 // left as it was.
 func (s *Scan) Run(ctx context.Context) (Result, error) {
@@ -153,12 +153,12 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 	if st.Size > head.Size {
 		return res, fmt.Errorf("%s: the tree head has %d entries, fewer than the %d of the last run's", s.Log.URL(), head.Size, st.Size)
 	}
-	if st.Next > head.Size {
+	if st.Next < 0 || st.Next > head.Size {
 		from := ""
 		if st.read {
 			from = " (the next entry in " + s.State + ")"
 		}
-		return res, fmt.Errorf("%s: the scan would start at entry %d%s, past the tree head's %d entries", s.Log.URL(), st.Next, from, head.Size)
+		return res, fmt.Errorf("%s: the scan would start at entry %d%s, outside the tree head's %d entries", s.Log.URL(), st.Next, from, head.Size)
 	}
 	st.Size = head.Size
 	if st.Next >= end {

@@ -348,8 +348,9 @@ func TestStartPastTree(t *testing.T) {
 			for _, c := range []struct {
 				name, state, want string
 			}{
-				{"next past the tree", `"next": 99999999999`, "would start at entry 99999999999 (the next entry in " + state + "), past the tree head's 600 entries"},
+				{"next past the tree", `"next": 99999999999`, "would start at entry 99999999999 (the next entry in " + state + "), outside the tree head's 600 entries"},
 				{"next one past the tree", `"next": 601`, "would start at entry 601"},
+				{"a negative next", `"next": -1`, "would start at entry -1 (the next entry in " + state + "), outside the tree head's 600 entries"},
 				{"a tree smaller than the last run's", `"tree_size": 601`, "the tree head has 600 entries, fewer than the 601 of the last run's"},
 			} {
 				b := regexp.MustCompile(`"`+strings.Split(c.state, `"`)[1]+`": \d+`).ReplaceAll(saved, []byte(c.state))
@@ -364,7 +365,7 @@ func TestStartPastTree(t *testing.T) {
 			}
 			// From past the tree, without a state.
 			_, err := (&Scan{Log: open(), Filter: f, From: 601}).Run(context.Background())
-			if err == nil || !strings.Contains(err.Error(), "would start at entry 601, past the tree head's 600 entries") {
+			if err == nil || !strings.Contains(err.Error(), "would start at entry 601, outside the tree head's 600 entries") {
 				t.Errorf("From 601: %v", err)
 			}
 			// At the tree's size: nothing to do, no error.
