@@ -25,17 +25,20 @@ import (
 	"iter"
 )
 
-// An Entry is one log entry: its certificate (for a precertificate entry,
-// the precertificate as submitted, poison extension and all) and where
-// and when the log has it.
+// An Entry is one log entry as its Merkle leaf has it: where and when the
+// log has it, and the certificate or precertificate the leaf covers.
 type Entry struct {
 	Index int64
 	// Timestamp is the entry's, in milliseconds since the Unix epoch.
 	Timestamp int64
 	Precert   bool
-	// Cert is not reused by the Log: a scan holds entries in flight
-	// while reading more.
-	Cert []byte
+	// Leaf is the DER the Merkle leaf covers: a certificate entry's
+	// certificate, a precertificate entry's TBSCertificate. Nothing
+	// outside the leaf (the precertificate as submitted, the chain) is
+	// read: a log can change that without changing its tree. Leaf is not
+	// reused by the Log: a scan holds entries in flight while reading
+	// more.
+	Leaf []byte
 }
 
 // A Head is the state of a log a scan reads up to: its size, its root
@@ -60,9 +63,12 @@ type Log interface {
 	// (nil for none), and save returns it as of the entries yielded so
 	// far, for the next run; a log that needs none returns a nil save.
 	Entries(ctx context.Context, head Head, start int64, state []byte) (entries iter.Seq2[Entry, error], save func() ([]byte, error))
-	// Entry fetches one entry again: a hit's details.
-	Entry(ctx context.Context, head Head, index int64) (Entry, error)
 }
+
+// errNotInTree is in the error a Log yields when the entries it has
+// yielded do not match the tree head: none of them is trusted, and the
+// scan keeps none of the run's progress.
+var errNotInTree = errors.New("the entries served do not match the tree head")
 
 // stopped returns err, or, when ctx is done, an error that also matches
 // ctx's error with errors.Is: client libraries report a request cut short

@@ -16,6 +16,7 @@ import (
 	ct "github.com/google/certificate-transparency-go"
 	"github.com/google/certificate-transparency-go/client"
 	"github.com/google/certificate-transparency-go/jsonclient"
+	cttls "github.com/google/certificate-transparency-go/tls"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -40,13 +41,16 @@ type RFC6962Options struct {
 	// verified with it.
 	Key crypto.PublicKey
 	// HTTPClient makes the requests (nil: a client with Transport's
-	// retries); UserAgent names the scanner to the log.
+	// retries, that waits a minute at most for an answer's headers);
+	// UserAgent names the scanner to the log.
 	HTTPClient *http.Client
 	UserAgent  string
 	// Batch is the entries asked for in one get-entries (0: 256; logs
 	// may answer fewer), Parallel the requests in flight (0: 4).
 	Batch    int
 	Parallel int
+	// Limits bound each response, through HTTPClient or the default.
+	Limits Limits
 }
 
 // NewRFC6962 returns the RFC 6962 log at url (its prefix, before /ct/v1/).
@@ -59,8 +63,9 @@ func NewRFC6962(url string, opts RFC6962Options) (Log, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Transport: &Transport{}}
+		hc = defaultClient()
 	}
+	hc = opts.Limits.client(hc)
 	jo := jsonclient.Options{UserAgent: opts.UserAgent, Logger: quietLogger{}}
 	if opts.Key != nil {
 		der, err := x509.MarshalPKIXPublicKey(opts.Key)
@@ -127,7 +132,7 @@ func (l *rfc6962Log) Entries(ctx context.Context, head Head, start int64, state 
 			}
 			for i := range batch.Entries {
 				index := start
-				raw, err := ct.RawLogEntryFromLeaf(index, &batch.Entries[i])
+				e, err := leafEntry(index, batch.Entries[i].LeafInput)
 				if err != nil {
 					yield(Entry{}, fmt.Errorf("%s: entry %d: %w", l.url, index, err))
 					return
@@ -139,8 +144,6 @@ func (l *rfc6962Log) Entries(ctx context.Context, head Head, start int64, state 
 					yield(Entry{}, err)
 					return
 				}
-				e := Entry{Index: index, Timestamp: int64(raw.Leaf.TimestampedEntry.Timestamp), Cert: raw.Cert.Data,
-					Precert: raw.Leaf.TimestampedEntry.EntryType == ct.PrecertLogEntryType}
 				if !yield(e, nil) {
 					return
 				}
@@ -150,7 +153,7 @@ func (l *rfc6962Log) Entries(ctx context.Context, head Head, start int64, state 
 		if start == head.Size {
 			root, err := r.GetRootHash(nil)
 			if err == nil && !bytes.Equal(root, head.Root) {
-				err = fmt.Errorf("%s: the entries served do not match the tree head: entries 0 to %d hash to root %x, the tree head of size %d has %x", l.url, head.Size-1, root, head.Size, head.Root)
+				err = fmt.Errorf("%s: %w: entries 0 to %d hash to root %x, the tree head of size %d has %x", l.url, errNotInTree, head.Size-1, root, head.Size, head.Root)
 			}
 			if err != nil {
 				yield(Entry{}, err)
@@ -290,18 +293,30 @@ func (l *rfc6962Log) batches(ctx context.Context, start, end int64) iter.Seq2[*c
 	}
 }
 
-func (l *rfc6962Log) Entry(ctx context.Context, head Head, index int64) (Entry, error) {
-	resp, err := l.c.GetRawEntries(ctx, index, index)
-	if err == nil && len(resp.Entries) != 1 {
-		err = fmt.Errorf("%d entries in the answer", len(resp.Entries))
+// leafEntry reads an entry from its Merkle leaf alone. extra_data, the
+// precertificate as submitted and the chain, is outside the leaf, and is
+// not read (certificate-transparency-go's RawLogEntryFromLeaf takes a
+// precertificate entry's certificate from it).
+func leafEntry(index int64, leafInput []byte) (Entry, error) {
+	var leaf ct.MerkleTreeLeaf
+	rest, err := cttls.Unmarshal(leafInput, &leaf)
+	switch {
+	case err != nil:
+		return Entry{}, fmt.Errorf("the Merkle leaf: %w", err)
+	case len(rest) > 0:
+		return Entry{}, fmt.Errorf("the Merkle leaf: %d bytes after it", len(rest))
+	case leaf.Version != ct.V1 || leaf.LeafType != ct.TimestampedEntryLeafType || leaf.TimestampedEntry == nil:
+		return Entry{}, fmt.Errorf("the Merkle leaf: version %d, type %d: not a v1 timestamped entry", leaf.Version, leaf.LeafType)
 	}
-	if err != nil {
-		return Entry{}, stopped(ctx, fmt.Errorf("%s: get-entries %d: %w", l.url, index, err))
+	te := leaf.TimestampedEntry
+	e := Entry{Index: index, Timestamp: int64(te.Timestamp)}
+	switch {
+	case te.EntryType == ct.X509LogEntryType && te.X509Entry != nil:
+		e.Leaf = te.X509Entry.Data
+	case te.EntryType == ct.PrecertLogEntryType && te.PrecertEntry != nil:
+		e.Precert, e.Leaf = true, te.PrecertEntry.TBSCertificate
+	default:
+		return Entry{}, fmt.Errorf("the Merkle leaf: entry type %d is neither a certificate nor a precertificate", te.EntryType)
 	}
-	raw, err := ct.RawLogEntryFromLeaf(index, &resp.Entries[0])
-	if err != nil {
-		return Entry{}, fmt.Errorf("%s: entry %d: %w", l.url, index, err)
-	}
-	return Entry{Index: index, Timestamp: int64(raw.Leaf.TimestampedEntry.Timestamp), Cert: raw.Cert.Data,
-		Precert: raw.Leaf.TimestampedEntry.EntryType == ct.PrecertLogEntryType}, nil
+	return e, nil
 }

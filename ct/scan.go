@@ -3,10 +3,6 @@ package ct
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/asn1"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,9 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"golang.org/x/crypto/cryptobyte"
-	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/mapfile"
@@ -116,6 +109,8 @@ type state struct {
 	Extra    json.RawMessage `json:"extra,omitempty"`
 	Size     int64           `json:"tree_size"`
 	Saved    time.Time       `json:"saved"`
+
+	read bool // from the state file
 }
 
 // snapshot is the log's verification state when the reader had read up
@@ -129,8 +124,11 @@ type snapshot struct {
 const snapshotEvery = 256
 
 // Run scans, until the tree head's size, an error, or ctx's end; it
-// saves the state in every case it can. An interruption returns ctx's
-// error with the Result so far.
+// saves the state in every case it can, at the first entry not read. An
+// interruption returns ctx's error with the Result so far. A start (the
+// state's next entry, or From) outside the tree head, or a tree head smaller
+// than the last run's, is an error naming both sizes; the state is then
+// left as it was.
 func (s *Scan) Run(ctx context.Context) (Result, error) {
 	st, err := s.load()
 	if err != nil {
@@ -155,6 +153,13 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 	if st.Size > head.Size {
 		return res, fmt.Errorf("%s: the tree head has %d entries, fewer than the %d of the last run's", s.Log.URL(), head.Size, st.Size)
 	}
+	if st.Next < 0 || st.Next > head.Size {
+		from := ""
+		if st.read {
+			from = " (the next entry in " + s.State + ")"
+		}
+		return res, fmt.Errorf("%s: the scan would start at entry %d%s, outside the tree head's %d entries", s.Log.URL(), st.Next, from, head.Size)
+	}
 	st.Size = head.Size
 	if st.Next >= end {
 		return res, s.save(&st)
@@ -165,7 +170,9 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 		mu        sync.Mutex
 		snapshots []snapshot
 		readErr   error
-		readAll   bool
+		held      [][]Entry // the batches given to Check whose verdicts may not all have come
+		fed       = st.Next // the entries before it were given to Check
+		fedAll    bool      // the reader is done, and everything it read was given to Check
 	)
 	// The log is read in a goroutine of its own, a batch of entries at a
 	// time: fetching, parsing and checking tiles against the tree is most
@@ -193,8 +200,26 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 				return false
 			}
 		}
+		snap := func(at int64) {
+			if saveVerify == nil {
+				return
+			}
+			data, err := saveVerify()
+			mu.Lock()
+			if err == nil && (len(snapshots) == 0 || snapshots[len(snapshots)-1].at < at) {
+				snapshots = append(snapshots, snapshot{at, data})
+				if len(snapshots) > 256 {
+					snapshots = slices.Delete(snapshots, 0, 128)
+				}
+			}
+			mu.Unlock()
+		}
+		next := st.Next
 		for e, err := range entries {
 			if err != nil {
+				if !errors.Is(err, errNotInTree) {
+					snap(next) // the log's state as of the entries read: the next run's start
+				}
 				mu.Lock()
 				readErr = err
 				mu.Unlock()
@@ -204,55 +229,76 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 			if e.Index >= end {
 				break
 			}
-			batch = append(batch, e)
-			if saveVerify != nil && ((e.Index+1)%snapshotEvery == 0 || e.Index+1 == end) {
-				data, err := saveVerify()
+			if e.Index != next {
 				mu.Lock()
-				if err == nil {
-					snapshots = append(snapshots, snapshot{e.Index + 1, data})
-					if len(snapshots) > 256 {
-						snapshots = slices.Delete(snapshots, 0, 128)
-					}
-				}
+				readErr = fmt.Errorf("%s: the log gave entry %d where entry %d was due", s.Log.URL(), e.Index, next)
 				mu.Unlock()
+				send()
+				return
+			}
+			batch = append(batch, e)
+			next++
+			if next%snapshotEvery == 0 || next == end {
+				snap(next)
 			}
 			if len(batch) == snapshotEvery && !send() {
 				return
 			}
 		}
-		if send() {
-			mu.Lock()
-			readAll = true
-			mu.Unlock()
-		}
+		send()
 	}()
-	inputsDone := false // every entry read went to Check
 	inputs := func(yield func(pkbf.Input) bool) {
 		for batch := range batches {
+			mu.Lock()
+			held = append(held, batch)
+			mu.Unlock()
 			for _, e := range batch {
-				cert := e.Cert
-				if !yield(pkbf.Input{Name: strconv.FormatInt(e.Index, 10), Open: func() (io.ReadCloser, error) { return bytesReader(cert), nil }}) {
+				spki, err := e.leafSPKI()
+				open := func() (io.ReadCloser, error) { return bytesReader(spki), nil }
+				if err != nil {
+					open = func() (io.ReadCloser, error) { return nil, err }
+				}
+				if !yield(pkbf.Input{Name: strconv.FormatInt(e.Index, 10), Open: open}) {
 					return
 				}
+				mu.Lock()
+				fed = e.Index + 1
+				mu.Unlock()
 			}
 		}
-		inputsDone = true
+		mu.Lock()
+		fedAll = true
+		mu.Unlock()
+	}
+	// entry returns the entry at index, which was given to Check, and lets
+	// go of the batches before it: verdicts come in order.
+	entry := func(index int64) (Entry, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		for len(held) > 0 && held[0][len(held[0])-1].Index < index {
+			held[0] = nil
+			held = held[1:]
+		}
+		if len(held) == 0 || held[0][0].Index > index {
+			return Entry{}, false
+		}
+		return held[0][index-held[0][0].Index], true
 	}
 	reported := map[int64]bool{} // hits reported, this run or before
 	for _, i := range st.Reported {
 		reported[i] = true
 	}
-	// saveAt saves the state once the entries before confirmed are done:
-	// from the latest verification snapshot at or before it (a log with
-	// no verification state resumes at confirmed itself), with the hits
-	// already reported from there on.
-	saveAt := func(confirmed int64) error {
-		next, data := confirmed, []byte(nil)
+	// saveAt saves the state once the entries before done are done: from
+	// the latest verification snapshot at or before it (a log with no
+	// verification state resumes at done itself), with the hits already
+	// reported from there on.
+	saveAt := func(done int64) error {
+		next, data := done, []byte(nil)
 		if saveVerify != nil {
 			next = -1
 			mu.Lock()
 			for i := len(snapshots) - 1; i >= 0; i-- {
-				if snapshots[i].at <= confirmed {
+				if snapshots[i].at <= done {
 					next, data = snapshots[i].at, snapshots[i].data
 					break
 				}
@@ -282,77 +328,91 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 	}
 
 	var stopErr error
-	seen := st.Next - 1 // the entry of the last verdict: those before it are done
+	done := st.Next // the entries before it have their verdicts
 	lastSave, lastProgress := time.Now(), time.Now()
+	// Each entry is one input holding one SPKI: one verdict.
 	for v := range s.Filter.Check(ctx, inputs, pkbf.CheckOptions{Workers: s.Workers, FingerprintHitsOnly: true}) {
 		index, err := strconv.ParseInt(v.Input, 10, 64)
-		if err != nil {
-			stopErr = fmt.Errorf("a verdict about %q, not an entry", v.Input)
+		if err != nil || index < done {
+			stopErr = fmt.Errorf("a verdict about %q, not an entry due", v.Input)
 			break
 		}
 		if errors.Is(v.Err, pkbf.ErrFileChanged) {
 			stopErr = v.Err
 			break
 		}
-		for gap := seen + 1; gap < index; gap++ {
+		for gap := done; gap < index; gap++ {
 			unchecked(gap, errNoCertificate)
 		}
-		seen = max(seen, index)
+		done = index + 1
 		switch {
 		case v.Err != nil:
 			unchecked(index, v.Err)
 		case v.Probably && !reported[index]:
-			hit, err := s.hit(ctx, head, index, v)
-			if err == nil && s.Report != nil {
-				err = s.Report(hit)
+			e, ok := entry(index)
+			if !ok {
+				stopErr = fmt.Errorf("a verdict about entry %d, which is not in flight", index)
+				break
 			}
-			if err != nil {
-				stopErr = err
-			} else {
+			h := Hit{Log: s.Log.URL(), Index: index, Timestamp: time.UnixMilli(e.Timestamp).UTC(), Precert: e.Precert, Verdict: v}
+			h.Serial, h.Subject, h.Issuer = e.details()
+			if s.Report != nil {
+				stopErr = s.Report(h)
+			}
+			if stopErr == nil {
 				res.Hits++
 				reported[index] = true
 			}
+		default:
+			entry(index)
 		}
 		if stopErr != nil {
 			break
 		}
 		now := time.Now()
 		if s.Progress != nil && now.Sub(lastProgress) >= time.Second {
-			s.Progress(seen-res.Start, seen, end)
+			s.Progress(done-res.Start, done, end)
 			lastProgress = now
 		}
 		if s.State != "" && now.Sub(lastSave) >= s.saveEvery() {
-			if stopErr = saveAt(seen); stopErr != nil {
+			if stopErr = saveAt(done); stopErr != nil {
 				break
 			}
 			lastSave = now
 		}
 	}
+	// Check ran out of inputs, not cut short: every entry given to it has
+	// its verdict, and those that had none had no key.
+	checked := stopErr == nil && ctx.Err() == nil
 	cancel()
 	mu.Lock()
-	rerr, all := readErr, readAll
+	rerr, given, all := readErr, fed, fedAll
+	if errors.Is(rerr, errNotInTree) {
+		snapshots = nil // nothing read this run is trusted
+	}
 	mu.Unlock()
-	if stopErr == nil && rerr == nil && all && inputsDone && parent.Err() == nil && seen < end {
-		// Check ran to its end (nothing cancelled it but the cancel
-		// above): every entry was read and has its verdicts.
-		for gap := seen + 1; gap < end; gap++ {
+	if checked && all {
+		for gap := done; gap < given; gap++ {
 			unchecked(gap, errNoCertificate)
 		}
-		seen = end
+		done = max(done, given)
 	}
-	finished := seen >= end
-	res.Entries = max(0, min(seen, end)-res.Start)
+	if errors.Is(rerr, errNotInTree) {
+		done = st.Next
+	}
+	finished := done >= end
+	res.Entries = done - res.Start
 	if s.State != "" {
-		if err := saveAt(min(seen, end)); err != nil && stopErr == nil {
+		if err := saveAt(done); err != nil && stopErr == nil {
 			stopErr = err
 		}
 	}
 	res.Next = st.Next
-	if s.State == "" && finished {
-		res.Next = end
+	if s.State == "" {
+		res.Next = done
 	}
 	if s.Progress != nil {
-		s.Progress(res.Entries, min(seen, end), end)
+		s.Progress(res.Entries, done, end)
 	}
 	switch {
 	case stopErr != nil:
@@ -360,10 +420,10 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 	case rerr != nil:
 		return res, stopped(parent, rerr) // ctx is cancelled by now, whatever happened
 	case !finished:
-		if err := ctx.Err(); err != nil {
+		if err := parent.Err(); err != nil {
 			return res, err
 		}
-		return res, fmt.Errorf("%s: the scan stopped at entry %d of %d", s.Log.URL(), seen, end)
+		return res, fmt.Errorf("%s: the scan stopped at entry %d of %d", s.Log.URL(), done, end)
 	}
 	return res, nil
 }
@@ -395,6 +455,7 @@ func (s *Scan) load() (state, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("%s: not a scan state file: %w", s.State, err)
 	}
+	st.read = true
 	if st.Log != s.Log.URL() {
 		return st, fmt.Errorf("%s is the state of a scan of %s, not of %s", s.State, st.Log, s.Log.URL())
 	}
@@ -421,44 +482,4 @@ func (s *Scan) save(st *state) error {
 		_, err := w.Write(append(b, '\n'))
 		return err
 	}, nil)
-}
-
-// hit fetches a hit's entry again for its details.
-func (s *Scan) hit(ctx context.Context, head Head, index int64, v pkbf.Verdict) (Hit, error) {
-	e, err := s.Log.Entry(ctx, head, index)
-	if err != nil {
-		return Hit{}, err
-	}
-	h := Hit{Log: s.Log.URL(), Index: index, Timestamp: time.UnixMilli(e.Timestamp).UTC(), Precert: e.Precert, Verdict: v}
-	h.Serial, h.Subject, h.Issuer = certInfo(e.Cert)
-	return h, nil
-}
-
-// certInfo reads a certificate's serial, subject and issuer: with
-// crypto/x509, or, for the certificates it refuses, from the
-// TBSCertificate's fields alone.
-func certInfo(der []byte) (serial, subject, issuer string) {
-	if c, err := x509.ParseCertificate(der); err == nil {
-		return hex.EncodeToString(c.SerialNumber.Bytes()), c.Subject.String(), c.Issuer.String()
-	}
-	in := cryptobyte.String(der)
-	var cert, tbs, ser, iss, validity, subj cryptobyte.String
-	if !in.ReadASN1(&cert, cbasn1.SEQUENCE) || !cert.ReadASN1(&tbs, cbasn1.SEQUENCE) ||
-		!tbs.SkipOptionalASN1(cbasn1.Tag(0).Constructed().ContextSpecific()) ||
-		!tbs.ReadASN1(&ser, cbasn1.INTEGER) || !tbs.SkipASN1(cbasn1.SEQUENCE) ||
-		!tbs.ReadASN1Element(&iss, cbasn1.SEQUENCE) || !tbs.ReadASN1(&validity, cbasn1.SEQUENCE) ||
-		!tbs.ReadASN1Element(&subj, cbasn1.SEQUENCE) {
-		return "", "", ""
-	}
-	return hex.EncodeToString(ser), name(subj), name(iss)
-}
-
-func name(der []byte) string {
-	var rdn pkix.RDNSequence
-	if _, err := asn1.Unmarshal(der, &rdn); err != nil {
-		return ""
-	}
-	var n pkix.Name
-	n.FillFromRDNSequence(&rdn)
-	return n.String()
 }

@@ -1,17 +1,25 @@
 package ct
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"filippo.io/sunlight"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/ct/cttest"
@@ -250,9 +258,18 @@ func TestRFC6962Verification(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "do not match the tree head") {
 		t.Errorf("a tampered entry, from 333: %v", err)
 	}
+	// A mismatch keeps nothing of the run: the state stays where it was.
+	tampered := filepath.Join(t.TempDir(), "tampered.json")
+	res, err := (&Scan{Log: open(), Filter: f, State: tampered}).Run(context.Background())
+	var st struct{ Next int64 }
+	b, _ := os.ReadFile(tampered)
+	json.Unmarshal(b, &st)
+	if err == nil || res.Next != 0 || res.Entries != 0 || st.Next != 0 {
+		t.Errorf("a tampered entry, with a state: %+v, %v, the state's next %d: want 0", res, err, st.Next)
+	}
 	rs.Tamper.Store(0)
 	var hits []Hit
-	res, err := (&Scan{Log: open(), Filter: f, From: 333, Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
+	res, err = (&Scan{Log: open(), Filter: f, From: 333, Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
 	if err != nil || res.Entries != 1500-333 {
 		t.Fatalf("from 333: %+v, %v", res, err)
 	}
@@ -280,5 +297,173 @@ func TestRFC6962Verification(t *testing.T) {
 	other := &Scan{Log: &staticLog{prefix: "https://other.example/"}, Filter: f, State: state}
 	if _, err := other.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "not of https://other.example/") {
 		t.Errorf("another log's state: %v", err)
+	}
+}
+
+// Issue 41, item 6: what a log's Merkle leaves do not cover (a Static CT
+// entry's pre_certificate, an RFC 6962 entry's extra_data) decides no
+// verdict. With every precertificate there swapped for one of a clean
+// key, every planted precertificate is still found (the key comes from
+// the TBSCertificate in the leaf); swapped for one of a planted key, no
+// clean entry is reported. On both kinds of log.
+func TestUncoveredDataDecidesNothing(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		fx := cttest.NewFixture(t, 1500, 150, 53)
+		fx.Uncovered = fx.Precert(planted)
+		f := openFilter(t, fx.Filter)
+		for kind, open := range testLogs(t, fx) {
+			name := kind + "/a clean key outside the leaves"
+			if planted {
+				name = kind + "/a planted key outside the leaves"
+			}
+			t.Run(name, func(t *testing.T) {
+				var hits []Hit
+				res, err := (&Scan{Log: open(), Filter: f,
+					Report:    func(h Hit) error { hits = append(hits, h); return nil },
+					Unchecked: func(i int64, err error) { t.Errorf("entry %d not checked: %v", i, err) }}).Run(context.Background())
+				if err != nil || res.Entries != 1500 {
+					t.Fatalf("%+v, %v", res, err)
+				}
+				checkHits(t, fx, hits)
+			})
+		}
+	}
+}
+
+// Issue 41, item 8: a start past the tree head (a state file's next
+// entry, or From) is an error naming both, and so is a tree head smaller
+// than the last run's; the state file is left as it was. On both kinds
+// of log.
+func TestStartPastTree(t *testing.T) {
+	fx := cttest.NewFixture(t, 600, 60, 31)
+	f := openFilter(t, fx.Filter)
+	for kind, open := range testLogs(t, fx) {
+		t.Run(kind, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "state.json")
+			s := &Scan{Log: open(), Filter: f, State: state}
+			if _, err := s.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			saved, _ := os.ReadFile(state)
+			for _, c := range []struct {
+				name, state, want string
+			}{
+				{"next past the tree", `"next": 99999999999`, "would start at entry 99999999999 (the next entry in " + state + "), outside the tree head's 600 entries"},
+				{"next one past the tree", `"next": 601`, "would start at entry 601"},
+				{"a negative next", `"next": -1`, "would start at entry -1 (the next entry in " + state + "), outside the tree head's 600 entries"},
+				{"a tree smaller than the last run's", `"tree_size": 601`, "the tree head has 600 entries, fewer than the 601 of the last run's"},
+			} {
+				b := regexp.MustCompile(`"`+strings.Split(c.state, `"`)[1]+`": \d+`).ReplaceAll(saved, []byte(c.state))
+				os.WriteFile(state, b, 0o644)
+				res, err := s.Run(context.Background())
+				if err == nil || !strings.Contains(err.Error(), c.want) || res.Entries != 0 {
+					t.Errorf("%s: %+v, %v\nwant an error with %q", c.name, res, err, c.want)
+				}
+				if after, _ := os.ReadFile(state); !bytes.Equal(after, b) {
+					t.Errorf("%s: the state file changed:\n%s", c.name, after)
+				}
+			}
+			// From past the tree, without a state.
+			_, err := (&Scan{Log: open(), Filter: f, From: 601}).Run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), "would start at entry 601, outside the tree head's 600 entries") {
+				t.Errorf("From 601: %v", err)
+			}
+			// At the tree's size: nothing to do, no error.
+			if res, err := (&Scan{Log: open(), Filter: f, From: 600}).Run(context.Background()); err != nil || res.Entries != 0 {
+				t.Errorf("From 600: %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// Issue 41, item 9: a Static CT log whose tiles fail names the entry
+// that failed, and the state saved is the first entry not read: a data
+// tile that cannot be read (among the many the client fetches at once),
+// and an entry that does not match the tree after a thousand that do.
+func TestFailureNamesEntry(t *testing.T) {
+	fx := cttest.NewFixture(t, 3000, 300, 97)
+	f := openFilter(t, fx.Filter)
+	rewrite := func(t *testing.T, dir, tile string, change func([]byte) []byte) {
+		path := filepath.Join(dir, tile)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(path, change(b), 0o644)
+	}
+	for _, c := range []struct {
+		name, tile string
+		change     func([]byte) []byte
+		url        func(dir string) string
+		failed     int64 // the entry named
+		next       int64 // the state's next entry
+	}{
+		{"a data tile that does not decompress", "tile/data/006", func([]byte) []byte { return []byte("\x1f\x8b\x08junk") },
+			func(dir string) string { return "gzip+file://" + dir }, 1536, 0},
+		{"a data tile served as 404", "tile/data/006", nil, nil, 1536, 0},
+		{"an entry that does not match the tree", "tile/data/004", func(b []byte) []byte {
+			e, rest, err := sunlight.ReadTileLeaf(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Timestamp++ // the same entry a millisecond later: another leaf
+			return append(sunlight.AppendTileLeaf(nil, e), rest...)
+		}, nil, 1024, 1024},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			fx.WriteStatic(t, dir, len(fx.Entries))
+			if c.url != nil { // every data tile gzipped, as Sunlight stores them
+				tiles, _ := filepath.Glob(filepath.Join(dir, "tile/data/*"))
+				partial, _ := filepath.Glob(filepath.Join(dir, "tile/data/*.p/*"))
+				for _, path := range append(tiles, partial...) {
+					if fi, err := os.Stat(path); err != nil || fi.IsDir() {
+						continue
+					}
+					rel, _ := filepath.Rel(dir, path)
+					rewrite(t, dir, rel, func(b []byte) []byte {
+						var z bytes.Buffer
+						w := gzip.NewWriter(&z)
+						w.Write(b)
+						w.Close()
+						return z.Bytes()
+					})
+				}
+			}
+			if c.change != nil {
+				rewrite(t, dir, c.tile, c.change)
+			} else {
+				os.Remove(filepath.Join(dir, c.tile))
+			}
+			url := ""
+			if c.url != nil {
+				url = c.url(dir)
+			} else {
+				srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+				defer srv.Close()
+				url = srv.URL
+			}
+			l, err := NewStatic(url, StaticOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := filepath.Join(t.TempDir(), "state.json")
+			var hits []int64
+			res, err := (&Scan{Log: l, Filter: f, State: state, Report: func(h Hit) error { hits = append(hits, h.Index); return nil }}).Run(context.Background())
+			if want := fmt.Sprintf(": entry %d: ", c.failed); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %v, want one naming entry %d", err, c.failed)
+			}
+			var st struct{ Next int64 }
+			b, _ := os.ReadFile(state)
+			json.Unmarshal(b, &st)
+			if st.Next != c.next || res.Next != c.next || res.Entries != c.next {
+				t.Errorf("state's next %d, result %+v: want %d read, the next run from %d", st.Next, res, c.next, c.next)
+			}
+			for _, i := range hits {
+				if i >= c.next {
+					t.Errorf("a hit at %d, past the entries read", i)
+				}
+			}
+		})
 	}
 }

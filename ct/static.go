@@ -30,12 +30,15 @@ type StaticOptions struct {
 	// (its tiles are still checked against its root hash).
 	Key crypto.PublicKey
 	// HTTPClient makes the requests (nil: a client with Transport's
-	// retries); UserAgent names the scanner to the log, with a contact
-	// (an email address or a +https:// URL), as Sunlight requires.
+	// retries, that waits a minute at most for an answer's headers);
+	// UserAgent names the scanner to the log, with a contact (an email
+	// address or a +https:// URL), as Sunlight requires.
 	HTTPClient *http.Client
 	UserAgent  string
 	// Parallel bounds the requests in flight (0: 8).
 	Parallel int
+	// Limits bound each response, through HTTPClient or the default.
+	Limits Limits
 }
 
 // NewStatic returns the Static CT log at monitoringPrefix: an http(s) URL,
@@ -49,8 +52,9 @@ func NewStatic(monitoringPrefix string, opts StaticOptions) (Log, error) {
 		opts.UserAgent = "pkbf-ct (+https://github.com/pkbf/pkbf)"
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Transport: &Transport{}}
+		opts.HTTPClient = defaultClient()
 	}
+	opts.HTTPClient = opts.Limits.client(opts.HTTPClient)
 	c, err := sunlight.NewClient(&sunlight.ClientConfig{
 		MonitoringPrefix: monitoringPrefix,
 		PublicKey:        opts.Key,
@@ -67,15 +71,17 @@ func NewStatic(monitoringPrefix string, opts StaticOptions) (Log, error) {
 func (l *staticLog) URL() string { return l.prefix }
 
 func (l *staticLog) Head(ctx context.Context) (Head, error) {
+	read, limited, release := abortOnLimit(ctx)
+	defer release()
 	if l.key != nil {
-		cp, _, err := l.c.Checkpoint(ctx)
-		if err != nil {
+		cp, _, err := l.c.Checkpoint(read)
+		if err = limited(err); err != nil {
 			return Head{}, stopped(ctx, fmt.Errorf("%s: %w", l.prefix, err))
 		}
 		return Head{Size: cp.N, Root: cp.Hash[:], Verified: true}, nil
 	}
-	b, err := l.c.TileReader().ReadEndpoint(ctx, "checkpoint")
-	if err != nil {
+	b, err := l.c.TileReader().ReadEndpoint(read, "checkpoint")
+	if err = limited(err); err != nil {
 		return Head{}, stopped(ctx, fmt.Errorf("%s: reading the checkpoint: %w", l.prefix, err))
 	}
 	text, _, ok := strings.Cut(string(b), "\n\n")
@@ -108,16 +114,24 @@ func (l *staticLog) Entries(ctx context.Context, head Head, start int64, _ []byt
 		}
 		// Entries stops at the last full tile, and before a partial one
 		// unless it starts there: called again until the head's size.
+		read, limited, release := abortOnLimit(ctx)
+		defer release()
 		for start < head.Size {
 			before := start
-			for i, e := range l.c.Entries(ctx, t, start) {
-				if !yield(staticEntry(i, e), nil) {
+			for i, e := range l.c.Entries(read, t, start) {
+				if !yield(Entry{Index: i, Timestamp: e.Timestamp, Precert: e.IsPrecert, Leaf: e.Certificate}, nil) {
 					return
 				}
 				start = i + 1
 			}
-			if err := l.c.Err(); err != nil {
-				yield(Entry{}, stopped(ctx, fmt.Errorf("%s: entry %d: %w", l.prefix, start, err)))
+			if err := limited(l.c.Err()); err != nil {
+				at := start
+				if start == before { // a fetch of tiles failed, not an entry
+					if terr := l.unreadable(ctx, t, start); terr != nil {
+						at, err = terr.at, terr.err
+					}
+				}
+				yield(Entry{}, stopped(ctx, fmt.Errorf("%s: entry %d: %w", l.prefix, at, err)))
 				return
 			}
 			if err := ctx.Err(); err != nil {
@@ -132,22 +146,33 @@ func (l *staticLog) Entries(ctx context.Context, head Head, start int64, _ []byt
 	}, nil // tiles are checked against each head: nothing to keep
 }
 
-func staticEntry(i int64, e *sunlight.LogEntry) Entry {
-	cert := e.Certificate
-	if e.IsPrecert {
-		cert = e.PreCertificate
-	}
-	return Entry{Index: i, Timestamp: e.Timestamp, Precert: e.IsPrecert, Cert: cert}
+// A tileError is a data tile that could not be read: the first entry of
+// it a scan wanted, and why.
+type tileError struct {
+	at  int64
+	err error
 }
 
-func (l *staticLog) Entry(ctx context.Context, head Head, index int64) (Entry, error) {
-	t, err := tree(head)
-	if err != nil {
-		return Entry{}, err
+// unreadable finds, when the client failed before yielding the entry at
+// start, the first of the data tiles it was fetching that cannot be read,
+// one tile at a time: the client fetches up to 50 tiles at once, fails
+// them all for one, and names only its path. It returns nil when each can
+// be read (the failure was elsewhere: a hash tile, an entry).
+func (l *staticLog) unreadable(ctx context.Context, t tlog.Tree, start int64) *tileError {
+	const window = 50 // the tiles the client fetches at once
+	// The client fetches full tiles only, or the partial one alone.
+	first, end := start/sunlight.TileWidth, t.N/sunlight.TileWidth
+	if end == first {
+		end++
 	}
-	e, _, err := l.c.Entry(ctx, t, index)
-	if err != nil {
-		return Entry{}, stopped(ctx, fmt.Errorf("%s: entry %d: %w", l.prefix, index, err))
+	for n := first; n < min(first+window, end) && ctx.Err() == nil; n++ {
+		tile := tlog.Tile{H: sunlight.TileHeight, L: -1, N: n, W: int(min(sunlight.TileWidth, t.N-n*sunlight.TileWidth))}
+		read, limited, release := abortOnLimit(ctx)
+		_, err := l.c.TileReader().ReadTiles(read, []tlog.Tile{tile})
+		release()
+		if err != nil {
+			return &tileError{max(start, n*sunlight.TileWidth), limited(err)}
+		}
 	}
-	return staticEntry(index, e), nil
+	return nil
 }

@@ -2,6 +2,7 @@ package ct
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/x509"
 	"encoding/base64"
@@ -9,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +22,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"filippo.io/sunlight"
 
 	"github.com/pkbf/pkbf/ct/cttest"
 )
@@ -79,9 +83,9 @@ func sunlightBinaries(t *testing.T) (server, keygen string) {
 
 // sunlightLog runs a Sunlight log on 127.0.0.1, its monitoring side (the
 // local directory Sunlight writes) served by the test, until the test
-// ends. It returns the submission and monitoring prefixes and the log's
-// key.
-func sunlightLog(t *testing.T, fx *cttest.Fixture) (submit, monitor string, key any) {
+// ends. It returns the submission and monitoring prefixes, the log's key,
+// and the directory Sunlight writes its monitoring side to.
+func sunlightLog(t *testing.T, fx *cttest.Fixture) (submit, monitor string, key any, data string) {
 	server, keygen := sunlightBinaries(t)
 	dir := t.TempDir()
 	t.Cleanup(func() { exec.Command("chattr", "-R", "-i", dir).Run() }) // Sunlight makes its seed and full tiles immutable as root
@@ -94,7 +98,7 @@ func sunlightLog(t *testing.T, fx *cttest.Fixture) (submit, monitor string, key 
 	run("sqlite3", filepath.Join(dir, "checkpoints.db"), "CREATE TABLE checkpoints (logID BLOB PRIMARY KEY, body BLOB NOT NULL) STRICT")
 	os.WriteFile(filepath.Join(dir, "roots.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: fx.CA.Raw}), 0o644)
 
-	data := filepath.Join(dir, "data")
+	data = filepath.Join(dir, "data")
 	// Sunlight stores data tiles gzipped and serves nothing of the
 	// monitoring side: served here, as a CDN would.
 	mon := httptest.NewServer(http.StripPrefix("/pkbftest", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -143,7 +147,7 @@ logs:
 			if err != nil {
 				t.Fatalf("the log's key: %v", err)
 			}
-			return submit, monitor, k
+			return submit, monitor, k, data
 		}
 		if i == 200 {
 			t.Fatalf("Sunlight did not start: %v\n%s", err, log.String())
@@ -198,7 +202,7 @@ func submitAll(t *testing.T, submit string, fx *cttest.Fixture) {
 // one run and in a run interrupted ten times.
 func TestSunlightLog(t *testing.T) {
 	fx := cttest.NewFixture(t, 700, 700, 41)
-	submit, monitor, key := sunlightLog(t, fx)
+	submit, monitor, key, data := sunlightLog(t, fx)
 	submitAll(t, submit, fx)
 	f := openFilter(t, fx.Filter)
 	// The planted certificates, by serial (the log orders entries its
@@ -276,4 +280,65 @@ func TestSunlightLog(t *testing.T) {
 		t.Errorf("interrupted %d times", interrupted)
 	}
 	check("ten interruptions", hits)
+
+	// Issue 41, item 6, on the tiles Sunlight wrote: each precertificate
+	// entry's pre_certificate, which the Merkle leaf does not cover,
+	// swapped for one of a clean key, then for one of a planted key,
+	// changes no verdict.
+	for _, planted := range []bool{false, true} {
+		swapped := swapPrecerts(t, data, fx.Precert(planted))
+		l, err := NewStatic(swapped, StaticOptions{Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits = nil
+		res, err := (&Scan{Log: l, Filter: f, Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
+		if err != nil || !res.Head.Verified || res.Entries != res.Head.Size {
+			t.Fatalf("pre_certificate swapped: %+v, %v", res, err)
+		}
+		check(fmt.Sprintf("pre_certificate swapped for a key planted=%v", planted), hits)
+	}
+}
+
+// swapPrecerts serves a Sunlight log's monitoring directory with every
+// precertificate entry's pre_certificate replaced by precert: data tiles
+// decompressed, their entries rewritten with Sunlight's own encoding.
+func swapPrecerts(t *testing.T, data string, precert []byte) (monitor string) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/tile/data/") {
+			http.FileServer(http.Dir(data)).ServeHTTP(w, r)
+			return
+		}
+		f, err := os.Open(filepath.Join(data, filepath.FromSlash(r.URL.Path)))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		defer f.Close()
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		tile, err := io.ReadAll(z)
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		var out []byte
+		for len(tile) > 0 {
+			e, rest, err := sunlight.ReadTileLeaf(tile)
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			if e.IsPrecert {
+				e.PreCertificate = precert
+			}
+			out, tile = sunlight.AppendTileLeaf(out, e), rest
+		}
+		w.Write(out)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

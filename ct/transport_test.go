@@ -1,12 +1,18 @@
 package ct
 
 import (
+	"bytes"
+	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pkbf/pkbf/ct/cttest"
 )
 
 // The Transport retries 429 and 5xx answers to GETs after the server's
@@ -65,5 +71,87 @@ func TestTransport(t *testing.T) {
 	}
 	if d := time.Since(start); d < 500*time.Millisecond {
 		t.Errorf("11 requests at 20 a second took %v, less than the 500 ms pacing asks", d)
+	}
+}
+
+// Issue 41, item 7: a response body is held to Limits.MaxBody (the
+// largest accepted, one byte more refused, whether it says its length or
+// not) and to Limits.BodyTimeout, and the error says which limit.
+func TestLimits(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.FormValue("n"))
+		if r.FormValue("length") != "" {
+			w.Header().Set("Content-Length", strconv.Itoa(n))
+		}
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush() // no Content-Length unless set above
+		w.Write(bytes.Repeat([]byte("x"), n))
+		if r.FormValue("stall") != "" {
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}
+	}))
+	defer srv.Close()
+	c := Limits{MaxBody: 1000, BodyTimeout: 300 * time.Millisecond}.client(&http.Client{})
+	for _, tc := range []struct {
+		name, query, err string
+	}{
+		{"the largest body", "n=1000", ""},
+		{"one byte more", "n=1001", "the response body is over the 1000-byte limit"},
+		{"the largest body, its length said", "n=1000&length=1", ""},
+		{"one byte more, its length said", "n=1001&length=1", "the response body is 1001 bytes, over the 1000-byte limit"},
+		{"a body that stalls", "n=10&stall=1", "the response body took longer than the 300ms limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := c.Get(srv.URL + "/?" + tc.query)
+			var b []byte
+			if err == nil {
+				b, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			switch {
+			case tc.err == "" && (err != nil || len(b) != 1000):
+				t.Errorf("%d bytes, %v: want 1000", len(b), err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "GET "+srv.URL)):
+				t.Errorf("err = %v, want one with %q and the URL", err, tc.err)
+			}
+		})
+	}
+}
+
+// Issue 41, item 7: a log that answers with a body larger than the
+// default limit fails the scan at once, on both kinds of log, with an
+// error that says so: the Sunlight client's retries of a failed body
+// (after 1, 5, 25 and 125 s) are cut short.
+func TestScanResponseTooLarge(t *testing.T) {
+	fx := cttest.NewFixture(t, 600, 60, 31)
+	f := openFilter(t, fx.Filter)
+	var huge atomic.Int64
+	logs := testLogsThrough(t, fx, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !strings.Contains(r.URL.Path, "get-entries") && r.URL.Path != "/tile/data/001" {
+				h.ServeHTTP(w, r)
+				return
+			}
+			huge.Add(1)
+			zeros := make([]byte, 1<<20)
+			for range 64 { // 64 MiB, its length unsaid
+				if _, err := w.Write(zeros); err != nil {
+					return
+				}
+			}
+		})
+	})
+	for kind, open := range logs {
+		t.Run(kind, func(t *testing.T) {
+			huge.Store(0)
+			_, err := (&Scan{Log: open(), Filter: f}).Run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), "the response body is over the 16777216-byte limit") {
+				t.Errorf("err = %v", err)
+			}
+			if kind == "static" && huge.Load() > 2 { // once by the client, once to name the entry
+				t.Errorf("the tile was asked for %d times", huge.Load())
+			}
+		})
 	}
 }

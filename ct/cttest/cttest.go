@@ -44,6 +44,25 @@ type Fixture struct {
 	Filter  string         // the filter's path
 	CAKey   *ecdsa.PrivateKey
 	CA      *x509.Certificate
+	// Uncovered, when set, is the precertificate every precertificate
+	// entry carries outside its Merkle leaf (a Static CT entry's
+	// pre_certificate, an RFC 6962 entry's extra_data) in place of its
+	// own: a log that changes what its tree does not cover. Set it
+	// before WriteStatic or NewRFC6962Server.
+	Uncovered []byte
+
+	issue      func(serial int, pub crypto.PublicKey, precert bool) Entry
+	clean, bad []crypto.PublicKey
+}
+
+// Precert returns a new precertificate (not an entry of the log) for one
+// of the keys in the filter, or for a key that is not.
+func (fx *Fixture) Precert(planted bool) []byte {
+	keys := fx.clean
+	if planted {
+		keys = fx.bad
+	}
+	return fx.issue(1<<30, keys[0], true).DER
 }
 
 // An Entry is one of a Fixture's entries.
@@ -115,6 +134,7 @@ func NewFixture(t testing.TB, n, pool, plantEvery int) *Fixture {
 		}
 		return e
 	}
+	fx.issue, fx.clean, fx.bad = issue, clean, bad
 	var cycle []Entry
 	for i := range min(pool, n) {
 		cycle = append(cycle, issue(i, clean[i%len(clean)], i%3 == 2))
@@ -159,6 +179,9 @@ func (fx *Fixture) WriteStatic(t testing.TB, dir string, n int) {
 		e := &sunlight.LogEntry{Certificate: fe.DER, LeafIndex: int64(i), Timestamp: fe.Time}
 		if fe.Precert {
 			e.IsPrecert, e.Certificate, e.PreCertificate, e.IssuerKeyHash = true, fe.TBS, fe.DER, issuerHash
+			if fx.Uncovered != nil {
+				e.PreCertificate = fx.Uncovered
+			}
 		}
 		h, err := tlog.StoredHashes(int64(i), e.MerkleTreeLeaf(), hr)
 		if err != nil {
@@ -215,7 +238,11 @@ func NewRFC6962Server(t testing.TB, fx *Fixture) *RFC6962Server {
 		if fe.Precert {
 			te.EntryType, te.X509Entry = ct.PrecertLogEntryType, nil
 			te.PrecertEntry = &ct.PreCert{IssuerKeyHash: issuerHash, TBSCertificate: fe.TBS}
-			extra = ct.PrecertChainEntry{PreCertificate: ct.ASN1Cert{Data: fe.DER}, CertificateChain: []ct.ASN1Cert{{Data: fx.CA.Raw}}}
+			precert := fe.DER
+			if fx.Uncovered != nil {
+				precert = fx.Uncovered
+			}
+			extra = ct.PrecertChainEntry{PreCertificate: ct.ASN1Cert{Data: precert}, CertificateChain: []ct.ASN1Cert{{Data: fx.CA.Raw}}}
 		}
 		leaf, err := cttls.Marshal(ct.MerkleTreeLeaf{Version: ct.V1, LeafType: ct.TimestampedEntryLeafType, TimestampedEntry: te})
 		if err != nil {

@@ -36,11 +36,14 @@ import (
 	"github.com/pkbf/pkbf/ct"
 )
 
+// Exit status: what the scan came to, then whether it found a hit. Only
+// a complete scan tells hits from none; a failed or interrupted one
+// exits as such whatever it printed.
 const (
-	exitOK       = 0
-	exitFound    = 1
-	exitTrouble  = 2
-	exitSignaled = 130
+	exitOK       = 0   // complete, no hit
+	exitFound    = 1   // complete, hits
+	exitTrouble  = 2   // failed (or the arguments are wrong), hits or none
+	exitSignaled = 130 // interrupted, hits or none
 )
 
 const usage = `Usage: pkbf-ct [flags] FILTER LOG
@@ -62,9 +65,15 @@ exits 130; the next run goes on from there. With --output FILE, hits are
 appended to FILE and the state records how much of it they fill, so that
 a run killed at any moment and resumed reports every hit exactly once.
 
-Exit status: 1 a hit was found in this run; 2 none, but an entry could not
-be checked or the scan failed (the state keeps what was done); 0 every
-entry read was checked and none is a hit; 130 interrupted.
+Each response is held to --max-response bytes and --response-timeout
+(from its headers to its last byte); one past either fails the scan.
+
+Exit status (hits printed stay printed, and the state keeps what was done):
+
+                 no hit   hits
+    complete        0       1    every entry up to the tree head's size (or --to) read and checked
+    failed          2       2    an error, or an entry whose key could not be read
+    interrupted   130     130    Ctrl-C or SIGTERM
 
 Flags:
 `
@@ -75,7 +84,8 @@ type flags struct {
 	json, quiet                         bool
 	parallel, batch, workers            int
 	rate                                float64
-	saveEvery                           time.Duration
+	saveEvery, responseTimeout          time.Duration
+	maxResponse                         int64
 }
 
 func main() {
@@ -99,6 +109,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&fl.workers, "workers", 0, "goroutines checking keys (0: one a core)")
 	fs.Float64Var(&fl.rate, "rate", 0, "at most `N` requests a second to the log (0: no limit)")
 	fs.DurationVar(&fl.saveEvery, "save-every", 10*time.Second, "save the position this often")
+	fs.Int64Var(&fl.maxResponse, "max-response", 16<<20, "the most `BYTES` of one response body")
+	fs.DurationVar(&fl.responseTimeout, "response-timeout", 2*time.Minute, "the longest one response body may take, from its headers")
 	fs.StringVar(&fl.userAgent, "user-agent", "pkbf-ct (+https://github.com/pkbf/pkbf)", "the User-Agent, with a contact (an email address or a +https:// URL), as logs ask")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -182,20 +194,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(stderr, "pkbf-ct: interrupted: the next run goes on from entry %d\n", res.Next)
-		if res.Hits > 0 {
-			return exitFound
-		}
 		return exitSignaled
 	case err != nil:
 		fmt.Fprintf(stderr, "pkbf-ct: error: %v\n", err)
-		if res.Hits > 0 {
-			return exitFound
-		}
+		return exitTrouble
+	case unchecked > 0:
+		fmt.Fprintf(stderr, "pkbf-ct: error: %d entries not checked\n", unchecked)
 		return exitTrouble
 	case res.Hits > 0:
 		return exitFound
-	case unchecked > 0:
-		return exitTrouble
 	}
 	return exitOK
 }
@@ -203,11 +210,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 // openLog opens LOG with its kind's client; auto asks for a checkpoint
 // first (Static CT), then for a tree head (RFC 6962).
 func openLog(ctx context.Context, logURL string, fl flags, key crypto.PublicKey, hc *http.Client) (ct.Log, error) {
+	limits := ct.Limits{MaxBody: fl.maxResponse, BodyTimeout: fl.responseTimeout}
 	static := func() (ct.Log, error) {
-		return ct.NewStatic(logURL, ct.StaticOptions{Key: key, HTTPClient: hc, UserAgent: fl.userAgent, Parallel: fl.parallel})
+		return ct.NewStatic(logURL, ct.StaticOptions{Key: key, HTTPClient: hc, UserAgent: fl.userAgent, Parallel: fl.parallel, Limits: limits})
 	}
 	rfc := func() (ct.Log, error) {
-		return ct.NewRFC6962(logURL, ct.RFC6962Options{Key: key, HTTPClient: hc, UserAgent: fl.userAgent, Batch: fl.batch, Parallel: fl.parallel})
+		return ct.NewRFC6962(logURL, ct.RFC6962Options{Key: key, HTTPClient: hc, UserAgent: fl.userAgent, Batch: fl.batch, Parallel: fl.parallel, Limits: limits})
 	}
 	switch fl.kind {
 	case "static":

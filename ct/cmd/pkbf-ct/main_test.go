@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -162,7 +164,7 @@ func TestKilledAndResumed(t *testing.T) {
 				kills++
 			}
 			continue
-		case signal == syscall.SIGINT && interrupts == 0 && (code == exitSignaled || code == exitFound) && strings.Contains(stderr.String(), "interrupted"):
+		case signal == syscall.SIGINT && interrupts == 0 && code == exitSignaled && strings.Contains(stderr.String(), "interrupted"):
 			interrupts++
 			if !strings.Contains(stderr.String(), "interrupted: the next run goes on from entry") {
 				t.Errorf("SIGINT: %s", stderr.String())
@@ -243,5 +245,105 @@ func TestRFC6962InterruptedOrFailed(t *testing.T) {
 	rs.Tamper.Store(100 + 1)
 	if code, stderr := run("tampered", false); code != exitTrouble || !strings.Contains(stderr, "do not match the tree head") || strings.Contains(stderr, "interrupted") {
 		t.Errorf("a tampered log: exit %d\n%s", code, stderr)
+	}
+}
+
+// Issue 41, item 10: the exit status is the table in the usage text and
+// docs/ct.md, row by row: a complete scan 0 without a hit and 1 with
+// hits, a failed one 2 and an interrupted one 130 whatever it found, and
+// the hits a failed or interrupted scan printed stay in its output.
+func TestExitStatus(t *testing.T) {
+	bin := build(t)
+	fx := cttest.NewFixture(t, 1000, 100, 97) // planted at 7, 104, 201, ...
+	rs := cttest.NewRFC6962Server(t, fx)
+	var mode atomic.Value // how get-entries is answered
+	mode.Store("")
+	arrived := make(chan struct{}, 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start, _ := strconv.Atoi(r.FormValue("start"))
+		if strings.HasSuffix(r.URL.Path, "get-entries") {
+			switch m := mode.Load().(string); {
+			case m == "refused":
+				http.Error(w, "no", http.StatusBadRequest)
+				return
+			case m == "half a body":
+				rec := httptest.NewRecorder()
+				rs.ServeHTTP(rec, r)
+				w.WriteHeader(rec.Code)
+				w.Write(rec.Body.Bytes()[:rec.Body.Len()/2])
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+				return
+			case m == "stall" || m == "stall after 256" && start >= 256:
+				select { // never blocks: the handler must reach its wait
+				case arrived <- struct{}{}:
+				default:
+				}
+				<-r.Context().Done()
+				return
+			}
+		}
+		rs.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	all := len(fx.Planted)
+	for _, row := range []struct {
+		name, mode string
+		tamper     int64 // an entry served other than the tree has it, +1
+		args       []string
+		interrupt  bool
+		code       int
+		hits       int // printed
+		stderr     string
+		next       int64 // a state to start from, if not 0
+	}{
+		{"complete, no hit", "", 0, []string{"--to", "7"}, false, exitOK, 0, "0 hits", 0},
+		{"complete, hits", "", 0, nil, false, exitFound, all, fmt.Sprintf("%d hits", all), 0},
+		{"failed, no hit", "refused", 0, nil, false, exitTrouble, 0, "400 Bad Request", 0},
+		{"failed, hits", "", 901, nil, false, exitTrouble, all, "do not match the tree head", 0},
+		{"failed: --response-timeout", "half a body", 0, []string{"--response-timeout", "300ms"}, false, exitTrouble, 0, "the response body took longer than the 300ms limit", 0},
+		{"failed: --max-response", "", 0, []string{"--max-response", "1000"}, false, exitTrouble, 0, "the response body is over the 1000-byte limit", 0},
+		{"failed: a state past the tree", "", 0, nil, false, exitTrouble, 0, "would start at entry 99999999999 (the next entry in", 99999999999},
+		{"interrupted, no hit", "stall", 0, nil, true, exitSignaled, 0, "interrupted: the next run goes on from entry 0", 0},
+		{"interrupted, hits", "stall after 256", 0, nil, true, exitSignaled, 3, "interrupted", 0},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			mode.Store(row.mode)
+			rs.Tamper.Store(row.tamper)
+			for len(arrived) > 0 {
+				<-arrived
+			}
+			out, state := filepath.Join(dir, row.name+".jsonl"), filepath.Join(dir, row.name+".state")
+			if row.next != 0 {
+				os.WriteFile(state, fmt.Appendf(nil, `{"log": %q, "next": %d}`, srv.URL, row.next), 0o644)
+			}
+			args := append([]string{"--json", "--kind", "rfc6962", "--parallel", "1", "--state", state, "--output", out}, row.args...)
+			cmd := exec.Command(bin, append(args, fx.Filter, srv.URL)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if row.interrupt {
+				select {
+				case <-arrived:
+				case <-time.After(time.Minute):
+					cmd.Process.Kill()
+					t.Fatal("no stalled request in a minute")
+				}
+				for row.hits > 0 && len(hitIndexes(t, out)) < row.hits { // printed before the stall
+					time.Sleep(10 * time.Millisecond)
+				}
+				cmd.Process.Signal(syscall.SIGINT)
+			}
+			code := exitCode(cmd.Wait())
+			if code != row.code || !strings.Contains(stderr.String(), row.stderr) {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, row.code, stderr.String())
+			}
+			if got := len(hitIndexes(t, out)); got != row.hits {
+				t.Errorf("%d hits in the output, want %d", got, row.hits)
+			}
+		})
 	}
 }
