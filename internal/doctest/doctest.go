@@ -31,6 +31,9 @@
 //     tests themselves). They are counted, never silently dropped.
 //   - nocompare: the commands run and must succeed, the output shown is
 //     not compared (timings, dates, a version).
+//   - vectors: the block reads ../shared/vectors (the publisher's example
+//     files); where the checkout has none beside it, the block is not run,
+//     and counted so.
 //   - exit N: every command of the block exits with status N (default 0).
 //   - module DIR: the block is run by the tests of the nested module in
 //     DIR (say, examples/beam), whose dependencies it needs; the others
@@ -47,8 +50,10 @@
 // directory its sessions start in; a "cd" lasts until the block ends, files
 // made last for the whole document. PATH starts with a directory holding
 // pkbf built from the checkout; $PKBF is the copy's root, GOBIN a
-// directory of the test's, GOFLAGS -trimpath (so that the copies share
-// the build cache), standard input empty. Commands run in bash with
+// directory of the test's, standard input empty; for the main module's
+// blocks GOFLAGS is -trimpath, so that the copies share the build cache.
+// The shared test vectors are at ../shared/vectors beside the copy, as
+// beside the checkout. Commands run in bash with
 // pipefail, each block in one shell, and at most two minutes a block.
 package doctest
 
@@ -86,6 +91,7 @@ type Block struct {
 	NoCompare bool
 	Exit      int
 	Module    string
+	Vectors   bool
 	Prelude   string   // Go declarations before func main
 	Run       []string // the program's arguments, when it is to be run
 	RunWant   []string // and its output
@@ -204,6 +210,8 @@ func (d directive) apply(b *Block) error {
 		b.Skip = strings.Join(args, " ")
 	case "nocompare":
 		b.NoCompare = true
+	case "vectors":
+		b.Vectors = true
 	case "exit":
 		n, err := strconv.Atoi(strings.Join(args, ""))
 		if err != nil || len(args) != 1 {
@@ -220,7 +228,7 @@ func (d directive) apply(b *Block) error {
 	case "run":
 		b.Ran, b.Run, b.RunWant = true, args, d.body
 	default:
-		return fmt.Errorf("doctest: unknown directive %q (skip, nocompare, exit, module, prelude, run)", d.words[0])
+		return fmt.Errorf("doctest: unknown directive %q (skip, nocompare, vectors, exit, module, prelude, run)", d.words[0])
 	}
 	return nil
 }
@@ -360,6 +368,9 @@ func (d *doc) run(blocks []Block) {
 		case b.Skip != "":
 			d.skipped += n
 			d.skips = append(d.skips, fmt.Sprintf("%s: %d not run: %s", b.Where(), n, b.Skip))
+		case b.Vectors && !d.vectors():
+			d.skipped += n
+			d.skips = append(d.skips, fmt.Sprintf("%s: %d not run: no ../shared/vectors beside the checkout", b.Where(), n))
 		case b.Info == "go":
 			d.goBlock(b)
 			d.ran++
@@ -372,6 +383,22 @@ func (d *doc) run(blocks []Block) {
 	for _, s := range d.skips {
 		t.Log(s)
 	}
+}
+
+// vectors reports whether the checkout has ../shared/vectors beside it,
+// and links the copy's to it.
+func (d *doc) vectors() bool {
+	shared := filepath.Join(filepath.Dir(d.root), "shared")
+	if _, err := os.Stat(filepath.Join(shared, "vectors")); err != nil {
+		return false
+	}
+	link := filepath.Join(d.dir, "shared")
+	if _, err := os.Lstat(link); err != nil {
+		if err := os.Symlink(shared, link); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	return true
 }
 
 // workdir is the document's copy of the repository, made on first use.
@@ -396,11 +423,16 @@ func (d *doc) env() []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "PATH="+d.bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"GOBIN="+filepath.Join(d.dir, "gobin"), "PKBF="+d.workdir(), "TERM=dumb",
-		// Builds in each document's copy share the build cache only
-		// without the directory in their action IDs.
-		"GOFLAGS=-trimpath")
+	env = append(env, "PATH="+d.bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"GOBIN="+filepath.Join(d.dir, "gobin"), "PKBF="+d.workdir(), "TERM=dumb")
+	if d.cfg.Module == "" {
+		// The main module's packages, compiled in each document's copy,
+		// share the build cache only without the directory in their
+		// action IDs. (A nested module's heavy dependencies are cached
+		// from its own tests' builds, which -trimpath would not reuse.)
+		env = append(env, "GOFLAGS=-trimpath")
+	}
+	return env
 }
 
 // session runs a block's commands in one shell, each followed by a line
