@@ -1,9 +1,12 @@
 package doctest_test
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pkbf/pkbf/internal/doctest"
@@ -44,8 +47,8 @@ func documents(t *testing.T) []string {
 // TestDocs runs every command README.md, docs/ and the examples' READMEs
 // show and compares its output with theirs, and compiles their Go blocks.
 func TestDocs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds pkbf and runs the documents' commands")
+	if testing.Short() || raceEnabled {
+		t.Skip("builds pkbf and runs the documents' commands (not again under -short or -race: the race detector sees none of it)")
 	}
 	var run []string
 	for _, f := range documents(t) {
@@ -70,5 +73,62 @@ func TestDocsNotYetRunParse(t *testing.T) {
 		if _, err := doctest.Parse(f, src); err != nil {
 			t.Logf("%s is not ready to join TestDocs: %v", f, err)
 		}
+	}
+}
+
+// TestReadmeTestsEveryModule: the README's test commands test every module
+// of the repository, one "go test ./..." each, and .ci/run runs them as
+// the README shows them (issue 43, item 12: the one command tested only
+// the main module, and ct, pkbflint and examples/beam went untested
+// silently).
+func TestReadmeTestsEveryModule(t *testing.T) {
+	src, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := doctest.Parse("README.md", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var commands []string
+	for _, b := range blocks {
+		for _, c := range b.Commands {
+			if strings.Contains(c.Text, "go test ./...") {
+				commands = append(commands, c.Text)
+			}
+		}
+	}
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ciLines := strings.Split(string(ci), "\n")
+	for _, c := range commands {
+		if !slices.Contains(ciLines, c) {
+			t.Errorf(".ci/run does not run the README's %q", c)
+		}
+	}
+	err = filepath.WalkDir("../..", func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() && (e.Name() == "testdata" || strings.HasPrefix(e.Name(), ".")) && path != "../.." {
+			return filepath.SkipDir
+		}
+		if e.Name() != "go.mod" {
+			return nil
+		}
+		dir, _ := filepath.Rel("../..", filepath.Dir(path))
+		want := "go test ./..."
+		if dir != "." {
+			want = fmt.Sprintf("(cd %s && go test ./...)", filepath.ToSlash(dir))
+		}
+		if !slices.Contains(commands, want) {
+			t.Errorf("module %s: the README's test commands %q lack %q", dir, commands, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

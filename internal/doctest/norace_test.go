@@ -1,0 +1,5 @@
+//go:build !race
+
+package doctest_test
+
+const raceEnabled = false
