@@ -5,16 +5,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/pkbf/pkbf/internal/doctest"
 )
 
-// notYetRun are the documents whose commands no test runs yet; each is
-// still checked to parse. To have one run, delete its line (and mark its
-// blocks as the package documentation says).
+// notYetRun are the documents whose commands no test runs yet (TestDocs
+// names them in its log). To have one run, delete its line and mark its
+// blocks as the package documentation says.
 var notYetRun = []string{
 	"docs/ct.md",
 	"docs/nix.md",
@@ -50,30 +52,16 @@ func TestDocs(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("builds pkbf and runs the documents' commands (not again under -short or -race: the race detector sees none of it)")
 	}
-	var run []string
+	var run, notRun []string
 	for _, f := range documents(t) {
-		if !slices.Contains(notYetRun, f) {
+		if slices.Contains(notYetRun, f) {
+			notRun = append(notRun, f)
+		} else {
 			run = append(run, f)
 		}
 	}
+	t.Logf("documents whose commands no test runs yet: %v", notRun)
 	doctest.Run(t, doctest.Config{Root: "../..", Files: run, Modules: nestedModules})
-}
-
-// TestDocsNotYetRunParse: the documents no test runs yet still parse, so
-// that joining them is a matter of marking blocks.
-func TestDocsNotYetRunParse(t *testing.T) {
-	for _, f := range notYetRun {
-		src, err := os.ReadFile(filepath.Join("../..", f))
-		if os.IsNotExist(err) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := doctest.Parse(f, src); err != nil {
-			t.Logf("%s is not ready to join TestDocs: %v", f, err)
-		}
-	}
 }
 
 // TestReadmeTestsEveryModule: the README's test commands test every module
@@ -130,5 +118,60 @@ func TestReadmeTestsEveryModule(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+var linesClaim = regexp.MustCompile(`(?s)examples/check.{0,80}?\bin (\d+) lines|check --json in (\d+) lines`)
+
+// TestExamplesCheckLineCount: what the README and the program itself say
+// of examples/check's length is its length (issue 43, item 13: it said 30
+// lines of 28).
+func TestExamplesCheckLineCount(t *testing.T) {
+	src, err := os.ReadFile("../../examples/check/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := strings.Count(string(src), "\n")
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := 0
+	for name, text := range map[string][]byte{"README.md": readme, "examples/check/main.go": src} {
+		for _, m := range linesClaim.FindAllSubmatch(text, -1) {
+			claims++
+			if got := string(m[1]) + string(m[2]); got != strconv.Itoa(n) {
+				t.Errorf("%s: %q, but examples/check/main.go has %d lines", name, m[0], n)
+			}
+		}
+	}
+	if claims < 2 {
+		t.Errorf("found %d claims of examples/check's length, want the README's and its own", claims)
+	}
+}
+
+var mdLink = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)\s]*)?\)`)
+
+// TestDocsLinksResolve: every relative link of the documents names a file
+// that is there (issue 43, item 13: examples/beam's README pointed to a
+// README section that had moved to docs/beam.md).
+func TestDocsLinksResolve(t *testing.T) {
+	for _, f := range documents(t) {
+		src, err := os.ReadFile(filepath.Join("../..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(string(src), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join("../..", filepath.Dir(f), target)); err != nil {
+				t.Errorf("%s links to %s: %v", f, target, err)
+			}
+		}
+		if strings.Contains(strings.Join(strings.Fields(string(src)), " "), `"Beyond one machine" in the repository's README`) {
+			t.Errorf("%s points to the README's \"Beyond one machine\", which is docs/beam.md", f)
+		}
 	}
 }

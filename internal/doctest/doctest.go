@@ -54,7 +54,9 @@
 // blocks GOFLAGS is -trimpath, so that the copies share the build cache.
 // The shared test vectors are at ../shared/vectors beside the copy, as
 // beside the checkout. Commands run in bash with
-// pipefail, each block in one shell, and at most two minutes a block.
+// pipefail, each block in one shell; a block still running after ten
+// minutes (a hang: builds of a nested module take minutes on a loaded
+// machine) is killed and fails.
 package doctest
 
 import (
@@ -476,7 +478,7 @@ func (d *doc) session(b *Block) {
 // shell runs script with bash in the document's copy, and returns its
 // output.
 func (d *doc) shell(script string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-c", script)
 	cmd.Dir = d.workdir()
