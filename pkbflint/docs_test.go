@@ -10,8 +10,5 @@ import (
 // zlint command built with the lint, the Go program), as the main
 // module's TestDocs runs the others.
 func TestDocs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds zlint with the lint and runs docs/zlint.md's commands")
-	}
 	doctest.Run(t, doctest.Config{Root: "..", Module: "pkbflint", Files: []string{"docs/zlint.md"}})
 }

@@ -10,8 +10,5 @@ import (
 // for it (the pipelines on the local runner, compared with the pkbf
 // command), as the main module's TestDocs runs the others.
 func TestDocs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds pkbf-beam and runs docs/beam.md's commands")
-	}
 	doctest.Run(t, doctest.Config{Root: "../..", Module: "examples/beam", Files: []string{"docs/beam.md", "examples/beam/README.md"}})
 }

@@ -49,9 +49,6 @@ func documents(t *testing.T) []string {
 // TestDocs runs every command README.md, docs/ and the examples' READMEs
 // show and compares its output with theirs, and compiles their Go blocks.
 func TestDocs(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("builds pkbf and runs the documents' commands (not again under -short or -race: the race detector sees none of it)")
-	}
 	var run, notRun []string
 	for _, f := range documents(t) {
 		if slices.Contains(notYetRun, f) {

@@ -71,6 +71,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -310,7 +311,24 @@ type Config struct {
 
 // Run runs the documents' sessions and Go blocks as subtests, one per
 // document, and logs what each ran, and what it did not and why.
+//
+// It skips under -short, under the race detector (which sees nothing of
+// processes the test starts), and for a GOARCH other than the machine's:
+// the documents are run once, natively.
 func Run(t *testing.T, cfg Config) {
+	switch {
+	case testing.Short():
+		t.Skip("-short: the documents' commands are not run")
+	case raceEnabled:
+		t.Skip("-race: the documents' commands are run without it")
+	}
+	host, err := exec.Command("go", "env", "GOHOSTARCH").Output()
+	if err != nil {
+		t.Fatal("go env:", err)
+	}
+	if h := strings.TrimSpace(string(host)); h != runtime.GOARCH {
+		t.Skipf("a %s test on %s: the documents' commands are run natively", runtime.GOARCH, h)
+	}
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Fatal("doctest runs sessions with bash:", err)
 	}

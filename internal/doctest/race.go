@@ -1,5 +1,5 @@
 //go:build race
 
-package doctest_test
+package doctest
 
 const raceEnabled = true
