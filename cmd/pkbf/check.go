@@ -262,9 +262,13 @@ func filterHint(verb, name string, err error, others []string) string {
 // certificate short enough for a one-byte length (Ed25519 and X25519
 // keys, P-256 SPKIs and SEC 1 keys), which pkbf.Open's own hint, for DER
 // with a longer length, does not name. Only what keys.SPKI reads as a
-// key gets it.
+// key gets it; only a regular file is read.
 func derKeyHint(name string, err error) string {
 	if !errors.Is(err, pkbf.ErrInvalidFile) || name == "-" {
+		return ""
+	}
+	// Only a regular file: opening a FIFO nobody writes would block.
+	if fi, serr := os.Stat(name); serr != nil || !fi.Mode().IsRegular() {
 		return ""
 	}
 	f, oerr := os.Open(name)
