@@ -87,7 +87,7 @@ func TestReadersWhileWritersAdd(t *testing.T) {
 			}
 			addKeys(t, g, "before", 100)
 
-			cmd := exec.Command(os.Args[0], "-test.run=^TestWriterHelper$")
+			cmd := exec.Command(os.Args[0]) // TestMain runs writerHelper
 			cmd.Env = append(os.Environ(), "PKBF_HELPER_WRITER="+writer+":"+path)
 			out, _ := cmd.StdoutPipe()
 			cmd.Stderr = os.Stderr
@@ -139,12 +139,14 @@ func TestReadersWhileWritersAdd(t *testing.T) {
 	}
 }
 
-// TestWriterHelper is the writing process of TestReadersWhileWritersAdd.
-func TestWriterHelper(t *testing.T) {
-	spec := os.Getenv("PKBF_HELPER_WRITER")
-	if spec == "" {
-		t.Skip("helper process for TestReadersWhileWritersAdd")
-	}
+func init() {
+	helpers["PKBF_HELPER_WRITER"] = writerHelper
+	helpers["PKBF_HELPER_CREATE"] = createCrashHelper
+}
+
+// writerHelper is the writing process of TestReadersWhileWritersAdd:
+// spec is "pkbf:PATH" or "reference:PATH".
+func writerHelper(spec string) error {
 	writer, path, _ := strings.Cut(spec, ":")
 	fmt.Println("adding")
 	keys := testKeys("writer", 3000)
@@ -152,21 +154,28 @@ func TestWriterHelper(t *testing.T) {
 	case "pkbf":
 		f, err := Edit(path)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		addKeys(t, f, "writer", len(keys))
+		for _, key := range keys {
+			if _, err := f.Add(key); err != nil {
+				return err
+			}
+		}
+		return f.Close()
 	case "reference":
 		file, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		defer file.Close()
 		for i, key := range keys {
 			if _, err := referenceAdd(file, key, i == 0); err != nil {
-				t.Fatal(err)
+				return err
 			}
 		}
+		return nil
 	}
+	return fmt.Errorf("no writer %q", writer)
 }
 
 // recoverFileChanged runs fn and returns the error of a panic wrapping
@@ -437,7 +446,7 @@ func TestCreateCrash(t *testing.T) {
 		t.Run(stage, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "f.pkbf")
-			cmd := exec.Command(os.Args[0], "-test.run=^TestCreateCrashHelper$")
+			cmd := exec.Command(os.Args[0]) // TestMain runs createCrashHelper
 			cmd.Env = append(os.Environ(), "PKBF_HELPER_CREATE="+stage+":"+path)
 			out, err := cmd.CombinedOutput()
 			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
@@ -463,12 +472,9 @@ func TestCreateCrash(t *testing.T) {
 	}
 }
 
-// TestCreateCrashHelper is the crashing process of TestCreateCrash.
-func TestCreateCrashHelper(t *testing.T) {
-	spec := os.Getenv("PKBF_HELPER_CREATE")
-	if spec == "" {
-		t.Skip("helper process for TestCreateCrash")
-	}
+// createCrashHelper is the crashing process of TestCreateCrash: spec is
+// "STAGE:PATH", the stage of Create at which it kills itself.
+func createCrashHelper(spec string) error {
 	stage, path, _ := strings.Cut(spec, ":")
 	createHook = func(s string) {
 		if s == stage {
@@ -477,9 +483,10 @@ func TestCreateCrashHelper(t *testing.T) {
 		}
 	}
 	if err := Create(path, 3, 20); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	createHook("named")
+	return nil
 }
 
 // A replacement just before Close, sooner than adds check the path: Close

@@ -34,10 +34,10 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
-	path := c.Arg(0)
+	path, names := c.Arg(0), c.Args()[1:]
 	f, err := pkbf.Edit(path)
 	if err != nil {
-		errorf(stderr, "%s", message(err))
+		errorf(stderr, "%s%s", message(err), filterHint("add", path, err, names))
 		return exitTrouble
 	}
 	// A first Ctrl-C stops after the key in progress; a second quits at
@@ -45,8 +45,8 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// header, and the mapped file keeps every write made.
 	ctx, release := interruptContext()
 	defer release()
+	stdinHint(names, stdin, stderr)
 	scr := newScreen(stdout, stderr)
-	names := c.Args()[1:]
 	prog := startProgress(scr, names)
 	var keysRead, added int
 	troubled := false

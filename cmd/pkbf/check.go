@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/keys"
@@ -61,7 +64,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	f, err := openFilter(c.Arg(0), stdin)
 	if err != nil {
-		errorf(stderr, "%s%s", message(err), filterFirstHint(err, names))
+		errorf(stderr, "%s%s", message(err), filterHint("check", c.Arg(0), err, names))
 		return exitTrouble
 	}
 	defer f.Close()
@@ -74,6 +77,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// second quits at once, even while the input is blocked.
 	ctx, release := interruptContext()
 	defer release()
+	stdinHint(names, stdin, stderr)
 	scr := newScreen(stdout, stderr)
 	p := &checkPrinter{fl: fl, scr: scr}
 	prog := startProgress(scr, names)
@@ -247,10 +251,61 @@ func passphraseHint(err error) string {
 	return ""
 }
 
+// filterHint is what check and add (verb) add to an error opening the
+// filter named name: that it is a key, that the arguments are in the
+// wrong order.
+func filterHint(verb, name string, err error, others []string) string {
+	return derKeyHint(name, err) + filterFirstHint(verb, err, others)
+}
+
+// derKeyHint says that a file given as the filter is a DER key or
+// certificate short enough for a one-byte length (Ed25519 and X25519
+// keys, P-256 SPKIs and SEC 1 keys), which pkbf.Open's own hint, for DER
+// with a longer length, does not name. Only what keys.SPKI reads as a
+// key gets it; only a regular file is read.
+func derKeyHint(name string, err error) string {
+	if !errors.Is(err, pkbf.ErrInvalidFile) || name == "-" {
+		return ""
+	}
+	// Only a regular file: opening a FIFO nobody writes would block.
+	if fi, serr := os.Stat(name); serr != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	f, oerr := os.Open(name)
+	if oerr != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, 0x80+2))
+	if len(b) < 2 || b[0] != 0x30 || b[1] >= 0x80 {
+		return ""
+	}
+	if _, kerr := keys.SPKI(b); kerr != nil {
+		return ""
+	}
+	return ": this looks like a DER key or certificate, not a filter"
+}
+
+// stdinHint says, when check or add reads keys from standard input and
+// that is a terminal, what it waits for: without it, the command seems to
+// hang.
+func stdinHint(names []string, stdin io.Reader, stderr io.Writer) {
+	if (len(names) == 0 || slices.Contains(names, "-")) && stdinTerminal(stdin) {
+		fmt.Fprintln(stderr, "pkbf: reading keys from standard input (a terminal): paste them, then Ctrl-D; or name the files to read")
+	}
+}
+
+// stdinTerminal reports whether r is a terminal; a variable so tests can
+// pretend.
+var stdinTerminal = func(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 // filterFirstHint adds to an error opening the filter a hint that the
 // arguments are in the wrong order, when one of the other arguments is
 // a filter.
-func filterFirstHint(err error, others []string) string {
+func filterFirstHint(verb string, err error, others []string) string {
 	if !errors.Is(err, pkbf.ErrInvalidFile) {
 		return ""
 	}
@@ -260,7 +315,7 @@ func filterFirstHint(err error, others []string) string {
 		}
 		if f, err := pkbf.Open(name); err == nil {
 			f.Close()
-			return fmt.Sprintf(" (%s is a filter: the filter comes first, then the files to check)", name)
+			return fmt.Sprintf(" (%s is a filter: the filter comes first, then the files to %s)", name, verb)
 		}
 	}
 	return ""

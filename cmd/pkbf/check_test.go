@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 var (
@@ -162,5 +165,73 @@ func TestCheckBadInputs(t *testing.T) {
 		if tt.stderr != "" && !strings.HasPrefix(r.stderr, "pkbf: error: ") {
 			t.Errorf("%s: stderr %q lacks the pkbf: error: prefix", tt.name, r.stderr)
 		}
+	}
+}
+
+// TestStdinTerminalHint: check and add reading keys from a terminal say
+// so, rather than seem to hang; from a pipe or with files named they say
+// nothing (issue 43, item 13).
+func TestStdinTerminalHint(t *testing.T) {
+	defer func(f func(io.Reader) bool) { stdinTerminal = f }(stdinTerminal)
+	tty := strings.NewReader(string(testkit.ReadFile(t, key("p384.pub"))))
+	stdinTerminal = func(r io.Reader) bool { return r == tty }
+	filter := filepath.Join(t.TempDir(), "f.pkbf")
+	if r := runWith(t, nil, "create", "--hashes", "3", "--length", "10", filter); r.code != exitOK {
+		t.Fatal(r)
+	}
+	const hint = "pkbf: reading keys from standard input (a terminal)"
+	for _, tc := range []struct {
+		name  string
+		stdin io.Reader
+		args  []string
+		hint  bool
+	}{
+		{"check, terminal", tty, []string{"check", exampleFilter}, true},
+		{"check, terminal, -", tty, []string{"check", exampleFilter, key("p256.pub"), "-"}, true},
+		{"add, terminal", tty, []string{"add", filter}, true},
+		{"check, pipe", strings.NewReader(""), []string{"check", exampleFilter}, false},
+		{"check, files named", tty, []string{"check", exampleFilter, key("p256.pub")}, false},
+	} {
+		tty.Seek(0, io.SeekStart)
+		r := runWith(t, tc.stdin, tc.args...)
+		if strings.Contains(r.stderr, hint) != tc.hint {
+			t.Errorf("%s: stderr %q, want the hint: %v", tc.name, r.stderr, tc.hint)
+		}
+	}
+}
+
+// TestFilterHints: a key or the arguments in the wrong order get a hint,
+// from check and add alike, naming the file for what it is (issue 43,
+// item 13: a short DER key, add's order).
+func TestFilterHints(t *testing.T) {
+	const isKey = "this looks like a DER key or certificate, not a filter"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"check, Ed25519 PKCS#8 DER as the filter", []string{"check", key("ed25519.pkcs8.der")}, []string{isKey}},
+		{"add, Ed25519 PKCS#8 DER as the filter", []string{"add", key("ed25519.pkcs8.der")}, []string{isKey}},
+		{"check, P-256 SPKI DER as the filter", []string{"check", key("p256.spki.der")}, []string{isKey}},
+		{"check, certificate DER as the filter", []string{"check", key("p256.cert.der")}, []string{isKey}},
+		{"check, files first", []string{"check", key("p256.pub"), exampleFilter}, []string{"is a filter: the filter comes first, then the files to check"}},
+		{"add, files first", []string{"add", key("p256.pub"), exampleFilter}, []string{"is a filter: the filter comes first, then the files to add"}},
+		{"add, DER key first", []string{"add", key("ed25519.pkcs8.der"), exampleFilter}, []string{isKey, "the filter comes first, then the files to add"}},
+	} {
+		r := runWith(t, nil, tc.args...)
+		for _, w := range tc.want {
+			if r.code != exitTrouble || !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: exit %d, stderr %q; want %q", tc.name, r.code, r.stderr, w)
+			}
+		}
+		if strings.Count(r.stderr, "this looks like") > 1 {
+			t.Errorf("%s: the hint twice: %q", tc.name, r.stderr)
+		}
+	}
+	// Not a key: no hint that it is one.
+	junk := filepath.Join(t.TempDir(), "junk")
+	os.WriteFile(junk, append([]byte{0x30, 0x20}, make([]byte, 32)...), 0o644)
+	if r := runWith(t, nil, "check", junk, key("p256.pub")); strings.Contains(r.stderr, "looks like") {
+		t.Errorf("DER-looking junk as the filter: %q", r.stderr)
 	}
 }

@@ -28,12 +28,18 @@ type command struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	summary string
+	// flagsFirst: flags come before the first argument only (the table's
+	// flagsFirst), which the usage says.
+	flagsFirst bool
 }
 
 func newCommand(name, synopsis string, stdout, stderr io.Writer) *command {
 	c := &command{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), usage: synopsis, short: map[string]string{}, stdout: stdout, stderr: stderr}
 	c.SetOutput(io.Discard) // errors are reported by parse
 	c.summary = helpText(name)
+	if s := lookupSubcommand(name); s != nil {
+		c.flagsFirst = s.flagsFirst
+	}
 	return c
 }
 
@@ -121,7 +127,11 @@ func (c *command) printUsage(w io.Writer) {
 	if len(flags) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nFlags (one or two dashes; anywhere among the arguments; -- ends them):")
+	if c.flagsFirst {
+		fmt.Fprintln(w, "\nFlags (one or two dashes; before the first argument):")
+	} else {
+		fmt.Fprintln(w, "\nFlags (one or two dashes; anywhere among the arguments; -- ends them):")
+	}
 	for _, f := range flags {
 		arg, usage := flag.UnquoteUsage(f)
 		names := "--" + f.Name

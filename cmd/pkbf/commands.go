@@ -13,6 +13,9 @@ type subcommand struct {
 	synopsis string   // after "pkbf ", in the usage
 	summary  string   // one line in the usage's list of commands, or none
 	help     string   // 'pkbf help NAME' after the synopsis
+	// flagsFirst: the command reads flags only before its first argument
+	// (authorized-keys: sshd's tokens after FILTER are never flags).
+	flagsFirst bool
 	// flags builds the command's flags, for help and completion; nil for
 	// commands without (version, help).
 	flags func(stdout, stderr io.Writer) *command
@@ -158,7 +161,8 @@ In sshd_config:
   AuthorizedKeysFile none
   AuthorizedKeysCommand /usr/local/bin/pkbf authorized-keys /var/lib/pkbf/pwnedkeys.pkbf -- %u %t %k
   AuthorizedKeysCommandUser root`,
-			flags: func(o, e io.Writer) *command { c, _ := authKeysCommand(o, e); return c },
+			flagsFirst: true,
+			flags:      func(o, e io.Writer) *command { c, _ := authKeysCommand(o, e); return c },
 			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 				return runAuthKeys(args, stdout, stderr)
 			},
@@ -170,8 +174,17 @@ In sshd_config:
 			flags:   nixCommand,
 			run:     runNix,
 		},
-		{name: "version", aliases: []string{"-version", "--version", "-v"}, synopsis: "version | --version | -v", run: runVersion},
-		{name: "help", aliases: []string{"-h", "-help", "--help"}, synopsis: "help [COMMAND]", run: runHelp},
+		{
+			name: "version", aliases: []string{"-version", "--version", "-v"}, synopsis: "version | --version | -v",
+			help: `Print pkbf's version, the revision it was built from (when known) and the
+Go version that built it.`,
+			run: runVersion,
+		},
+		{
+			name: "help", aliases: []string{"-h", "-help", "--help"}, synopsis: "help [COMMAND]",
+			help: "Print the usage of pkbf, or of COMMAND: its flags and exit status.",
+			run:  runHelp,
+		},
 		{
 			name: "completion", synopsis: "completion bash|zsh|fish",
 			help: `Print a shell completion script: bash, zsh or fish. For example

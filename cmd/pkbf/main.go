@@ -46,8 +46,8 @@ const (
 
 // usageTail is the general usage after its list of commands.
 const usageTail = `
-Flags go anywhere among the arguments, with one dash or two (-json or
---json); -- ends them. FILTER may be - or /dev/stdin for standard input
+Flags go anywhere among the arguments (authorized-keys: before FILTER),
+with one dash or two (-json or --json); -- ends them. FILTER may be - or /dev/stdin for standard input
 where a command only reads it. Run 'pkbf help COMMAND' for a command's
 flags.
 
@@ -128,8 +128,8 @@ func runHelp(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "%s", unknown("no help for", args[0], ": no such command"))
 		return exitTrouble
 	}
-	if s.flags == nil {
-		fmt.Fprint(stdout, usage())
+	if s.flags == nil { // version, help
+		fmt.Fprintf(stdout, "Usage: pkbf %s\n\n%s\n", s.synopsis, s.help)
 		return exitOK
 	}
 	s.flags(stdout, stderr).printUsage(stdout)

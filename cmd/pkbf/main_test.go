@@ -95,3 +95,31 @@ func TestUsageAndExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpVersion: help for a command without flags prints that command's
+// usage, not the general one (issue 43, item 13).
+func TestHelpVersion(t *testing.T) {
+	for _, name := range []string{"version", "help"} {
+		r := runWith(t, nil, "help", name)
+		if r.code != exitOK || !strings.HasPrefix(r.stdout, "Usage: pkbf "+name) || strings.Contains(r.stdout, "Commands:") {
+			t.Errorf("help %s: exit %d, stdout %q", name, r.code, r.stdout)
+		}
+	}
+	if r := runWith(t, nil, "help", "version"); !strings.Contains(r.stdout, "Go version") {
+		t.Errorf("help version says nothing of what it prints: %q", r.stdout)
+	}
+}
+
+// TestHelpAuthorizedKeysFlagsBeforeFilter: authorized-keys reads flags
+// only before FILTER, and its help says so, once (issue 43, item 13).
+func TestHelpAuthorizedKeysFlagsBeforeFilter(t *testing.T) {
+	for _, args := range [][]string{{"help", "authorized-keys"}, {"authorized-keys", "-h"}} {
+		r := runWith(t, nil, args...)
+		if r.code != exitOK || strings.Contains(r.stdout, "anywhere among the arguments") || !strings.Contains(r.stdout, "Flags (one or two dashes; before the first argument)") {
+			t.Errorf("%v: exit %d, stdout:\n%s", args, r.code, r.stdout)
+		}
+	}
+	if r := runWith(t, nil, "help", "check"); !strings.Contains(r.stdout, "anywhere among the arguments") {
+		t.Errorf("help check lost its flags anywhere:\n%s", r.stdout)
+	}
+}

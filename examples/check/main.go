@@ -1,4 +1,4 @@
-// Command check is pkbf check --json in 30 lines of pkbf's public API:
+// Command check is pkbf check --json in 28 lines of pkbf's public API:
 // "check FILTER FILE..." prints one JSON verdict a key, as the command does.
 package main
 
