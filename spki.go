@@ -60,6 +60,10 @@ func (f *Filter) Contains(spki []byte) bool {
 // it may hold it in (the answer [Filter.Contains] gives), or Err, wrapping
 // [keys.ErrInvalidKey], when data holds no key it can read.
 //
+// A key the filter lacks as given, whose other encodings pkbf cannot
+// derive (an algorithm it does not know, a malformed key), gets Err, not
+// a "no": a gate refuses what it cannot check.
+//
 // A hit carries what a gate logs when it refuses a key: the fingerprints
 // (as [Filter.Check] reports them) and, for an SSH key, SSHFingerprint and
 // Comment. A "no" carries nothing else, so that it costs and allocates
@@ -72,6 +76,7 @@ func (f *Filter) CheckKey(data []byte) Verdict {
 	buf := formsBuffers.Get().(*[]byte)
 	defer formsBuffers.Put(buf)
 	spki, canonical, other, err := k.Forms((*buf)[:0])
+	formsErr := err
 	switch {
 	case spki == nil:
 		return Verdict{Err: err}
@@ -83,6 +88,9 @@ func (f *Filter) CheckKey(data []byte) Verdict {
 	switch {
 	case err != nil:
 		return Verdict{Err: err}
+	case !hit && formsErr != nil:
+		// Not as given, and its other encodings unknown: no "no".
+		return Verdict{Err: formsErr}
 	case !hit:
 		return Verdict{}
 	}

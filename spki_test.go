@@ -2,6 +2,7 @@ package pkbf
 
 import (
 	"context"
+	"encoding/asn1"
 	"errors"
 	"os/exec"
 	"path/filepath"
@@ -173,5 +174,72 @@ func TestCheckKeyAllocs(t *testing.T) {
 		if allocs := testing.AllocsPerRun(100, func() { f.CheckKey(data) }); allocs != contains+1 {
 			t.Errorf("CheckKey of %s, in the filter: %v allocations, want %v", name, allocs, contains+1)
 		}
+	}
+}
+
+// spkiWithAlgorithm wraps the PKCS #1 key of an RSA SPKI in an
+// AlgorithmIdentifier of oid with no parameters.
+func spkiWithAlgorithm(t *testing.T, rsaSPKI []byte, oid asn1.ObjectIdentifier) []byte {
+	t.Helper()
+	var info struct {
+		Algorithm struct{ Algorithm asn1.ObjectIdentifier }
+		Key       asn1.BitString
+	}
+	if _, err := asn1.Unmarshal(rsaSPKI, &info); err != nil {
+		t.Fatal(err)
+	}
+	info.Algorithm.Algorithm = oid
+	b, err := asn1.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A compromised RSA key wrapped as RSA-PSS or RSA-OAEP (the same key,
+// restricted to one use) is found where the filter holds its
+// rsaEncryption form; a key of an algorithm pkbf knows no encodings of,
+// absent as given, is an error, never a "no" (a red-team review got a
+// PSS-wrapped compromised key allowed through the step-ca webhook).
+func TestCheckKeyFailsClosed(t *testing.T) {
+	rsaSPKI, err := SPKI(testkit.ReadFile(t, filepath.Join(keysDir, "rsa2048.spki.der")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := New(4, 16)
+	if _, err := f.AddKey(rsaSPKI); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		oid  asn1.ObjectIdentifier
+	}{
+		{"RSA-PSS", asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 10}},
+		{"RSA-OAEP", asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 7}},
+	} {
+		wrapped := spkiWithAlgorithm(t, rsaSPKI, tc.oid)
+		if v := f.CheckKey(wrapped); !v.Probably || v.Err != nil {
+			t.Errorf("%s-wrapped compromised key: %+v, want probably", tc.name, v)
+		}
+		if !f.Contains(wrapped) {
+			t.Errorf("%s-wrapped compromised key: Contains false", tc.name)
+		}
+	}
+	clean, _ := New(4, 16)
+	for _, oid := range []asn1.ObjectIdentifier{{1, 2, 3, 4}, {2, 5, 8, 1, 1}} {
+		v := clean.CheckKey(spkiWithAlgorithm(t, rsaSPKI, oid))
+		if v.Probably || !errors.Is(v.Err, keys.ErrUnsupportedKey) {
+			t.Errorf("a key of algorithm %v the filter lacks: %+v, want an ErrUnsupportedKey", oid, v)
+		}
+	}
+	// Found as given, it is a hit all the same.
+	odd := spkiWithAlgorithm(t, rsaSPKI, asn1.ObjectIdentifier{1, 2, 3, 4})
+	held, _ := New(4, 16)
+	if _, err := held.AddKey(odd); !errors.Is(err, keys.ErrUnsupportedKey) {
+		t.Errorf("AddKey of a key of an unknown algorithm: %v, want ErrUnsupportedKey", err)
+	}
+	held.Add(odd)
+	if v := held.CheckKey(odd); !v.Probably || v.Err != nil {
+		t.Errorf("a key of an unknown algorithm the filter holds as given: %+v", v)
 	}
 }

@@ -123,12 +123,19 @@ func formsFrom(spki []byte, info *spkiInfo, check, wantOther bool, dst []byte) (
 			return spki, nil, nil
 		}
 		return buildSPKIRaw(oid, derNull, rsaKeyDER(n, e)), nil, nil
-	case bytes.Equal(oid, oidRSAPSS):
+	case bytes.Equal(oid, oidRSAPSS), bytes.Equal(oid, oidRSAOAEP):
+		// The same RSA key as under rsaEncryption, restricted to one use:
+		// a filter may hold it in that form (the reference stores
+		// rsaEncryption SPKIs), so that form is the other one looked up.
 		n, e, err := rsaPublicInts(key)
 		if err != nil {
 			return nil, nil, err
 		}
-		return sameOr(spki, buildSPKIRaw(oid, params, rsaKeyDER(n, e))), nil, nil
+		key := rsaKeyDER(n, e)
+		if wantOther {
+			other = buildSPKIRaw(oidRSA, derNull, key)
+		}
+		return sameOr(spki, buildSPKIRaw(oid, params, key)), other, nil
 	case info.kind == algEC:
 		return ecForms(spki, info, check, wantOther, dst)
 	case info.kind == algEd25519, bytes.Equal(oid, oidEd448), bytes.Equal(oid, oidX25519), bytes.Equal(oid, oidX448):
@@ -154,7 +161,10 @@ func formsFrom(spki []byte, info *spkiInfo, check, wantOther bool, dst []byte) (
 		}
 		return sameOr(spki, buildSPKIRaw(oid, canonParams, intDER(y))), nil, nil
 	}
-	return spki, nil, nil
+	// An algorithm whose encodings pkbf does not know: it can be looked up
+	// only as given, and a filter lacking that form says nothing of the
+	// key's others.
+	return nil, nil, unsupportedErrorf("%s keys: pkbf knows no canonical encoding of them", algorithmName(oid))
 }
 
 // sameOr returns spki if built has the same bytes, else built.

@@ -43,7 +43,7 @@ var algorithmNames = []struct {
 	{oidDSA, "DSA"},
 	{oidDHPKCS3, "DH (PKCS #3)"},
 	{oidDHX942, "DH (X9.42)"},
-	{der.OID(1, 2, 840, 113549, 1, 1, 7), "RSA-OAEP"},
+	{oidRSAOAEP, "RSA-OAEP"},
 	{der.OID(1, 3, 132, 1, 12), "ECDH"},
 	{der.OID(1, 3, 132, 1, 13), "ECMQV"},
 	{der.OID(1, 2, 156, 10197, 1, 301), "SM2"},

@@ -117,6 +117,7 @@ var (
 	oidEd25519      = der.OID(1, 3, 101, 112)
 	oidPBES2        = der.OID(1, 2, 840, 113549, 1, 5, 13)
 	oidRSAPSS       = der.OID(1, 2, 840, 113549, 1, 1, 10)
+	oidRSAOAEP      = der.OID(1, 2, 840, 113549, 1, 1, 7)
 	oidEd448        = der.OID(1, 3, 101, 113)
 	oidX25519       = der.OID(1, 3, 101, 110)
 	oidX448         = der.OID(1, 3, 101, 111)
