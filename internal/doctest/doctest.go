@@ -75,7 +75,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -501,8 +500,7 @@ func (d *doc) shell(script string) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-c", script)
 	cmd.Dir = d.workdir()
 	cmd.Env = d.env()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	killGroupOnCancel(cmd)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
