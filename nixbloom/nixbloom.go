@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	pathpkg "path"
 	"strings"
 )
 
@@ -134,16 +135,60 @@ func HashPart(path string) (string, error) {
 }
 
 // hashPart returns the hash part of a store path ("/nix/store/HASH-name"),
-// a base name ("HASH-name") or a bare hash part ("HASH"), unchecked.
+// a base name ("HASH-name") or a bare hash part ("HASH"), its Nix32
+// unchecked. A name must be one Nix takes (see [checkName]); a store
+// directory must be absolute and clean, without control characters, so
+// that no path pkbf takes can forge a line of its output.
 func hashPart(path string) (string, error) {
-	base := path[strings.LastIndexByte(path, '/')+1:]
+	slash := strings.LastIndexByte(path, '/')
+	base := path[slash+1:]
+	if slash >= 0 {
+		if err := checkStoreDir(path[:slash]); err != nil {
+			return "", fmt.Errorf("%w: %q: %s", ErrInvalidPath, path, err)
+		}
+	}
 	switch {
-	case len(base) == hashPartLen:
+	case len(base) == hashPartLen && slash < 0:
 		return base, nil
 	case len(base) > hashPartLen+1 && base[hashPartLen] == '-':
+		if err := checkName(base[hashPartLen+1:]); err != nil {
+			return "", fmt.Errorf("%w: %q: %s", ErrInvalidPath, path, err)
+		}
 		return base[:hashPartLen], nil
 	}
 	return "", fmt.Errorf("%w: %q is not a store path, base name or 32-character hash part", ErrInvalidPath, path)
+}
+
+// checkStoreDir checks the directory of a store path given to pkbf: an
+// absolute, clean path (no "//", "." or ".." in it) without control
+// characters. ("" is the root's, which is not clean either.)
+func checkStoreDir(dir string) error {
+	switch {
+	case !strings.HasPrefix(dir, "/"):
+		return errors.New("the store directory is not an absolute path")
+	case pathpkg.Clean(dir) != dir:
+		return errors.New("the store directory is not a clean path")
+	case strings.IndexFunc(dir, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return errors.New("a control character in the store directory")
+	}
+	return nil
+}
+
+// checkName checks a store path's name as Nix's StorePath does: 1 to 211
+// characters from [0-9A-Za-z+-._?=].
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("the name is empty")
+	case len(name) > 211:
+		return errors.New("the name is longer than 211 characters")
+	}
+	for i := range len(name) {
+		if c := name[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || strings.IndexByte("+-._?=", c) >= 0) {
+			return fmt.Errorf("%q is not allowed in a name", c)
+		}
+	}
+	return nil
 }
 
 // hashes returns h1 and h2 of a store path.

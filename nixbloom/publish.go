@@ -7,9 +7,11 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,8 +73,11 @@ func CachePaths(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	storeDir, ok := CacheInfoField(info, "StoreDir")
-	if !ok {
+	storeDir, err := cacheStoreDir(info, filepath.Join(dir, "nix-cache-info"))
+	if err != nil {
+		return nil, err
+	}
+	if storeDir == "" {
 		storeDir = defaultStoreDir
 	}
 	d, err := root.Open(".")
@@ -125,21 +130,27 @@ func readCacheInfo(root *os.Root, dir string) ([]byte, error) {
 }
 
 // readRegular reads name in root, a regular file (not a link) of at most
-// limit bytes.
+// limit bytes. What it opens must be the file it looked at: a link, FIFO
+// or other file swapped in meanwhile is refused, not followed or waited on.
 func readRegular(root *os.Root, dir, name string, limit int64) ([]byte, error) {
 	where := filepath.Join(dir, name)
-	fi, err := root.Lstat(name)
+	lfi, err := root.Lstat(name)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", where, unwrapPath(err))
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is %s, not a regular file", where, mapfile.Kind(fi.Mode()))
-	case fi.Size() > limit:
-		return nil, fmt.Errorf("%s is larger than %d bytes", where, limit)
+	case !lfi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is %s, not a regular file", where, mapfile.Kind(lfi.Mode()))
 	}
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where, unwrapPath(err))
+	f, fi, err := openRegular(root, name)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", where, err)
+	case !os.SameFile(lfi, fi):
+		f.Close()
+		return nil, fmt.Errorf("%s changed while pkbf opened it", where)
+	case fi.Size() > limit:
+		f.Close()
+		return nil, fmt.Errorf("%s is larger than %d bytes", where, limit)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
@@ -167,8 +178,8 @@ func Publish(dir, name string, f *Filter) error {
 		return fmt.Errorf("nixbloom: filter path %q: want a path inside the cache, relative to it", name)
 	}
 	name = path.Clean(name)
-	if name == "nix-cache-info" {
-		return fmt.Errorf("nixbloom: filter path %q: that is the cache's own nix-cache-info", name)
+	if err := checkFilterName(name); err != nil {
+		return fmt.Errorf("nixbloom: filter path %q: %w", name, err)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -191,6 +202,34 @@ func Publish(dir, name string, f *Filter) error {
 	}
 	if err := replaceIn(root, dir, "nix-cache-info", func(w io.Writer) error { _, err := w.Write(newInfo); return err }); err != nil {
 		return fmt.Errorf("%w (the filter is written, but the cache does not name it)", err)
+	}
+	return nil
+}
+
+// nixDirs are the directories where Nix keeps a binary cache's files.
+var nixDirs = []string{"nar", "log", "realisations", "debuginfo"}
+
+// checkFilterName refuses a filter name (cleaned, relative) that a reader
+// of the BloomFilter field ([Cache.Filter]) would take for another file or
+// refuse, and one that is, or may one day be, a file of the cache itself:
+// nix-cache-info, a .narinfo or .ls listing, anything under Nix's
+// directories.
+func checkFilterName(name string) error {
+	ref, err := url.Parse(name)
+	if err != nil || ref.Scheme != "" || ref.RawQuery != "" || ref.ForceQuery {
+		return errors.New("the BloomFilter field would not read back as this file")
+	}
+	if back, err := localName(ref); err != nil || back != name {
+		return errors.New("the BloomFilter field would not read back as this file")
+	}
+	first, _, _ := strings.Cut(name, "/")
+	switch {
+	case name == "nix-cache-info":
+		return errors.New("that is the cache's own nix-cache-info")
+	case strings.HasSuffix(name, ".narinfo") || strings.HasSuffix(name, ".ls"):
+		return errors.New("a .narinfo or .ls name is Nix's, in a binary cache")
+	case slices.Contains(nixDirs, first):
+		return fmt.Errorf("%s/ is where Nix keeps the cache's files", first)
 	}
 	return nil
 }
