@@ -13,9 +13,11 @@
 // # Nix's rules
 //
 // nix-cache-info is read and written ([CacheInfoField],
-// [SetCacheInfoField]) as Nix reads it, and a .narinfo as Nix's parser
-// frames it; the tests check both against Nix itself. What a cache says
-// never leads to a local file outside it: see [Cache].
+// [SetCacheInfoField]) as Nix reads it, a cache is taken only where Nix
+// would open it, and a .narinfo only where Nix's parser takes it (every
+// field Nix parses, except that signatures are not checked); the tests
+// check all three against Nix itself. What a cache says never leads to a
+// local file outside it: see [Cache].
 //
 // # Format
 //

@@ -61,6 +61,8 @@ func ReadPaths(r io.Reader, name string) ([]string, error) {
 // must be a regular file that Nix would take (see the package's
 // documentation) and whose StorePath, in the store directory of dir's
 // nix-cache-info (/nix/store if it names none), has the file's hash part.
+// A nix-cache-info that no Nix would open (StoreDir lines that disagree,
+// a Priority that is no number) is refused.
 // Other names are not Nix's and are skipped. Any error names the file; a
 // directory without a nix-cache-info is refused.
 func CachePaths(dir string) ([]string, error) {
@@ -164,7 +166,10 @@ func readRegular(root *os.Root, dir, name string, limit int64) ([]byte, error) {
 }
 
 // Publish puts f into the binary cache directory dir, at name (a
-// slash-separated path relative to dir, in a directory that exists), and
+// slash-separated path relative to dir, in a directory that exists; one
+// that the BloomFilter field reads back, by [Cache.Filter], as the same
+// file, and not one of the cache's own: nix-cache-info, a .narinfo or .ls
+// file, anything under nar/, log/, realisations/ or debuginfo/), and
 // then sets BloomFilter: name in dir's nix-cache-info (see
 // [SetCacheInfoField]), so that a client never sees the field name a file
 // that is not there. Each file is replaced atomically (a temporary file
