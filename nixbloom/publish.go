@@ -266,33 +266,43 @@ func noLinks(root *os.Root, dir, name string) error {
 // temporary file beside it (.NAME.tmp-*), synced and renamed over it, with
 // the mode of the file it replaces (0644 for a new one); a failure removes
 // the temporary file. A name that is not (or not only) a regular file is
-// refused first, and again just before the rename.
+// refused first, and again just before the rename. The temporary file is
+// made, renamed and removed through the directory opened once, so a link
+// swapped in for it meanwhile leaves nothing behind.
 func replaceIn(root *os.Root, dir, name string, write func(io.Writer) error) (err error) {
 	if err := noLinks(root, dir, name); err != nil {
 		return err
 	}
+	parent, base := path.Split(name)
+	d := root
+	if parent != "" {
+		if d, err = root.OpenRoot(filepath.FromSlash(path.Clean(parent))); err != nil {
+			return fmt.Errorf("nixbloom: %w", err)
+		}
+		defer d.Close()
+	}
 	mode := fs.FileMode(0o644)
-	if fi, err := root.Lstat(filepath.FromSlash(name)); err == nil {
+	if fi, err := d.Lstat(base); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	parent, base := path.Split(name)
-	tmp := parent + "." + base + ".tmp-" + strconv.FormatUint(rand.Uint64(), 36)
-	file, err := root.OpenFile(filepath.FromSlash(tmp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	tmp := "." + base + ".tmp-" + strconv.FormatUint(rand.Uint64(), 36)
+	where := filepath.Join(dir, filepath.FromSlash(parent), tmp)
+	file, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("nixbloom: %w", err)
 	}
 	defer func() {
 		if err != nil {
 			file.Close()
-			root.Remove(filepath.FromSlash(tmp))
+			d.Remove(tmp)
 		}
 	}()
 	bw := bufio.NewWriterSize(file, 1<<20)
 	if err := write(bw); err != nil {
-		return fmt.Errorf("nixbloom: writing %s: %w", filepath.Join(dir, tmp), err)
+		return fmt.Errorf("nixbloom: writing %s: %w", where, err)
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("nixbloom: writing %s: %w", filepath.Join(dir, tmp), err)
+		return fmt.Errorf("nixbloom: writing %s: %w", where, err)
 	}
 	if err := file.Chmod(mode); err != nil {
 		return fmt.Errorf("nixbloom: %w", err)
@@ -306,12 +316,12 @@ func replaceIn(root *os.Root, dir, name string, write func(io.Writer) error) (er
 	if err := noLinks(root, dir, name); err != nil {
 		return err
 	}
-	if err := root.Rename(filepath.FromSlash(tmp), filepath.FromSlash(name)); err != nil {
+	if err := d.Rename(tmp, base); err != nil {
 		return fmt.Errorf("nixbloom: %w", err)
 	}
-	if d, err := root.Open(filepath.FromSlash(path.Dir(name))); err == nil {
-		d.Sync()
-		d.Close()
+	if f, err := d.Open("."); err == nil {
+		f.Sync()
+		f.Close()
 	}
 	return nil
 }

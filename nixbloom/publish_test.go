@@ -2,6 +2,7 @@ package nixbloom
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,6 +138,41 @@ func TestPublishNeverOverwritesCacheFiles(t *testing.T) {
 	for name, text := range files {
 		if b, _ := os.ReadFile(filepath.Join(cache, filepath.FromSlash(name))); string(b) != text {
 			t.Errorf("%s was overwritten: %q", name, b)
+		}
+	}
+}
+
+// Issue 41 follow-up F8: a directory on the way to the filter swapped for a
+// link out of the cache while the filter is written makes Publish fail,
+// and leaves no temporary file behind, in the cache or out of it.
+func TestPublishLeavesNoTempFileWhenALinkIsSwappedIn(t *testing.T) {
+	top := t.TempDir()
+	cache, outside := filepath.Join(top, "cache"), filepath.Join(top, "outside")
+	os.Mkdir(cache, 0o755)
+	os.Mkdir(outside, 0o755)
+	os.Mkdir(filepath.Join(cache, "sub"), 0o755)
+	root, err := os.OpenRoot(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	err = replaceIn(root, cache, "sub/f.nixbloom", func(w io.Writer) error {
+		// Mid-write: sub moves aside, and a link out of the cache takes its name.
+		if err := os.Rename(filepath.Join(cache, "sub"), filepath.Join(cache, "moved")); err != nil {
+			return err
+		}
+		if err := os.Symlink(outside, filepath.Join(cache, "sub")); err != nil {
+			return err
+		}
+		_, err := w.Write([]byte("filter"))
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("replaceIn = %v; want the link refused", err)
+	}
+	for _, d := range []string{filepath.Join(cache, "moved"), outside} {
+		if entries, _ := os.ReadDir(d); len(entries) != 0 {
+			t.Errorf("left behind in %s: %s", d, entries[0].Name())
 		}
 	}
 }
