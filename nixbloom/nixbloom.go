@@ -43,7 +43,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	pathpkg "path"
 	"strings"
 )
 
@@ -162,19 +161,36 @@ func hashPart(path string) (string, error) {
 }
 
 // checkStoreDir checks the directory of a store path given to pkbf: an
-// absolute, clean path (no "//", "." or ".." in it) without control
-// characters. ("" is the root's, which is not clean either.)
+// absolute, clean path (no empty, "." or ".." element, no final '/')
+// without control characters. It runs on every query, so it looks at each
+// byte once.
 func checkStoreDir(dir string) error {
-	switch {
-	case !strings.HasPrefix(dir, "/"):
+	if !strings.HasPrefix(dir, "/") {
 		return errors.New("the store directory is not an absolute path")
-	case pathpkg.Clean(dir) != dir:
-		return errors.New("the store directory is not a clean path")
-	case strings.IndexFunc(dir, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
-		return errors.New("a control character in the store directory")
+	}
+	for start := 1; start <= len(dir); {
+		end := start
+		for end < len(dir) && dir[end] != '/' {
+			if c := dir[end]; c < 0x20 || c == 0x7f {
+				return errors.New("a control character in the store directory")
+			}
+			end++
+		}
+		if e := dir[start:end]; e == "" || e == "." || e == ".." {
+			return errors.New("the store directory is not a clean path")
+		}
+		start = end + 1
 	}
 	return nil
 }
+
+// nameByte says which bytes a store path's name may hold: [0-9A-Za-z+-._?=].
+var nameByte = func() (ok [256]bool) {
+	for _, c := range []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+-._?=") {
+		ok[c] = true
+	}
+	return ok
+}()
 
 // checkName checks a store path's name as Nix's StorePath does: 1 to 211
 // characters from [0-9A-Za-z+-._?=].
@@ -186,8 +202,8 @@ func checkName(name string) error {
 		return errors.New("the name is longer than 211 characters")
 	}
 	for i := range len(name) {
-		if c := name[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || strings.IndexByte("+-._?=", c) >= 0) {
-			return fmt.Errorf("%q is not allowed in a name", c)
+		if !nameByte[name[i]] {
+			return fmt.Errorf("%q is not allowed in a name", name[i])
 		}
 	}
 	return nil
