@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/pkbf/pkbf/internal/declared"
+	"github.com/pkbf/pkbf/internal/mapfile"
 )
 
 // ErrNoFilter is returned (wrapped) by [Cache.Filter] and Fetch when the
@@ -245,6 +246,9 @@ func (c *Cache) readFile(ctx context.Context, name string, limit int64) ([]byte,
 			return nil, err
 		}
 		defer resp.Body.Close()
+		if err := encoded(resp); err != nil {
+			return nil, fmt.Errorf("nixbloom: %s: %w", c.where(name), err)
+		}
 		r = resp.Body
 	}
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
@@ -259,18 +263,31 @@ func (c *Cache) readFile(ctx context.Context, name string, limit int64) ([]byte,
 
 // openLocal opens a regular file of a local cache, never one outside it.
 func (c *Cache) openLocal(name string) (*os.File, error) {
-	fi, err := c.dir.Stat(filepath.FromSlash(name))
+	f, _, err := openRegular(c.dir, filepath.FromSlash(name))
 	if err != nil {
-		return nil, fmt.Errorf("nixbloom: %s: %w", c.where(name), unwrapPath(err))
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("nixbloom: %s: not a regular file", c.where(name))
-	}
-	f, err := c.dir.Open(filepath.FromSlash(name))
-	if err != nil {
-		return nil, fmt.Errorf("nixbloom: %s: %w", c.where(name), unwrapPath(err))
+		return nil, fmt.Errorf("nixbloom: %s: %w", c.where(name), err)
 	}
 	return f, nil
+}
+
+// openRegular opens name in root for reading, if it is a regular file,
+// and returns it with its FileInfo. It opens without blocking and then
+// looks at what it opened, so a FIFO or device put there at any moment is
+// refused, never waited on.
+func openRegular(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|openNonBlock, 0)
+	if err != nil {
+		return nil, nil, unwrapPath(err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s, not a regular file", mapfile.Kind(fi.Mode()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, unwrapPath(err)
+	}
+	return f, fi, nil
 }
 
 // unwrapPath returns a PathError's own error: the caller names the file.
@@ -283,15 +300,11 @@ func unwrapPath(err error) error {
 
 // readFilter reads a filter file of a local cache.
 func (c *Cache) readFilter(name string) (*Filter, error) {
-	f, err := c.openLocal(name)
+	f, fi, err := openRegular(c.dir, filepath.FromSlash(name))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("nixbloom: %s: %w", c.where(name), err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("nixbloom: %s: %w", c.where(name), unwrapPath(err))
-	}
 	return readFilter(f, c.where(name), "file size", fi.Size())
 }
 
@@ -304,8 +317,8 @@ func (c *Cache) fetchFilter(ctx context.Context, u *url.URL) (*Filter, error) {
 	defer resp.Body.Close()
 	// get asks for the bytes as they are; a server that compresses anyway
 	// would make Content-Length and the header disagree with what arrives.
-	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		return nil, fmt.Errorf("%w: %s: sent with Content-Encoding %q although the request asked for identity", ErrInvalidFilter, u.Redacted(), enc)
+	if err := encoded(resp); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidFilter, u.Redacted(), err)
 	}
 	return readFilter(resp.Body, u.Redacted(), "Content-Length", resp.ContentLength)
 }
@@ -384,6 +397,19 @@ func (c *Cache) get(ctx context.Context, u *url.URL) (*http.Response, error) {
 	return resp, nil
 }
 
+// encoded returns an error if resp has a Content-Encoding: pkbf reads a
+// file as it is and never decompresses it, while Nix decodes the body by
+// that header (and fails on one it does not know, identity included).
+// Only an empty value or "none", which Nix reads as no encoding, passes.
+func encoded(resp *http.Response) error {
+	for _, enc := range resp.Header.Values("Content-Encoding") {
+		if e := strings.TrimSpace(enc); e != "" && e != "none" {
+			return fmt.Errorf("sent with Content-Encoding %q; pkbf asked for the bytes as they are and does not decompress", enc)
+		}
+	}
+	return nil
+}
+
 // Fetch opens the cache at cacheURL (see [OpenCache]) and returns its
 // filter (see [Cache.Filter]).
 func Fetch(ctx context.Context, c *http.Client, cacheURL string) (*Filter, error) {
@@ -396,13 +422,18 @@ func Fetch(ctx context.Context, c *http.Client, cacheURL string) (*Filter, error
 }
 
 // Confirm asks the cache for the .narinfo of path (a store path, base name
-// or hash part) and reports whether the cache holds the path, as Nix
-// would decide it: true for a .narinfo Nix takes whose StorePath has the
-// path's hash part (and its name, if path has one); false for no .narinfo
-// (a local file missing; over HTTP 404, 410, 401, 403 or 407, as Nix reads
-// them) or one for another path; an error for anything else, such as a
-// .narinfo Nix would find corrupt. It reads nix-cache-info first, for the
-// store directory, unless an earlier call has.
+// or hash part, as [HashPart] takes it) and reports whether the cache
+// holds the path, as Nix would decide it: true only if a Nix whose store
+// directory is path's (for a base name or hash part: the cache's StoreDir,
+// or /nix/store) would open the cache (every StoreDir line names that
+// directory, every Priority is a number) and take the .narinfo (every field
+// Nix checks parses, as in [CachePaths]) for a StorePath with path's hash
+// part (and its name, if path has one). False for no .narinfo (a local
+// file missing; over HTTP 404, 410, 401, 403 or 407, as Nix reads them) or
+// one for another path; an error for anything else, such as a cache Nix
+// would not open, a .narinfo Nix would find corrupt, or a file sent with a
+// Content-Encoding. Signatures are not checked. It reads nix-cache-info
+// first, unless an earlier call has.
 func (c *Cache) Confirm(ctx context.Context, path string) (bool, error) {
 	part, err := HashPart(path)
 	if err != nil {
@@ -416,9 +447,13 @@ func (c *Cache) Confirm(ctx context.Context, path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	storeDir, ok := CacheInfoField(info, "StoreDir")
-	if !ok {
-		storeDir = defaultStoreDir
+	cacheDir, err := cacheStoreDir(info, c.where("nix-cache-info"))
+	if err != nil {
+		return false, err
+	}
+	storeDir, err := storeDirFor(path, cacheDir, c.where("nix-cache-info"))
+	if err != nil {
+		return false, err
 	}
 	name := part + ".narinfo"
 	b, err := c.readFile(ctx, name, maxNarinfo)

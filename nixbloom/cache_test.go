@@ -219,7 +219,7 @@ func TestLocalCacheStaysInside(t *testing.T) {
 func TestConfirm(t *testing.T) {
 	const hash = "00qrx0rfv2knlsshwjsq16198fklyy0y"
 	narinfo := func(storePath string) string {
-		return "StorePath: " + storePath + "\nURL: nar/x.nar\nNarHash: sha256:x\nNarSize: 120\n"
+		return "StorePath: " + storePath + "\nURL: nar/x.nar\nNarHash: sha256:1xmr8jicvzszfzpz46g37mlpvbzjl2wpwvl2b05psipssyp1sm8h\nNarSize: 120\n"
 	}
 	for _, tt := range []struct {
 		name, path, storeDir string

@@ -1,11 +1,13 @@
 package nixbloom
 
 import (
+	"bytes"
+	"compress/gzip"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -100,24 +102,12 @@ func FuzzCacheInfo(f *testing.F) {
 	})
 }
 
-// nixOpens says whether Nix 2.8 opens a binary cache with this
-// nix-cache-info, by the rules of cacheInfoLines (the ones CacheInfoField
-// and SetCacheInfoField read by): every StoreDir must be /nix/store, every
-// Priority must start with an int, as std::stoi reads it.
+// nixOpens says whether pkbf takes it that Nix 2.8, its store in
+// /nix/store, opens a binary cache with this nix-cache-info: by
+// cacheStoreDir, which Confirm and CachePaths read it with.
 func nixOpens(info []byte) bool {
-	stoi := regexp.MustCompile(`^[+-]?[0-9]+`)
-	for _, l := range cacheInfoLines(info) {
-		switch {
-		case !l.field:
-		case l.key == "StoreDir" && l.value != "/nix/store":
-			return false
-		case l.key == "Priority":
-			if _, err := strconv.ParseInt(stoi.FindString(l.value), 10, 32); err != nil {
-				return false
-			}
-		}
-	}
-	return true
+	dir, err := cacheStoreDir(info, "nix-cache-info")
+	return err == nil && (dir == "" || dir == defaultStoreDir)
 }
 
 // Nix itself is the oracle of how nix-cache-info reads: the fields Nix
@@ -157,6 +147,12 @@ func TestCacheInfoAgainstNix(t *testing.T) {
 		{"priority with a tail", "Priority:\t-5x\n", true},
 		{"priority out of range", "Priority: 99999999999\n", false},
 		{"a BloomFilter look-alike", "StoreDir: /nix/store\nBloomFilter : x\nWantMassQuery: 1\n", true},
+		{"priority after a vertical tab", "Priority: \v5\n", true},
+		{"priority signed twice", "Priority: +-5\n", false},
+		{"priority, the largest int", "Priority: 2147483647\n", true},
+		{"priority, one more", "Priority: 2147483648\n", false},
+		{"priority, the smallest int", "Priority: -2147483648\n", true},
+		{"priority, then one not a number", "Priority: 10\nPriority: x\n", false},
 	} {
 		dir := filepath.Join(t.TempDir(), "cache")
 		os.Mkdir(dir, 0o755)
@@ -168,26 +164,173 @@ func TestCacheInfoAgainstNix(t *testing.T) {
 	}
 }
 
+// nixWrittenNarinfo adds a file to the store, copies it to a binary cache
+// base with nix copy, and returns its store path, the cache and the text
+// of the .narinfo Nix wrote.
+func nixWrittenNarinfo(t *testing.T, env []string) (storePath, base, narinfo string) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "differential.txt")
+	os.WriteFile(src, []byte("pkbf nixbloom narinfo differential\n"), 0o644)
+	storePath = strings.TrimSpace(testkit.Nix(t, env, "nix-store", "--add", src))
+	base = filepath.Join(t.TempDir(), "base")
+	testkit.Nix(t, env, "nix", "copy", "--to", "file://"+base+"?compression=none", storePath)
+	hash := filepath.Base(storePath)[:hashPartLen]
+	return storePath, base, string(testkit.ReadFile(t, filepath.Join(base, hash+".narinfo")))
+}
+
+// Issue 41 follow-up F2: Confirm says present only where Nix opens the
+// cache (every StoreDir line names the client's store directory, every
+// Priority is a number) and takes the .narinfo for the path asked about;
+// a path outside the cache's store is unconfirmed. Nix is the oracle: nix
+// path-info of the path, with the path's directory as its store (the
+// store= option), where the question has one; else /nix/store.
+func TestConfirmCacheInfoAgainstNix(t *testing.T) {
+	env := testkit.NixEnv(t)
+	storePath, _, good := nixWrittenNarinfo(t, env)
+	hash := filepath.Base(storePath)[:hashPartLen]
+	base := filepath.Base(storePath)
+	for _, tt := range []struct {
+		name, info, narinfoStore, path string
+		oracleStore                    string // the client's store for a question without one
+	}{
+		{name: "plain", info: "StoreDir: /nix/store\n", path: storePath},
+		{name: "no StoreDir", info: "WantMassQuery: 1\n", path: storePath},
+		{name: "another store, then the store", info: "StoreDir: /evil\nStoreDir: /nix/store\n", path: storePath},
+		{name: "the store, then another", info: "StoreDir: /nix/store\nStoreDir: /evil\n", path: storePath},
+		{name: "the cache's store is another", info: "StoreDir: /evil/store\n", narinfoStore: "/evil/store", path: storePath},
+		{name: "the cache's store, asked so", info: "StoreDir: /evil/store\n", narinfoStore: "/evil/store", path: "/evil/store/" + base},
+		{name: "no StoreDir, another store asked", info: "", narinfoStore: "/gnu/store", path: "/gnu/store/" + base},
+		{name: "another store asked", info: "StoreDir: /nix/store\n", path: "/gnu/store/" + base},
+		{name: "a relative path asked", info: "StoreDir: /nix/store\n", path: "junk/" + base},
+		{name: "a hash part, the cache's store", info: "StoreDir: /evil/store\n", narinfoStore: "/evil/store", path: hash, oracleStore: "/evil/store"},
+		{name: "a base name, no StoreDir", info: "", path: base, oracleStore: "/nix/store"},
+		{name: "priority not a number", info: "StoreDir: /nix/store\nPriority: abc\n", path: storePath},
+		{name: "priority, then one not a number", info: "Priority: 10\nPriority: x\n", path: storePath},
+		{name: "priority after a vertical tab", info: "Priority: \v5\n", path: storePath},
+		{name: "priority with a tail", info: "Priority: 7x\n", path: storePath},
+		{name: "priority out of range", info: "Priority: 2147483648\n", path: storePath},
+		{name: "priority, the largest", info: "Priority: 2147483647\n", path: storePath},
+		{name: "priority signed twice", info: "Priority: +-1\n", path: storePath},
+	} {
+		dir := filepath.Join(t.TempDir(), "cache")
+		os.Mkdir(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "nix-cache-info"), []byte(tt.info), 0o644)
+		narinfo := good
+		if tt.narinfoStore != "" {
+			narinfo = strings.ReplaceAll(good, "/nix/store/", tt.narinfoStore+"/")
+		}
+		os.WriteFile(filepath.Join(dir, hash+".narinfo"), []byte(narinfo), 0o644)
+		store, asked := filepath.Dir(tt.path), tt.path
+		if !strings.Contains(tt.path, "/") {
+			store = tt.oracleStore
+			asked = store + "/" + base
+		}
+		out, nixErr := testkit.NixTry(env, "nix", "path-info", "--store", "file://"+dir+"?store="+store, asked)
+		takes := nixErr == nil && filepath.Base(strings.TrimSpace(out)) == base
+		c, err := OpenCache(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		present, err := c.Confirm(t.Context(), tt.path)
+		c.Close()
+		if present != takes || (err == nil) != (nixErr == nil) {
+			t.Errorf("%s: nix path-info %s (store %s): %q, %v; Confirm(%s) = %v, %v", tt.name, asked, store, out, nixErr, tt.path, present, err)
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), "nixbloom: ") {
+			t.Errorf("%s: error %q lacks the prefix", tt.name, err)
+		}
+	}
+}
+
+// Issue 41 follow-up F3: over HTTP, Nix decodes every file by its
+// Content-Encoding (and fails on one it does not know); pkbf reads the
+// bytes as they are, so any Content-Encoding but none on nix-cache-info or
+// a .narinfo leaves the path unconfirmed. Nix (nix path-info over HTTP) is
+// the oracle; one disagreement is kept: a body really gzipped, which Nix
+// decodes and pkbf refuses (it never decompresses).
+func TestConfirmContentEncodingAgainstNix(t *testing.T) {
+	env := testkit.NixEnv(t)
+	storePath, cache, _ := nixWrittenNarinfo(t, env)
+	for _, tt := range []struct {
+		name, file, enc string
+		gzipped         bool
+		disagree        bool
+	}{
+		{name: "no encoding", file: ".narinfo"},
+		{name: "none", file: ".narinfo", enc: "none"},
+		{name: "identity", file: ".narinfo", enc: "identity"},
+		{name: "br", file: ".narinfo", enc: "br"},
+		{name: "gzip, a plain body", file: ".narinfo", enc: "gzip"},
+		{name: "unknown", file: ".narinfo", enc: "x-pkbf"},
+		{name: "nix-cache-info none", file: "nix-cache-info", enc: "none"},
+		{name: "nix-cache-info identity", file: "nix-cache-info", enc: "identity"},
+		{name: "nix-cache-info br", file: "nix-cache-info", enc: "br"},
+		{name: "gzip, gzipped", file: ".narinfo", enc: "gzip", gzipped: true, disagree: true},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, err := os.ReadFile(filepath.Join(cache, filepath.Base(r.URL.Path)))
+			if err != nil {
+				http.NotFound(w, r)
+				return
+			}
+			if strings.HasSuffix(r.URL.Path, tt.file) && tt.enc != "" {
+				w.Header().Set("Content-Encoding", tt.enc)
+				if tt.gzipped {
+					var z bytes.Buffer
+					zw := gzip.NewWriter(&z)
+					zw.Write(b)
+					zw.Close()
+					b = z.Bytes()
+				}
+			}
+			w.Write(b)
+		}))
+		own := append(slices.Clip(env), "XDG_CACHE_HOME="+t.TempDir()) // no answer remembered from another case
+		out, nixErr := testkit.NixTry(own, "nix", "path-info", "--store", srv.URL, storePath)
+		takes := nixErr == nil && strings.TrimSpace(out) == storePath
+		c, err := OpenCache(srv.URL, srv.Client())
+		if err != nil {
+			t.Fatal(err)
+		}
+		present, err := c.Confirm(t.Context(), storePath)
+		srv.Close()
+		agree := present == takes && (err == nil) == (nixErr == nil)
+		switch {
+		case agree == tt.disagree:
+			t.Errorf("%s: nix path-info: %q, %v; Confirm = %v, %v (a known disagreement: %v)", tt.name, out, nixErr, present, err, tt.disagree)
+		case err != nil && !strings.HasPrefix(err.Error(), "nixbloom: "):
+			t.Errorf("%s: error %q lacks the prefix", tt.name, err)
+		}
+	}
+}
+
+// nixHashOf returns the Nix32 digest of the field of narinfo whose key
+// starts with c ('n': NarHash), without its "sha256:".
+func nixHashOf(narinfo string, c byte) string {
+	for _, line := range strings.Split(narinfo, "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok && len(k) > 0 && k[0]|0x20 == c && strings.HasSuffix(k, "Hash") {
+			return strings.TrimPrefix(v, "sha256:")
+		}
+	}
+	return ""
+}
+
 // Nix is the oracle of how a .narinfo reads: each variant of a .narinfo
 // Nix wrote is put in a cache of its own, and pkbf's CachePaths lists what
 // nix path-info --all lists, and refuses what it refuses. Where the
 // StorePath has another hash part than the file's name, nix path-info
 // lists it (from its cache of the lookup it refused) but nix copy --from
-// the cache says the path is not valid: there the copy is the oracle. Two
-// disagreements are known and kept: pkbf refuses a .narinfo that is a
-// symbolic link (Nix follows it), and does not check the values of the
-// fields it does not use (References here), so it lists a path Nix
-// refuses, which puts a false positive in the filter.
+// the cache says the path is not valid: there the copy is the oracle.
+// Every field Nix parses is varied (hashes in each encoding, References,
+// Deriver, CA, every StorePath line: issue 41 follow-up F1), and Confirm
+// is checked against nix path-info of the path too. One disagreement is
+// known and kept: pkbf refuses a .narinfo that is a symbolic link (Nix
+// follows it).
 func TestNarinfoAgainstNix(t *testing.T) {
 	env := testkit.NixEnv(t)
-	src := filepath.Join(t.TempDir(), "differential.txt")
-	os.WriteFile(src, []byte("pkbf nixbloom narinfo differential\n"), 0o644)
-	storePath := strings.TrimSpace(testkit.Nix(t, env, "nix-store", "--add", src))
-	base := filepath.Join(t.TempDir(), "base")
-	testkit.Nix(t, env, "nix", "copy", "--to", "file://"+base+"?compression=none", storePath)
+	storePath, base, good := nixWrittenNarinfo(t, env)
 	hash := filepath.Base(storePath)[:hashPartLen]
 	name := filepath.Base(storePath)[hashPartLen+1:]
-	good := string(testkit.ReadFile(t, filepath.Join(base, hash+".narinfo")))
 	field := func(key string) string { // the line of key, with its '\n'
 		i := strings.Index(good, key+": ")
 		return good[i : i+strings.IndexByte(good[i:], '\n')+1]
@@ -242,7 +385,52 @@ func TestNarinfoAgainstNix(t *testing.T) {
 		{name: "a name that is not a hash part is not Nix's", file: "short.narinfo", narinfo: "junk"},
 		{name: "a hash part with e", file: "e" + hash[1:] + ".narinfo", narinfo: good},
 		{name: "a link to a .narinfo", narinfo: good, link: true, disagree: "pkbf refuses a link"},
-		{name: "a reference that is no store path", narinfo: with("References", "not-a-path"), disagree: "pkbf does not read References"},
+		// Issue 41 follow-up F1: every field Nix parses, as Nix parses it.
+		{name: "NarHash garbage", narinfo: with("NarHash", "garbage")},
+		{name: "NarHash of an unknown type", narinfo: with("NarHash", "sha3:"+nixHashOf(good, 'n'))},
+		{name: "NarHash in base 16", narinfo: with("NarHash", "sha256:"+strings.Repeat("0a", 32))},
+		{name: "NarHash in base 16, upper case", narinfo: with("NarHash", "sha256:"+strings.Repeat("0A", 32))},
+		{name: "NarHash in base 16, a bad digit", narinfo: with("NarHash", "sha256:"+strings.Repeat("0g", 32))},
+		{name: "NarHash in base 64", narinfo: with("NarHash", "sha256:"+strings.Repeat("A", 43)+"=")},
+		{name: "NarHash in base 64, a bad byte", narinfo: with("NarHash", "sha256:"+strings.Repeat("A", 42)+"*=")},
+		{name: "NarHash in base 64, short", narinfo: with("NarHash", "sha256:"+strings.Repeat("A", 40)+"====")},
+		{name: "NarHash as SRI", narinfo: with("NarHash", "sha256-"+strings.Repeat("A", 43)+"=")},
+		{name: "NarHash as SRI, short", narinfo: with("NarHash", "sha256-"+strings.Repeat("A", 42))},
+		{name: "NarHash in Nix32, too many bits", narinfo: with("NarHash", "sha256:z"+nixHashOf(good, 'n')[1:])},
+		{name: "NarHash in Nix32, a bad character", narinfo: with("NarHash", "sha256:e"+nixHashOf(good, 'n')[1:])},
+		{name: "NarHash of the wrong length", narinfo: with("NarHash", "sha256:"+nixHashOf(good, 'n')[1:])},
+		{name: "NarHash sha1", narinfo: with("NarHash", "sha1:"+strings.Repeat("0", 40))},
+		{name: "NarHash without type", narinfo: with("NarHash", nixHashOf(good, 'n'))},
+		{name: "FileHash garbage", narinfo: good + "FileHash: garbage\n"},
+		{name: "FileHash good", narinfo: good + "FileHash: sha256:" + nixHashOf(good, 'n') + "\n"},
+		{name: "a reference that is no store path", narinfo: with("References", "not-a-path")},
+		{name: "a reference with a bad name", narinfo: with("References", hash+"-a,b")},
+		{name: "a reference with an empty name", narinfo: with("References", hash+"-")},
+		{name: "references with doubled spaces", narinfo: with("References", " "+hash+"-"+name+"  "+hash+"-"+name+" ")},
+		{name: "references with a tab", narinfo: with("References", hash+"-"+name+"\t"+hash+"-"+name)},
+		{name: "References twice", narinfo: good + "References: " + hash + "-" + name + "\n"},
+		{name: "References twice, the first empty", narinfo: with("References", "") + "References: " + hash + "-" + name + "\n"},
+		{name: "Deriver bad", narinfo: good + "Deriver: bad\n"},
+		{name: "Deriver unknown", narinfo: good + "Deriver: unknown-deriver\n"},
+		{name: "Deriver good", narinfo: good + "Deriver: " + other + "-x.drv\n"},
+		{name: "CA garbage", narinfo: with("CA", "garbage")},
+		{name: "CA empty", narinfo: with("CA", "")},
+		{name: "no CA", narinfo: without("CA")},
+		{name: "CA fixed flat sha1", narinfo: with("CA", "fixed:sha1:"+strings.Repeat("0", 40))},
+		{name: "CA text sha256", narinfo: with("CA", "text:sha256:"+nixHashOf(good, 'n'))},
+		{name: "CA text sha1", narinfo: with("CA", "text:sha1:"+strings.Repeat("0", 40))},
+		{name: "CA of an unknown method", narinfo: with("CA", "flat:sha256:"+nixHashOf(good, 'n'))},
+		{name: "CA fixed, a bad digest", narinfo: with("CA", "fixed:r:sha256:xyz")},
+		{name: "CA twice", narinfo: good + field("CA")},
+		{name: "CA twice, the first empty", narinfo: with("CA", "") + field("CA")},
+		{name: "CA fixed in base 16", narinfo: with("CA", "fixed:r:sha256:"+strings.Repeat("0a", 32))},
+		{name: "CA fixed with an SRI-looking digest", narinfo: with("CA", "fixed:r:sha256-"+strings.Repeat("A", 43)+"=")},
+		{name: "CA fixed in base 64", narinfo: with("CA", "fixed:r:sha256:"+strings.Repeat("A", 43)+"=")},
+		{name: "CA fixed, no type", narinfo: with("CA", "fixed:r:"+nixHashOf(good, 'n'))},
+		{name: "StorePath garbage before the right one", narinfo: "StorePath: garbage\n" + good},
+		{name: "StorePath in another store before the right one", narinfo: "StorePath: /gnu/store/" + hash + "-" + name + "\n" + good},
+		{name: "Sig garbage", narinfo: good + "Sig: garbage\n"},
+		{name: "System anything", narinfo: good + "System: \x01\n"},
 	} {
 		dir := filepath.Join(t.TempDir(), "cache")
 		os.Mkdir(dir, 0o755)
@@ -270,6 +458,25 @@ func TestNarinfoAgainstNix(t *testing.T) {
 		}
 		paths, err := CachePaths(dir)
 		agree := (nixErr != nil) == (err != nil) && (err != nil || slices.Equal(paths, nixPaths))
+		// Confirm says present exactly when Nix takes the .narinfo for the
+		// path: nix path-info of the path succeeds and prints a path with its
+		// hash part and name (it prints the StorePath it read, whatever its
+		// name or hash, which nix copy refuses; a '_' after the hash part it
+		// takes). It is an error exactly when nix path-info fails.
+		if file == hash+".narinfo" && !tt.link {
+			out, nixOne := testkit.NixTry(env, "nix", "path-info", "--store", "file://"+dir, storePath)
+			c, err := OpenCache(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			present, cerr := c.Confirm(t.Context(), storePath)
+			c.Close()
+			printed := filepath.Base(strings.TrimSpace(out)) + " "
+			takes := nixOne == nil && printed[:min(hashPartLen, len(printed))] == hash && printed[min(hashPartLen+1, len(printed)):] == name+" "
+			if present != takes || (cerr == nil) != (nixOne == nil) {
+				t.Errorf("%s: nix path-info %s: %v; Confirm = %v, %v", tt.name, storePath, nixOne, present, cerr)
+			}
+		}
 		switch {
 		case tt.disagree == "" && !agree:
 			t.Errorf("%s: Nix lists %q (%v); pkbf %q (%v)", tt.name, nixPaths, nixErr, paths, err)

@@ -13,9 +13,11 @@
 // # Nix's rules
 //
 // nix-cache-info is read and written ([CacheInfoField],
-// [SetCacheInfoField]) as Nix reads it, and a .narinfo as Nix's parser
-// frames it; the tests check both against Nix itself. What a cache says
-// never leads to a local file outside it: see [Cache].
+// [SetCacheInfoField]) as Nix reads it, a cache is taken only where Nix
+// would open it, and a .narinfo only where Nix's parser takes it (every
+// field Nix parses, except that signatures are not checked); the tests
+// check all three against Nix itself. What a cache says never leads to a
+// local file outside it: see [Cache].
 //
 // # Format
 //
@@ -134,16 +136,77 @@ func HashPart(path string) (string, error) {
 }
 
 // hashPart returns the hash part of a store path ("/nix/store/HASH-name"),
-// a base name ("HASH-name") or a bare hash part ("HASH"), unchecked.
+// a base name ("HASH-name") or a bare hash part ("HASH"), its Nix32
+// unchecked. A name must be one Nix takes (see [checkName]); a store
+// directory must be absolute and clean, without control characters, so
+// that no path pkbf takes can forge a line of its output.
 func hashPart(path string) (string, error) {
-	base := path[strings.LastIndexByte(path, '/')+1:]
+	slash := strings.LastIndexByte(path, '/')
+	base := path[slash+1:]
+	if slash >= 0 {
+		if err := checkStoreDir(path[:slash]); err != nil {
+			return "", fmt.Errorf("%w: %q: %s", ErrInvalidPath, path, err)
+		}
+	}
 	switch {
-	case len(base) == hashPartLen:
+	case len(base) == hashPartLen && slash < 0:
 		return base, nil
 	case len(base) > hashPartLen+1 && base[hashPartLen] == '-':
+		if err := checkName(base[hashPartLen+1:]); err != nil {
+			return "", fmt.Errorf("%w: %q: %s", ErrInvalidPath, path, err)
+		}
 		return base[:hashPartLen], nil
 	}
 	return "", fmt.Errorf("%w: %q is not a store path, base name or 32-character hash part", ErrInvalidPath, path)
+}
+
+// checkStoreDir checks the directory of a store path given to pkbf: an
+// absolute, clean path (no empty, "." or ".." element, no final '/')
+// without control characters. It runs on every query, so it looks at each
+// byte once.
+func checkStoreDir(dir string) error {
+	if !strings.HasPrefix(dir, "/") {
+		return errors.New("the store directory is not an absolute path")
+	}
+	for start := 1; start <= len(dir); {
+		end := start
+		for end < len(dir) && dir[end] != '/' {
+			if c := dir[end]; c < 0x20 || c == 0x7f {
+				return errors.New("a control character in the store directory")
+			}
+			end++
+		}
+		if e := dir[start:end]; e == "" || e == "." || e == ".." {
+			return errors.New("the store directory is not a clean path")
+		}
+		start = end + 1
+	}
+	return nil
+}
+
+// nameByte says which bytes a store path's name may hold: [0-9A-Za-z+-._?=].
+var nameByte = func() (ok [256]bool) {
+	for _, c := range []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+-._?=") {
+		ok[c] = true
+	}
+	return ok
+}()
+
+// checkName checks a store path's name as Nix's StorePath does: 1 to 211
+// characters from [0-9A-Za-z+-._?=].
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("the name is empty")
+	case len(name) > 211:
+		return errors.New("the name is longer than 211 characters")
+	}
+	for i := range len(name) {
+		if !nameByte[name[i]] {
+			return fmt.Errorf("%q is not allowed in a name", name[i])
+		}
+	}
+	return nil
 }
 
 // hashes returns h1 and h2 of a store path.

@@ -182,6 +182,12 @@ func TestBadPaths(t *testing.T) {
 		"", "abc", "/nix/store/", good[:31], good + "x", good + "-",
 		"e" + good[1:], "o" + good[1:], "t" + good[1:], "u" + good[1:], "A" + good[1:],
 		"/nix/store/" + good[:31] + "-name", "/nix/store/" + good + "_name",
+		// Issue 41 follow-up F6: what could forge a line of output, or is
+		// no store path Nix takes.
+		"/x\npresent\t/nix/store/" + good + "-name", "/nix/store\t/" + good + "-name", "/nix/store\x7f/" + good + "-name",
+		"junk/" + good + "-name", "nix/store/" + good + "-name", "/" + good + "-name", "/nix//store/" + good + "-name",
+		"/nix/store/../store/" + good + "-name", "/nix/store/" + good, "/nix/store/" + good + "-a b", "/nix/store/" + good + "-a\nb",
+		good + "-" + strings.Repeat("n", 212),
 	} {
 		if ok, err := f.MayContain(path); ok || !errors.Is(err, ErrInvalidPath) {
 			t.Errorf("MayContain(%q) = %v, %v; want ErrInvalidPath", path, ok, err)

@@ -7,9 +7,11 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,6 +61,8 @@ func ReadPaths(r io.Reader, name string) ([]string, error) {
 // must be a regular file that Nix would take (see the package's
 // documentation) and whose StorePath, in the store directory of dir's
 // nix-cache-info (/nix/store if it names none), has the file's hash part.
+// A nix-cache-info that no Nix would open (StoreDir lines that disagree,
+// a Priority that is no number) is refused.
 // Other names are not Nix's and are skipped. Any error names the file; a
 // directory without a nix-cache-info is refused.
 func CachePaths(dir string) ([]string, error) {
@@ -71,8 +75,11 @@ func CachePaths(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	storeDir, ok := CacheInfoField(info, "StoreDir")
-	if !ok {
+	storeDir, err := cacheStoreDir(info, filepath.Join(dir, "nix-cache-info"))
+	if err != nil {
+		return nil, err
+	}
+	if storeDir == "" {
 		storeDir = defaultStoreDir
 	}
 	d, err := root.Open(".")
@@ -125,21 +132,27 @@ func readCacheInfo(root *os.Root, dir string) ([]byte, error) {
 }
 
 // readRegular reads name in root, a regular file (not a link) of at most
-// limit bytes.
+// limit bytes. What it opens must be the file it looked at: a link, FIFO
+// or other file swapped in meanwhile is refused, not followed or waited on.
 func readRegular(root *os.Root, dir, name string, limit int64) ([]byte, error) {
 	where := filepath.Join(dir, name)
-	fi, err := root.Lstat(name)
+	lfi, err := root.Lstat(name)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", where, unwrapPath(err))
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is %s, not a regular file", where, mapfile.Kind(fi.Mode()))
-	case fi.Size() > limit:
-		return nil, fmt.Errorf("%s is larger than %d bytes", where, limit)
+	case !lfi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is %s, not a regular file", where, mapfile.Kind(lfi.Mode()))
 	}
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where, unwrapPath(err))
+	f, fi, err := openRegular(root, name)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", where, err)
+	case !os.SameFile(lfi, fi):
+		f.Close()
+		return nil, fmt.Errorf("%s changed while pkbf opened it", where)
+	case fi.Size() > limit:
+		f.Close()
+		return nil, fmt.Errorf("%s is larger than %d bytes", where, limit)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
@@ -153,7 +166,10 @@ func readRegular(root *os.Root, dir, name string, limit int64) ([]byte, error) {
 }
 
 // Publish puts f into the binary cache directory dir, at name (a
-// slash-separated path relative to dir, in a directory that exists), and
+// slash-separated path relative to dir, in a directory that exists; one
+// that the BloomFilter field reads back, by [Cache.Filter], as the same
+// file, and not one of the cache's own: nix-cache-info, a .narinfo or .ls
+// file, anything under nar/, log/, realisations/ or debuginfo/), and
 // then sets BloomFilter: name in dir's nix-cache-info (see
 // [SetCacheInfoField]), so that a client never sees the field name a file
 // that is not there. Each file is replaced atomically (a temporary file
@@ -167,8 +183,8 @@ func Publish(dir, name string, f *Filter) error {
 		return fmt.Errorf("nixbloom: filter path %q: want a path inside the cache, relative to it", name)
 	}
 	name = path.Clean(name)
-	if name == "nix-cache-info" {
-		return fmt.Errorf("nixbloom: filter path %q: that is the cache's own nix-cache-info", name)
+	if err := checkFilterName(name); err != nil {
+		return fmt.Errorf("nixbloom: filter path %q: %w", name, err)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -191,6 +207,34 @@ func Publish(dir, name string, f *Filter) error {
 	}
 	if err := replaceIn(root, dir, "nix-cache-info", func(w io.Writer) error { _, err := w.Write(newInfo); return err }); err != nil {
 		return fmt.Errorf("%w (the filter is written, but the cache does not name it)", err)
+	}
+	return nil
+}
+
+// nixDirs are the directories where Nix keeps a binary cache's files.
+var nixDirs = []string{"nar", "log", "realisations", "debuginfo"}
+
+// checkFilterName refuses a filter name (cleaned, relative) that a reader
+// of the BloomFilter field ([Cache.Filter]) would take for another file or
+// refuse, and one that is, or may one day be, a file of the cache itself:
+// nix-cache-info, a .narinfo or .ls listing, anything under Nix's
+// directories.
+func checkFilterName(name string) error {
+	ref, err := url.Parse(name)
+	if err != nil || ref.Scheme != "" || ref.RawQuery != "" || ref.ForceQuery {
+		return errors.New("the BloomFilter field would not read back as this file")
+	}
+	if back, err := localName(ref); err != nil || back != name {
+		return errors.New("the BloomFilter field would not read back as this file")
+	}
+	first, _, _ := strings.Cut(name, "/")
+	switch {
+	case name == "nix-cache-info":
+		return errors.New("that is the cache's own nix-cache-info")
+	case strings.HasSuffix(name, ".narinfo") || strings.HasSuffix(name, ".ls"):
+		return errors.New("a .narinfo or .ls name is Nix's, in a binary cache")
+	case slices.Contains(nixDirs, first):
+		return fmt.Errorf("%s/ is where Nix keeps the cache's files", first)
 	}
 	return nil
 }
@@ -222,33 +266,43 @@ func noLinks(root *os.Root, dir, name string) error {
 // temporary file beside it (.NAME.tmp-*), synced and renamed over it, with
 // the mode of the file it replaces (0644 for a new one); a failure removes
 // the temporary file. A name that is not (or not only) a regular file is
-// refused first, and again just before the rename.
+// refused first, and again just before the rename. The temporary file is
+// made, renamed and removed through the directory opened once, so a link
+// swapped in for it meanwhile leaves nothing behind.
 func replaceIn(root *os.Root, dir, name string, write func(io.Writer) error) (err error) {
 	if err := noLinks(root, dir, name); err != nil {
 		return err
 	}
+	parent, base := path.Split(name)
+	d := root
+	if parent != "" {
+		if d, err = root.OpenRoot(filepath.FromSlash(path.Clean(parent))); err != nil {
+			return fmt.Errorf("nixbloom: %w", err)
+		}
+		defer d.Close()
+	}
 	mode := fs.FileMode(0o644)
-	if fi, err := root.Lstat(filepath.FromSlash(name)); err == nil {
+	if fi, err := d.Lstat(base); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	parent, base := path.Split(name)
-	tmp := parent + "." + base + ".tmp-" + strconv.FormatUint(rand.Uint64(), 36)
-	file, err := root.OpenFile(filepath.FromSlash(tmp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	tmp := "." + base + ".tmp-" + strconv.FormatUint(rand.Uint64(), 36)
+	where := filepath.Join(dir, filepath.FromSlash(parent), tmp)
+	file, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("nixbloom: %w", err)
 	}
 	defer func() {
 		if err != nil {
 			file.Close()
-			root.Remove(filepath.FromSlash(tmp))
+			d.Remove(tmp)
 		}
 	}()
 	bw := bufio.NewWriterSize(file, 1<<20)
 	if err := write(bw); err != nil {
-		return fmt.Errorf("nixbloom: writing %s: %w", filepath.Join(dir, tmp), err)
+		return fmt.Errorf("nixbloom: writing %s: %w", where, err)
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("nixbloom: writing %s: %w", filepath.Join(dir, tmp), err)
+		return fmt.Errorf("nixbloom: writing %s: %w", where, err)
 	}
 	if err := file.Chmod(mode); err != nil {
 		return fmt.Errorf("nixbloom: %w", err)
@@ -262,12 +316,12 @@ func replaceIn(root *os.Root, dir, name string, write func(io.Writer) error) (er
 	if err := noLinks(root, dir, name); err != nil {
 		return err
 	}
-	if err := root.Rename(filepath.FromSlash(tmp), filepath.FromSlash(name)); err != nil {
+	if err := d.Rename(tmp, base); err != nil {
 		return fmt.Errorf("nixbloom: %w", err)
 	}
-	if d, err := root.Open(filepath.FromSlash(path.Dir(name))); err == nil {
-		d.Sync()
-		d.Close()
+	if f, err := d.Open("."); err == nil {
+		f.Sync()
+		f.Close()
 	}
 	return nil
 }

@@ -33,25 +33,32 @@ pkbf nix build [--fp-rate P] [--output PATH] SOURCE
   SOURCE is a binary cache directory (as nix copy --to file://DIR writes
   one): the filter holds the StorePath of each of its .narinfo files (read
   as Nix reads them), is written to PATH inside it (default
-  ` + defaultNixFilterName + `), and its nix-cache-info gets BloomFilter: PATH.
-  A symbolic link under the cache on the way to either file is refused:
-  nothing is written through one. Or SOURCE is a file of store paths, one a
-  line (- for standard input), and --output names the filter file. Files
-  are replaced atomically (the filter first, then nix-cache-info). Run it
-  again after each nix copy to the cache: a path added since is not in the
-  filter, and clients would skip it.
+  ` + defaultNixFilterName + `: a name the BloomFilter field reads back
+  as that file, and none of the cache's own: no .narinfo or .ls, nothing
+  under nar/, log/, realisations/ or debuginfo/), and its nix-cache-info
+  gets BloomFilter: PATH. A symbolic link under the cache on the way to
+  either file is refused: nothing is written through one. Or SOURCE is a
+  file of store paths, one a line (- for standard input), and --output
+  names the filter file. Files are replaced atomically (the filter first,
+  then nix-cache-info). Run it again after each nix copy to the cache: a
+  path added since is not in the filter, and clients would skip it.
 
 pkbf nix check [--json] [--confirm] CACHE [PATH...]
   CACHE is the cache's URL (https://, http://, file://) or directory.
-  PATHs are store paths, base names or hash parts; standard input, one a
-  line, when none. Prints for each: possibly-present or absent, then the
-  path, separated by a tab (--json: one object a line). The filter answers
-  from its bits alone: absent is certain, possibly-present may be a false
-  positive. --confirm asks the cache for the .narinfo of each
-  possibly-present path: present, or absent (the filter's false positive),
-  or unconfirmed. What a cache says never leads to a file outside it: the
-  BloomFilter field is a path under the cache or an http(s) URL, redirects
-  go to http(s) only, and from an https cache never to plain http.
+  PATHs are store paths, base names or hash parts, in the characters Nix
+  allows (no control characters); standard input, one a line, when none.
+  Prints for each: possibly-present or absent, then the path, separated
+  by a tab (--json: one object a line). The filter answers from its bits
+  alone: absent is certain, possibly-present may be a false positive.
+  --confirm asks the cache for the .narinfo of each possibly-present
+  path: present (a Nix whose store is the path's directory would open the
+  cache and take that .narinfo for that path; signatures are not
+  checked), absent (the filter's false positive), or unconfirmed
+  (anything else: a cache or .narinfo Nix would refuse, a file sent with
+  a Content-Encoding, a path outside the cache's store). What a cache
+  says never leads to a file outside it: the BloomFilter field is a path
+  under the cache or an http(s) URL, redirects go to http(s) only, and
+  from an https cache never to plain http.
 
 Exit status of check, the first row that applies: 1 a path is possibly
 present (with --confirm: present); 2 no such path, but a PATH was not a

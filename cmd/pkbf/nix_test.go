@@ -367,3 +367,51 @@ func TestNixBloomFilterLookalikeKey(t *testing.T) {
 		t.Errorf("check after build: exit %d, %q %q; want the new filter's answer", r.code, r.stdout, r.stderr)
 	}
 }
+
+// Issue 41 follow-up F6: a PATH with a line end or tab in it cannot forge
+// a line of nix check's output: a store path's characters are a fixed set
+// (its directory absolute, clean and without control characters), so such
+// a PATH is refused, quoted, on standard error, and prints no verdict.
+func TestNixCheckPathCannotForgeLines(t *testing.T) {
+	_, cache := nixTestCache(t, "StoreDir: /nix/store\nBloomFilter: f.nixbloom\n")
+	os.WriteFile(filepath.Join(cache, "f.nixbloom"), nixTestFilter(t, nixTestPath), 0o644)
+	for _, forged := range []string{
+		"/x\npresent\t/nix/store/whatever/" + nixTestHash + "-f12.txt",
+		"/nix/store/" + nixTestHash + "-f12.txt\npresent\t/nix/store/" + nixTestHash + "-f12.txt",
+		"/nix/store\t/" + nixTestHash + "-f12.txt",
+		"/nix/store/\x1b[2K" + nixTestHash + "-f12.txt",
+	} {
+		for _, confirm := range [][]string{nil, {"--confirm"}} {
+			args := append(append([]string{"nix", "check"}, confirm...), cache, forged)
+			r := runWith(t, nil, args...)
+			if r.code != exitTrouble || r.stdout != "" || !strings.Contains(r.stderr, "argument ") || strings.ContainsAny(strings.TrimSuffix(r.stderr, "\n"), "\n\t") {
+				t.Errorf("%q %v: exit %d, stdout %q, stderr %q; want 2, nothing printed, the path quoted", forged, confirm, r.code, r.stdout, r.stderr)
+			}
+		}
+	}
+}
+
+// Issue 41 follow-up F4, F5: nix build --output names a file the cache's
+// BloomFilter field reads back as that file, and never one of the cache's
+// own: each of these is refused, and the cache is left as it was.
+func TestNixBuildOutputNeverACacheFile(t *testing.T) {
+	for _, out := range []string{nixTestHash + ".narinfo", "nar/x.nar", "a:b", "100%.bloom", "f#x", "f?x", "%41.bloom"} {
+		_, cache := nixTestCache(t, "StoreDir: /nix/store\n")
+		os.Mkdir(filepath.Join(cache, "nar"), 0o755)
+		os.WriteFile(filepath.Join(cache, "nar", "x.nar"), []byte("nar"), 0o644)
+		before := map[string]string{}
+		for _, name := range []string{"nix-cache-info", nixTestHash + ".narinfo", "nar/x.nar"} {
+			b, _ := os.ReadFile(filepath.Join(cache, name))
+			before[name] = string(b)
+		}
+		r := runWith(t, nil, "nix", "build", "--output", out, cache)
+		if r.code != exitTrouble || !strings.Contains(r.stderr, "pkbf: error: nixbloom: filter path ") {
+			t.Errorf("--output %s: exit %d, %q; want 2 and the name refused", out, r.code, r.stderr)
+		}
+		for name, text := range before {
+			if b, _ := os.ReadFile(filepath.Join(cache, name)); string(b) != text {
+				t.Errorf("--output %s: %s changed", out, name)
+			}
+		}
+	}
+}
