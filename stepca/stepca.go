@@ -36,6 +36,7 @@ import (
 	"log"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/pkbf/pkbf"
@@ -136,6 +137,60 @@ type request struct {
 
 type publicKey struct {
 	PublicKey []byte `json:"publicKey"`
+}
+
+// fieldNames are the JSON names the handler reads. encoding/json matches
+// a name case-insensitively and keeps the last of duplicated keys, so a
+// body could show one key to a reader that takes the first or the exact
+// spelling and another to the handler: [checkKeys] refuses such bodies.
+var fieldNames = []string{"x509Certificate", "x509CertificateRequest", "sshCertificate", "sshCertificateRequest", "publicKey"}
+
+// checkKeys refuses a JSON body in which an object has a key twice, or a
+// key that is one of fieldNames spelled in another case. step-ca writes
+// its bodies with encoding/json, which does neither. A body that is not
+// JSON is left for the decoder to report.
+func checkKeys(body []byte) *refusal {
+	type object struct {
+		seen    map[string]bool
+		wantKey bool
+	}
+	var stack []*object // nil for an array
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if n := len(stack); n > 0 && stack[n-1] != nil && stack[n-1].wantKey {
+			if k, ok := tok.(string); ok {
+				o := stack[n-1]
+				if o.seen[k] {
+					return refuse(http.StatusBadRequest, CodeBadRequest, "the request body has the key %q twice in one object", k)
+				}
+				for _, name := range fieldNames {
+					if k != name && strings.EqualFold(k, name) {
+						return refuse(http.StatusBadRequest, CodeBadRequest, "the request body has the key %q, not spelled %q", k, name)
+					}
+				}
+				o.seen[k], o.wantKey = true, false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &object{seen: map[string]bool{}, wantKey: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, nil)
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: the object holding it expects a key next.
+		if n := len(stack); n > 0 && stack[n-1] != nil {
+			stack[n-1].wantKey = true
+		}
+	}
 }
 
 // refusal is a refused call: its HTTP status and the error object step-ca
@@ -255,6 +310,9 @@ func (h *Handler) checkSignature(sig string, body []byte) *refusal {
 // publicKeyOf returns the DER SPKI of the one public key in a webhook
 // request body, and what it is the key of.
 func publicKeyOf(body []byte) (der []byte, what string, ref *refusal) {
+	if ref := checkKeys(body); ref != nil {
+		return nil, "", ref
+	}
 	var req request
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req); err != nil {

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -181,6 +182,7 @@ func TestHandler(t *testing.T) {
 	signed := NewHandler(live, Options{Secret: secret})
 	small := NewHandler(live, Options{MaxBody: 512})
 	clean := slices.Clip(x509Body("x509Certificate", spkiOf(t, fx.cleanP256))) // appended to below
+	b64 := base64.StdEncoding.EncodeToString
 	for _, tc := range []struct {
 		name    string
 		h       *Handler
@@ -218,6 +220,16 @@ func TestHandler(t *testing.T) {
 		{name: "publicKey cut short", body: x509Body("x509Certificate", spkiOf(t, fx.pwnedP256)[:40]), status: 200, code: CodeInvalidKey, message: "cannot be checked"},
 		{name: "SSH key garbage", body: []byte(`{"sshCertificate":{"publicKey":"AAAAB3NzaC1yc2EAAAAB"}}`), status: 200, code: CodeInvalidKey, message: "the SSH certificate's public key cannot be checked: invalid key"},
 		{name: "SSH key of unknown type", body: []byte(`{"sshCertificate":{"publicKey":"AAAAB3NzaC1mb28="}}`), status: 200, code: CodeInvalidKey, message: "not supported"},
+		// Item 3 of the step-ca review: encoding/json keeps the last of
+		// duplicated keys and matches names in any case.
+		{name: "duplicated certificate key", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.pwnedP256)) + `"},"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `"}}`), status: 400, code: CodeBadRequest, message: `the request body has the key "x509Certificate" twice in one object`},
+		{name: "duplicated publicKey", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.pwnedP256)) + `","publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `"}}`), status: 400, code: CodeBadRequest, message: `the key "publicKey" twice`},
+		{name: "certificate key in another case", body: []byte(`{"X509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `"}}`), status: 400, code: CodeBadRequest, message: `the request body has the key "X509Certificate", not spelled "x509Certificate"`},
+		{name: "publicKey in another case", body: []byte(`{"x509Certificate":{"publickey":"` + b64(spkiOf(t, fx.cleanP256)) + `"}}`), status: 400, code: CodeBadRequest, message: `not spelled "publicKey"`},
+		{name: "publicKey beside PUBLICKEY", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.pwnedP256)) + `","PUBLICKEY":"` + b64(spkiOf(t, fx.cleanP256)) + `"}}`), status: 400, code: CodeBadRequest, message: `"PUBLICKEY", not spelled "publicKey"`},
+		{name: "sshCertificate with a long s", body: []byte(`{"ſshCertificate":{"publicKey":"AAAA"}}`), status: 400, code: CodeBadRequest, message: `not spelled "sshCertificate"`},
+		{name: "duplicated key in a nested array", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `","extensions":[{"id":"1","id":"2"}]}}`), status: 400, code: CodeBadRequest, message: `the key "id" twice`},
+		{name: "same key in sibling objects", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `","extensions":[{"id":"1"},{"id":"2"}],"id":"3"}}`), status: 200},
 		{name: "GET", method: http.MethodGet, status: 405, code: CodeBadRequest, message: "POST requests, not GET"},
 		{name: "no client certificate", tls: &tls.ConnectionState{}, body: clean, status: 403, code: CodeUnauthenticated, message: "no verified client certificate"},
 		{name: "plain HTTP", tls: nil, body: clean, status: 403, code: CodeUnauthenticated, message: "no verified client certificate"},
@@ -263,8 +275,8 @@ func TestHandler(t *testing.T) {
 			}
 		})
 	}
-	if s := plain.Stats(); s.Compromised != 8 || s.Allowed != 5 {
-		t.Errorf("stats %+v: want 8 compromised, 5 allowed", s)
+	if s := plain.Stats(); s.Compromised != 8 || s.Allowed != 6 {
+		t.Errorf("stats %+v: want 8 compromised, 6 allowed", s)
 	}
 	if !strings.Contains(logs.String(), "step-ca: refused (pkbf-compromised-key): pkbf: the certificate's public key is reported as compromised (pwnedkeys fingerprint "+fx.pwnedP256Fingerprint) {
 		t.Errorf("the log does not name the refused key:\n%s", logs.String())
