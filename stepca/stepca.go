@@ -6,9 +6,11 @@
 //
 // Mount a [Handler] on an HTTPS server whose tls.Config verifies client
 // certificates against the CA's root (step-ca presents its own certificate
-// on webhook calls), and point the provisioner's webhook at it:
+// on webhook calls), name the CA's certificate in [Options.ClientName]
+// (the root also signs subscribers' certificates), and point the
+// provisioner's webhook at it:
 //
-//	h := stepca.NewHandler(live, stepca.Options{Secret: secret, Logger: logger})
+//	h := stepca.NewHandler(live, stepca.Options{ClientName: "Step Online CA", Logger: logger})
 //	mux.Handle("/v1/step-ca/authorize", h)
 //
 // # What it answers
@@ -20,7 +22,7 @@
 // filter does not hold. Everything else is {"allow": false} with an
 // error object, whose message step-ca passes to ACME clients: a key the
 // filter holds (code [CodeCompromised]), a request that is not
-// authenticated, a body it cannot parse or that carries no key, a key it
+// authenticated as step-ca's own, a body it cannot parse or that carries no key, a key it
 // cannot read, and a filter whose file failed (answered 503, so that
 // step-ca tries once more a second later).
 package stepca
@@ -29,6 +31,8 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
+	"encoding/asn1"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -55,8 +59,8 @@ const (
 	// read: not a POST, not JSON of step-ca's form, too large, or with no
 	// public key.
 	CodeBadRequest = "pkbf-bad-request"
-	// CodeUnauthenticated: no verified client certificate, or a missing
-	// or wrong X-Smallstep-Signature.
+	// CodeUnauthenticated: no verified client certificate, one not named
+	// Options.ClientName, or a missing or wrong X-Smallstep-Signature.
 	CodeUnauthenticated = "pkbf-unauthenticated"
 	// CodeFilterError: the filter's file failed while in use.
 	CodeFilterError = "pkbf-filter-error"
@@ -81,6 +85,17 @@ type Options struct {
 	// management, not in ca.json), which authenticates nothing: the
 	// client certificate does.
 	Secret []byte
+	// ClientName is the subject common name of step-ca's own
+	// certificate, which it presents on webhook calls: ca.json's
+	// "commonName" ("Step Online CA" when unset). The root that
+	// verifies it also signs every subscriber's certificate, and those
+	// carry clientAuth too, so a verified chain alone does not show the
+	// caller is the CA: a call is answered only when the verified leaf's
+	// subject has exactly one common name and it is ClientName. step-ca
+	// makes that certificate with a new key at each start and each
+	// renewal (daily), so its name is what stays the same. Required
+	// unless Unauthenticated: when empty, every call is refused.
+	ClientName string
 	// Unauthenticated accepts requests without a verified client
 	// certificate. For local tests only: without it, a request is refused
 	// unless the server's TLS layer verified a client certificate
@@ -255,8 +270,10 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) *refusal {
 	if r.Method != http.MethodPost {
 		return refuse(http.StatusMethodNotAllowed, CodeBadRequest, "step-ca webhook calls are POST requests, not %s", r.Method)
 	}
-	if !h.opts.Unauthenticated && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
-		return refuse(http.StatusForbidden, CodeUnauthenticated, "the webhook call has no verified client certificate: step-ca presents one, which pkbf serve verifies with --client-ca")
+	if !h.opts.Unauthenticated {
+		if ref := h.checkClient(r.TLS); ref != nil {
+			return ref
+		}
 	}
 	if r.ContentLength > h.opts.MaxBody {
 		return refuse(http.StatusRequestEntityTooLarge, CodeBadRequest, "the request body of %d bytes is larger than %d bytes", r.ContentLength, h.opts.MaxBody)
@@ -291,6 +308,31 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) *refusal {
 	}
 	return nil
 }
+
+// checkClient refuses a call without a verified client certificate, or
+// whose leaf certificate is not named Options.ClientName.
+func (h *Handler) checkClient(state *tls.ConnectionState) *refusal {
+	if state == nil || len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
+		return refuse(http.StatusForbidden, CodeUnauthenticated, "the webhook call has no verified client certificate: step-ca presents one, which pkbf serve verifies with --client-ca")
+	}
+	if h.opts.ClientName == "" {
+		return refuse(http.StatusForbidden, CodeUnauthenticated, "no client name is set (pkbf serve --client-name, stepca.Options.ClientName): any certificate the CA's root verifies could be a subscriber's")
+	}
+	leaf := state.VerifiedChains[0][0]
+	var names []string
+	for _, a := range leaf.Subject.Names {
+		if a.Type.Equal(oidCommonName) {
+			s, _ := a.Value.(string)
+			names = append(names, s)
+		}
+	}
+	if len(names) != 1 || names[0] != h.opts.ClientName {
+		return refuse(http.StatusForbidden, CodeUnauthenticated, "the client certificate's subject common names %q are not the CA's %q: only step-ca itself may call the webhook", names, h.opts.ClientName)
+	}
+	return nil
+}
+
+var oidCommonName = asn1.ObjectIdentifier{2, 5, 4, 3}
 
 // checkSignature checks the hex HMAC-SHA256 of body under the secret, in
 // constant time.
