@@ -44,7 +44,7 @@ type serveFlags struct {
 	maxKeys     *int
 
 	tlsCert, tlsKey, clientCA, clientName, webhookSecretFile *string
-	webhookInsecure                              *bool
+	webhookInsecure                                          *bool
 }
 
 func serveCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
