@@ -63,7 +63,9 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
@@ -130,22 +132,25 @@ func (e *KeyError) Unwrap() error {
 const maxSubject = 256
 
 // subjectText is the certificate's subject as an error shows it: in
-// RFC 4514 form, quoted when it holds anything but printable characters
-// (the peer wrote it, and it goes to logs), and cut at maxSubject bytes.
+// RFC 4514 form, cut at maxSubject bytes on a character boundary, and
+// quoted when the whole subject holds anything but printable UTF-8 (the
+// peer wrote it, and it goes to logs).
 func subjectText(c *x509.Certificate) string {
 	s := c.Subject.String()
 	if s == "" {
 		return "empty subject"
 	}
+	quote := !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0
 	cut := len(s) > maxSubject
 	if cut {
-		s = s[:maxSubject]
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			s = strconv.Quote(s)
-			break
+		i := maxSubject
+		for i > maxSubject-utf8.UTFMax && !utf8.RuneStart(s[i]) {
+			i--
 		}
+		s = s[:i]
+	}
+	if quote {
+		s = strconv.Quote(s)
 	}
 	if cut {
 		s += "..."

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
@@ -406,6 +407,11 @@ func TestErrorSubject(t *testing.T) {
 		{"empty subject", "", "(empty subject) has"},
 		{"line feed", "a\nb", `("CN=a\nb") has`},
 		{"long", strings.Repeat("x", 300), "(CN=" + strings.Repeat("x", 253) + "...) has"},
+		// F3 of the pkbftls review: the cut fell inside a character,
+		// leaving a stray byte unquoted, and the escape sequence past the
+		// cut went unnoticed.
+		{"cut inside a character", strings.Repeat("é", 127) + "\x1b[2J", `("CN=` + strings.Repeat("é", 126) + `"...) has`},
+		{"long, not printable past the cut", strings.Repeat("x", 300) + "\x1b[2J", `("CN=` + strings.Repeat("x", 253) + `"...) has`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cert := &x509.Certificate{}
@@ -413,7 +419,7 @@ func TestErrorSubject(t *testing.T) {
 				cert.Subject.CommonName = c.cn
 			}
 			msg := (&pkbftls.KeyError{Where: "peer certificate 0", Certificate: cert, Verdict: v}).Error()
-			if !strings.Contains(msg, c.want) || strings.Count(msg, "\n") != 0 {
+			if !strings.Contains(msg, c.want) || strings.Count(msg, "\n") != 0 || !utf8.ValidString(msg) {
 				t.Errorf("%q, want it to contain %q", msg, c.want)
 			}
 		})
