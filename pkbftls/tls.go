@@ -5,14 +5,21 @@
 // on this side, a [*KeyError] naming the certificate and its key's
 // fingerprint.
 //
-// Install it into the tls.Config of a server or a client, with a filter
-// that follows its file as new ones are renamed over it:
+// Make the tls.Config a server or a client uses with [Config], from the
+// one you built, once it is complete, and with a filter that follows its
+// file as new ones are renamed over it:
 //
 //	filter, err := pkbf.OpenLive("/var/lib/pkbf/pwnedkeys.pkbf", pkbf.LiveOptions{})
 //	if err != nil {
 //		return err
 //	}
-//	pkbftls.Install(cfg, filter)
+//	srv.TLSConfig = pkbftls.Config(cfg, filter)
+//
+// The check lives in the config's VerifyConnection (and, on a server, in
+// the configs its GetConfigForClient returns): setting either of them
+// afterwards replaces it, silently. Config returns a copy, so that later
+// changes to cfg cannot reach it; do not change the copy. [Install]
+// changes cfg in place, and must then be the last change to it.
 //
 // The check is a [tls.Config.VerifyConnection] hook ([VerifyConnection]
 // returns it alone). It runs after crypto/tls has verified the peer's
@@ -232,9 +239,26 @@ func presented(peer []*x509.Certificate, c *x509.Certificate) bool {
 	return false
 }
 
+// Config returns a copy of base (a new config when base is nil) with f's
+// check installed as [Install] does. Call it once base is complete, and
+// use the copy as it is: a VerifyConnection or GetConfigForClient set on
+// the copy afterwards replaces the check; one set on base afterwards does
+// not reach the copy.
+func Config(base *tls.Config, f Filter) *tls.Config {
+	cfg := base.Clone()
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
+	Install(cfg, f)
+	return cfg
+}
+
 // Install adds f's check ([VerifyConnection]) to cfg, a server's or a
 // client's: cfg's own VerifyConnection, if it has one, runs first and
-// both must pass. The configs a server's GetConfigForClient returns are
+// both must pass. Install must be the last change to cfg: a
+// VerifyConnection or GetConfigForClient set afterwards replaces the
+// check, and nothing then refuses a compromised key. [Config], which
+// returns a copy, keeps later changes to cfg from reaching it. The configs a server's GetConfigForClient returns are
 // given the check as well (a shallow copy of each, made per handshake,
 // so the check cannot be bypassed by one of them), but for cfg itself.
 // Call Install before cfg is used, once for each filter.
