@@ -416,6 +416,7 @@ func FuzzHandler(f *testing.F) {
 	f.Add(x509Body("x509CertificateRequest", fx.pwnedP256Compressed))
 	f.Add(sshBody(f, "sshCertificate", fx.cleanEd25519))
 	f.Add([]byte(`{"x509Certificate":{"publicKey":"MAA="},"sshCertificate":{"publicKey":"MAA="}}`))
+	f.Add([]byte(`{"x509Certificate":{"publicKey":"MAA=","PublicKey":"MAA=","a":[{"b":1,"b":2}]}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 		w := httptest.NewRecorder()
