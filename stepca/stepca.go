@@ -22,9 +22,9 @@
 // filter does not hold. Everything else is {"allow": false} with an
 // error object, whose message step-ca passes to ACME clients: a key the
 // filter holds (code [CodeCompromised]), a request that is not
-// authenticated as step-ca's own, a body it cannot parse or that carries no key, a key it
-// cannot read, and a filter whose file failed (answered 503, so that
-// step-ca tries once more a second later).
+// authenticated as step-ca's own, a body it cannot parse or that carries
+// no key, a key it cannot read, and a filter whose file failed (answered
+// 503, so that step-ca tries once more a second later).
 package stepca
 
 import (
@@ -162,8 +162,9 @@ var fieldNames = []string{"x509Certificate", "x509CertificateRequest", "sshCerti
 
 // checkKeys refuses a JSON body in which an object has a key twice, or a
 // key that is one of fieldNames spelled in another case. step-ca writes
-// its bodies with encoding/json, which does neither. A body that is not
-// JSON is left for the decoder to report.
+// its bodies with encoding/json, which does neither, nested a few levels
+// deep: a body nested deeper than maxDepth is refused too. A body that is
+// not JSON is left for the decoder to report.
 func checkKeys(body []byte) *refusal {
 	type object struct {
 		seen    map[string]bool
@@ -191,6 +192,9 @@ func checkKeys(body []byte) *refusal {
 				continue
 			}
 		}
+		if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') && len(stack) == maxDepth {
+			return refuse(http.StatusBadRequest, CodeBadRequest, "the request body is nested deeper than %d levels", maxDepth)
+		}
 		switch tok {
 		case json.Delim('{'):
 			stack = append(stack, &object{seen: map[string]bool{}, wantKey: true})
@@ -207,6 +211,10 @@ func checkKeys(body []byte) *refusal {
 		}
 	}
 }
+
+// maxDepth bounds the nesting of a request body: step-ca's are a few
+// levels deep.
+const maxDepth = 32
 
 // refusal is a refused call: its HTTP status and the error object step-ca
 // reads.

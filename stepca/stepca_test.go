@@ -245,6 +245,8 @@ func TestHandler(t *testing.T) {
 		{name: "sshCertificate with a long s", body: []byte(`{"ſshCertificate":{"publicKey":"AAAA"}}`), status: 400, code: CodeBadRequest, message: `not spelled "sshCertificate"`},
 		{name: "duplicated key in a nested array", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `","extensions":[{"id":"1","id":"2"}]}}`), status: 400, code: CodeBadRequest, message: `the key "id" twice`},
 		{name: "same key in sibling objects", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `","extensions":[{"id":"1"},{"id":"2"}],"id":"3"}}`), status: 200},
+		{name: "nested 32 levels", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `","a":` + strings.Repeat("[", 30) + strings.Repeat("]", 30) + `}}`), status: 200},
+		{name: "nested 33 levels", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `","a":` + strings.Repeat("[", 31) + strings.Repeat("]", 31) + `}}`), status: 400, code: CodeBadRequest, message: "nested deeper than 32 levels"},
 		{name: "GET", method: http.MethodGet, status: 405, code: CodeBadRequest, message: "POST requests, not GET"},
 		{name: "no client certificate", tls: &tls.ConnectionState{}, body: clean, status: 403, code: CodeUnauthenticated, message: "no verified client certificate"},
 		// Item 2 of the step-ca review: the CA's root also verifies its
@@ -297,8 +299,8 @@ func TestHandler(t *testing.T) {
 			}
 		})
 	}
-	if s := plain.Stats(); s.Compromised != 8 || s.Allowed != 6 {
-		t.Errorf("stats %+v: want 8 compromised, 6 allowed", s)
+	if s := plain.Stats(); s.Compromised != 8 || s.Allowed != 7 {
+		t.Errorf("stats %+v: want 8 compromised, 7 allowed", s)
 	}
 	if !strings.Contains(logs.String(), "step-ca: refused (pkbf-compromised-key): pkbf: the certificate's public key is reported as compromised (pwnedkeys fingerprint "+fx.pwnedP256Fingerprint) {
 		t.Errorf("the log does not name the refused key:\n%s", logs.String())
