@@ -25,8 +25,9 @@ func Example() {
 		panic(err)
 	}
 
-	cfg := &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert}
-	pkbftls.Install(cfg, filter)
+	// The server's config with the check: made last, once the config is
+	// complete.
+	cfg := pkbftls.Config(&tls.Config{ClientAuth: tls.RequireAndVerifyClientCert}, filter)
 
 	// What crypto/tls calls once it has verified a client that presented
 	// that certificate: the handshake fails with this error, and the

@@ -5,14 +5,21 @@
 // on this side, a [*KeyError] naming the certificate and its key's
 // fingerprint.
 //
-// Install it into the tls.Config of a server or a client, with a filter
-// that follows its file as new ones are renamed over it:
+// Make the tls.Config a server or a client uses with [Config], from the
+// one you built, once it is complete, and with a filter that follows its
+// file as new ones are renamed over it:
 //
 //	filter, err := pkbf.OpenLive("/var/lib/pkbf/pwnedkeys.pkbf", pkbf.LiveOptions{})
 //	if err != nil {
 //		return err
 //	}
-//	pkbftls.Install(cfg, filter)
+//	srv.TLSConfig = pkbftls.Config(cfg, filter)
+//
+// The check lives in the config's VerifyConnection (and, on a server, in
+// the configs its GetConfigForClient returns): setting either of them
+// afterwards replaces it, silently. Config returns a copy, so that later
+// changes to cfg cannot reach it; do not change the copy. [Install]
+// changes cfg in place, and must then be the last change to it.
 //
 // The check is a [tls.Config.VerifyConnection] hook ([VerifyConnection]
 // returns it alone). It runs after crypto/tls has verified the peer's
@@ -63,7 +70,9 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
@@ -130,22 +139,25 @@ func (e *KeyError) Unwrap() error {
 const maxSubject = 256
 
 // subjectText is the certificate's subject as an error shows it: in
-// RFC 4514 form, quoted when it holds anything but printable characters
-// (the peer wrote it, and it goes to logs), and cut at maxSubject bytes.
+// RFC 4514 form, cut at maxSubject bytes on a character boundary, and
+// quoted when the whole subject holds anything but printable UTF-8 (the
+// peer wrote it, and it goes to logs).
 func subjectText(c *x509.Certificate) string {
 	s := c.Subject.String()
 	if s == "" {
 		return "empty subject"
 	}
+	quote := !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0
 	cut := len(s) > maxSubject
 	if cut {
-		s = s[:maxSubject]
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			s = strconv.Quote(s)
-			break
+		i := maxSubject
+		for i > maxSubject-utf8.UTFMax && !utf8.RuneStart(s[i]) {
+			i--
 		}
+		s = s[:i]
+	}
+	if quote {
+		s = strconv.Quote(s)
 	}
 	if cut {
 		s += "..."
@@ -227,9 +239,26 @@ func presented(peer []*x509.Certificate, c *x509.Certificate) bool {
 	return false
 }
 
+// Config returns a copy of base (a new config when base is nil) with f's
+// check installed as [Install] does. Call it once base is complete, and
+// use the copy as it is: a VerifyConnection or GetConfigForClient set on
+// the copy afterwards replaces the check; one set on base afterwards does
+// not reach the copy.
+func Config(base *tls.Config, f Filter) *tls.Config {
+	cfg := base.Clone()
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
+	Install(cfg, f)
+	return cfg
+}
+
 // Install adds f's check ([VerifyConnection]) to cfg, a server's or a
 // client's: cfg's own VerifyConnection, if it has one, runs first and
-// both must pass. The configs a server's GetConfigForClient returns are
+// both must pass. Install must be the last change to cfg: a
+// VerifyConnection or GetConfigForClient set afterwards replaces the
+// check, and nothing then refuses a compromised key. [Config], which
+// returns a copy, keeps later changes to cfg from reaching it. The configs a server's GetConfigForClient returns are
 // given the check as well (a shallow copy of each, made per handshake,
 // so the check cannot be bypassed by one of them), but for cfg itself.
 // Call Install before cfg is used, once for each filter.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
@@ -336,6 +337,49 @@ func TestInstall(t *testing.T) {
 	})
 }
 
+// F1 of the pkbftls review: a VerifyConnection or GetConfigForClient set
+// on a config after Install replaced the check. Config returns a copy, so
+// the same changes made to the base config afterwards leave the check in
+// place.
+func TestConfig(t *testing.T) {
+	p := pki(t)
+	live, _ := liveFilter(t)
+	bad := p.bad["ed25519"]
+	for _, c := range []struct {
+		name   string
+		change func(base *tls.Config)
+	}{
+		{"base unchanged", func(*tls.Config) {}},
+		{"VerifyConnection set on the base afterwards", func(base *tls.Config) {
+			base.VerifyConnection = func(tls.ConnectionState) error { return nil }
+		}},
+		{"GetConfigForClient set on the base afterwards", func(base *tls.Config) {
+			inner := serverConfig(p, p.clean["p256"], tls.VersionTLS13)
+			base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return inner, nil }
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := serverConfig(p, p.clean["p256"], tls.VersionTLS13)
+			cfg := pkbftls.Config(base, live)
+			c.change(base)
+			o := goHandshake(t, cfg, clientConfig(p, bad, tls.VersionTLS13))
+			wantRefused(t, "server", o.server, bad, "peer certificate 0")
+			if o := goHandshake(t, cfg, clientConfig(p, p.clean["rsa"], tls.VersionTLS13)); o.server != nil || o.client != nil {
+				t.Errorf("a clean client: server %v, client %v", o.server, o.client)
+			}
+		})
+	}
+	t.Run("nil base", func(t *testing.T) {
+		cfg := pkbftls.Config(nil, live)
+		if cfg == nil || cfg.VerifyConnection == nil {
+			t.Fatalf("Config(nil, f) = %+v, want a config with the check", cfg)
+		}
+		if err := cfg.VerifyConnection(p.cleanState("p256")); err != nil {
+			t.Errorf("a clean chain: %v", err)
+		}
+	})
+}
+
 // A session resumed after the filter learned the client's key is refused:
 // the hook runs on resumption, with the certificates of the session, and
 // a Live filter answers from the file renamed over its path.
@@ -406,6 +450,11 @@ func TestErrorSubject(t *testing.T) {
 		{"empty subject", "", "(empty subject) has"},
 		{"line feed", "a\nb", `("CN=a\nb") has`},
 		{"long", strings.Repeat("x", 300), "(CN=" + strings.Repeat("x", 253) + "...) has"},
+		// F3 of the pkbftls review: the cut fell inside a character,
+		// leaving a stray byte unquoted, and the escape sequence past the
+		// cut went unnoticed.
+		{"cut inside a character", strings.Repeat("é", 127) + "\x1b[2J", `("CN=` + strings.Repeat("é", 126) + `"...) has`},
+		{"long, not printable past the cut", strings.Repeat("x", 300) + "\x1b[2J", `("CN=` + strings.Repeat("x", 253) + `"...) has`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cert := &x509.Certificate{}
@@ -413,7 +462,7 @@ func TestErrorSubject(t *testing.T) {
 				cert.Subject.CommonName = c.cn
 			}
 			msg := (&pkbftls.KeyError{Where: "peer certificate 0", Certificate: cert, Verdict: v}).Error()
-			if !strings.Contains(msg, c.want) || strings.Count(msg, "\n") != 0 {
+			if !strings.Contains(msg, c.want) || strings.Count(msg, "\n") != 0 || !utf8.ValidString(msg) {
 				t.Errorf("%q, want it to contain %q", msg, c.want)
 			}
 		})

@@ -6,9 +6,11 @@
 //
 // Mount a [Handler] on an HTTPS server whose tls.Config verifies client
 // certificates against the CA's root (step-ca presents its own certificate
-// on webhook calls), and point the provisioner's webhook at it:
+// on webhook calls), name the CA's certificate in [Options.ClientName]
+// (the root also signs subscribers' certificates), and point the
+// provisioner's webhook at it:
 //
-//	h := stepca.NewHandler(live, stepca.Options{Secret: secret, Logger: logger})
+//	h := stepca.NewHandler(live, stepca.Options{ClientName: "Step Online CA", Logger: logger})
 //	mux.Handle("/v1/step-ca/authorize", h)
 //
 // # What it answers
@@ -20,15 +22,17 @@
 // filter does not hold. Everything else is {"allow": false} with an
 // error object, whose message step-ca passes to ACME clients: a key the
 // filter holds (code [CodeCompromised]), a request that is not
-// authenticated, a body it cannot parse or that carries no key, a key it
-// cannot read, and a filter whose file failed (answered 503, so that
-// step-ca tries once more a second later).
+// authenticated as step-ca's own, a body it cannot parse or that carries
+// no key, a key it cannot read, and a filter whose file failed (answered
+// 503, so that step-ca tries once more a second later).
 package stepca
 
 import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
+	"encoding/asn1"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -36,6 +40,7 @@ import (
 	"log"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/pkbf/pkbf"
@@ -54,8 +59,8 @@ const (
 	// read: not a POST, not JSON of step-ca's form, too large, or with no
 	// public key.
 	CodeBadRequest = "pkbf-bad-request"
-	// CodeUnauthenticated: no verified client certificate, or a missing
-	// or wrong X-Smallstep-Signature.
+	// CodeUnauthenticated: no verified client certificate, one not named
+	// Options.ClientName, or a missing or wrong X-Smallstep-Signature.
 	CodeUnauthenticated = "pkbf-unauthenticated"
 	// CodeFilterError: the filter's file failed while in use.
 	CodeFilterError = "pkbf-filter-error"
@@ -80,6 +85,17 @@ type Options struct {
 	// management, not in ca.json), which authenticates nothing: the
 	// client certificate does.
 	Secret []byte
+	// ClientName is the subject common name of step-ca's own
+	// certificate, which it presents on webhook calls: ca.json's
+	// "commonName" ("Step Online CA" when unset). The root that
+	// verifies it also signs every subscriber's certificate, and those
+	// carry clientAuth too, so a verified chain alone does not show the
+	// caller is the CA: a call is answered only when the verified leaf's
+	// subject has exactly one common name and it is ClientName. step-ca
+	// makes that certificate with a new key at each start and each
+	// renewal (daily), so its name is what stays the same. Required
+	// unless Unauthenticated: when empty, every call is refused.
+	ClientName string
 	// Unauthenticated accepts requests without a verified client
 	// certificate. For local tests only: without it, a request is refused
 	// unless the server's TLS layer verified a client certificate
@@ -137,6 +153,68 @@ type request struct {
 type publicKey struct {
 	PublicKey []byte `json:"publicKey"`
 }
+
+// fieldNames are the JSON names the handler reads. encoding/json matches
+// a name case-insensitively and keeps the last of duplicated keys, so a
+// body could show one key to a reader that takes the first or the exact
+// spelling and another to the handler: [checkKeys] refuses such bodies.
+var fieldNames = []string{"x509Certificate", "x509CertificateRequest", "sshCertificate", "sshCertificateRequest", "publicKey"}
+
+// checkKeys refuses a JSON body in which an object has a key twice, or a
+// key that is one of fieldNames spelled in another case. step-ca writes
+// its bodies with encoding/json, which does neither, nested a few levels
+// deep: a body nested deeper than maxDepth is refused too. A body that is
+// not JSON is left for the decoder to report.
+func checkKeys(body []byte) *refusal {
+	type object struct {
+		seen    map[string]bool
+		wantKey bool
+	}
+	var stack []*object // nil for an array
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if n := len(stack); n > 0 && stack[n-1] != nil && stack[n-1].wantKey {
+			if k, ok := tok.(string); ok {
+				o := stack[n-1]
+				if o.seen[k] {
+					return refuse(http.StatusBadRequest, CodeBadRequest, "the request body has the key %q twice in one object", k)
+				}
+				for _, name := range fieldNames {
+					if k != name && strings.EqualFold(k, name) {
+						return refuse(http.StatusBadRequest, CodeBadRequest, "the request body has the key %q, not spelled %q", k, name)
+					}
+				}
+				o.seen[k], o.wantKey = true, false
+				continue
+			}
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') && len(stack) == maxDepth {
+			return refuse(http.StatusBadRequest, CodeBadRequest, "the request body is nested deeper than %d levels", maxDepth)
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &object{seen: map[string]bool{}, wantKey: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, nil)
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: the object holding it expects a key next.
+		if n := len(stack); n > 0 && stack[n-1] != nil {
+			stack[n-1].wantKey = true
+		}
+	}
+}
+
+// maxDepth bounds the nesting of a request body: step-ca's are a few
+// levels deep.
+const maxDepth = 32
 
 // refusal is a refused call: its HTTP status and the error object step-ca
 // reads.
@@ -200,8 +278,10 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) *refusal {
 	if r.Method != http.MethodPost {
 		return refuse(http.StatusMethodNotAllowed, CodeBadRequest, "step-ca webhook calls are POST requests, not %s", r.Method)
 	}
-	if !h.opts.Unauthenticated && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
-		return refuse(http.StatusForbidden, CodeUnauthenticated, "the webhook call has no verified client certificate: step-ca presents one, which pkbf serve verifies with --client-ca")
+	if !h.opts.Unauthenticated {
+		if ref := h.checkClient(r.TLS); ref != nil {
+			return ref
+		}
 	}
 	if r.ContentLength > h.opts.MaxBody {
 		return refuse(http.StatusRequestEntityTooLarge, CodeBadRequest, "the request body of %d bytes is larger than %d bytes", r.ContentLength, h.opts.MaxBody)
@@ -237,6 +317,31 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) *refusal {
 	return nil
 }
 
+// checkClient refuses a call without a verified client certificate, or
+// whose leaf certificate is not named Options.ClientName.
+func (h *Handler) checkClient(state *tls.ConnectionState) *refusal {
+	if state == nil || len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
+		return refuse(http.StatusForbidden, CodeUnauthenticated, "the webhook call has no verified client certificate: step-ca presents one, which pkbf serve verifies with --client-ca")
+	}
+	if h.opts.ClientName == "" {
+		return refuse(http.StatusForbidden, CodeUnauthenticated, "no client name is set (pkbf serve --client-name, stepca.Options.ClientName): any certificate the CA's root verifies could be a subscriber's")
+	}
+	leaf := state.VerifiedChains[0][0]
+	var names []string
+	for _, a := range leaf.Subject.Names {
+		if a.Type.Equal(oidCommonName) {
+			s, _ := a.Value.(string)
+			names = append(names, s)
+		}
+	}
+	if len(names) != 1 || names[0] != h.opts.ClientName {
+		return refuse(http.StatusForbidden, CodeUnauthenticated, "the client certificate's subject common names %q are not the CA's %q: only step-ca itself may call the webhook", names, h.opts.ClientName)
+	}
+	return nil
+}
+
+var oidCommonName = asn1.ObjectIdentifier{2, 5, 4, 3}
+
 // checkSignature checks the hex HMAC-SHA256 of body under the secret, in
 // constant time.
 func (h *Handler) checkSignature(sig string, body []byte) *refusal {
@@ -255,6 +360,9 @@ func (h *Handler) checkSignature(sig string, body []byte) *refusal {
 // publicKeyOf returns the DER SPKI of the one public key in a webhook
 // request body, and what it is the key of.
 func publicKeyOf(body []byte) (der []byte, what string, ref *refusal) {
+	if ref := checkKeys(body); ref != nil {
+		return nil, "", ref
+	}
 	var req request
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req); err != nil {

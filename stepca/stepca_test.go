@@ -7,6 +7,9 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -161,7 +164,20 @@ type answer struct {
 
 // verified is the connection state of a request whose client
 // certificate the server verified.
-var verified = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{}}}}
+var verified = clientState(testClient)
+
+// testClient is the common name of step-ca's certificate in the tests.
+const testClient = "Step Online CA"
+
+// clientState is the state of a connection whose client certificate the
+// server verified, with the subject common names given.
+func clientState(commonNames ...string) *tls.ConnectionState {
+	leaf := &x509.Certificate{}
+	for _, cn := range commonNames {
+		leaf.Subject.Names = append(leaf.Subject.Names, pkix.AttributeTypeAndValue{Type: asn1.ObjectIdentifier{2, 5, 4, 3}, Value: cn})
+	}
+	return &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf}}}
+}
 
 func sign(secret, body []byte) string {
 	m := hmac.New(sha256.New, secret)
@@ -177,10 +193,11 @@ func TestHandler(t *testing.T) {
 	live := openLive(t, fx)
 	var logs bytes.Buffer
 	secret := []byte("webhook secret")
-	plain := NewHandler(live, Options{Logger: log.New(&logs, "", 0)})
-	signed := NewHandler(live, Options{Secret: secret})
-	small := NewHandler(live, Options{MaxBody: 512})
+	plain := NewHandler(live, Options{ClientName: testClient, Logger: log.New(&logs, "", 0)})
+	signed := NewHandler(live, Options{ClientName: testClient, Secret: secret})
+	small := NewHandler(live, Options{ClientName: testClient, MaxBody: 512})
 	clean := slices.Clip(x509Body("x509Certificate", spkiOf(t, fx.cleanP256))) // appended to below
+	b64 := base64.StdEncoding.EncodeToString
 	for _, tc := range []struct {
 		name    string
 		h       *Handler
@@ -218,8 +235,27 @@ func TestHandler(t *testing.T) {
 		{name: "publicKey cut short", body: x509Body("x509Certificate", spkiOf(t, fx.pwnedP256)[:40]), status: 200, code: CodeInvalidKey, message: "cannot be checked"},
 		{name: "SSH key garbage", body: []byte(`{"sshCertificate":{"publicKey":"AAAAB3NzaC1yc2EAAAAB"}}`), status: 200, code: CodeInvalidKey, message: "the SSH certificate's public key cannot be checked: invalid key"},
 		{name: "SSH key of unknown type", body: []byte(`{"sshCertificate":{"publicKey":"AAAAB3NzaC1mb28="}}`), status: 200, code: CodeInvalidKey, message: "not supported"},
+		// Item 3 of the step-ca review: encoding/json keeps the last of
+		// duplicated keys and matches names in any case.
+		{name: "duplicated certificate key", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.pwnedP256)) + `"},"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `"}}`), status: 400, code: CodeBadRequest, message: `the request body has the key "x509Certificate" twice in one object`},
+		{name: "duplicated publicKey", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.pwnedP256)) + `","publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `"}}`), status: 400, code: CodeBadRequest, message: `the key "publicKey" twice`},
+		{name: "certificate key in another case", body: []byte(`{"X509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `"}}`), status: 400, code: CodeBadRequest, message: `the request body has the key "X509Certificate", not spelled "x509Certificate"`},
+		{name: "publicKey in another case", body: []byte(`{"x509Certificate":{"publickey":"` + b64(spkiOf(t, fx.cleanP256)) + `"}}`), status: 400, code: CodeBadRequest, message: `not spelled "publicKey"`},
+		{name: "publicKey beside PUBLICKEY", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.pwnedP256)) + `","PUBLICKEY":"` + b64(spkiOf(t, fx.cleanP256)) + `"}}`), status: 400, code: CodeBadRequest, message: `"PUBLICKEY", not spelled "publicKey"`},
+		{name: "sshCertificate with a long s", body: []byte(`{"ſshCertificate":{"publicKey":"AAAA"}}`), status: 400, code: CodeBadRequest, message: `not spelled "sshCertificate"`},
+		{name: "duplicated key in a nested array", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `","extensions":[{"id":"1","id":"2"}]}}`), status: 400, code: CodeBadRequest, message: `the key "id" twice`},
+		{name: "same key in sibling objects", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `","extensions":[{"id":"1"},{"id":"2"}],"id":"3"}}`), status: 200},
+		{name: "nested 32 levels", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `","a":` + strings.Repeat("[", 30) + strings.Repeat("]", 30) + `}}`), status: 200},
+		{name: "nested 33 levels", body: []byte(`{"x509Certificate":{"publicKey":"` + b64(spkiOf(t, fx.cleanP256)) + `","a":` + strings.Repeat("[", 31) + strings.Repeat("]", 31) + `}}`), status: 400, code: CodeBadRequest, message: "nested deeper than 32 levels"},
 		{name: "GET", method: http.MethodGet, status: 405, code: CodeBadRequest, message: "POST requests, not GET"},
 		{name: "no client certificate", tls: &tls.ConnectionState{}, body: clean, status: 403, code: CodeUnauthenticated, message: "no verified client certificate"},
+		// Item 2 of the step-ca review: the CA's root also verifies its
+		// subscribers' certificates.
+		{name: "a subscriber's certificate", tls: clientState("host.example.com"), body: clean, status: 403, code: CodeUnauthenticated, message: `the client certificate's subject common names ["host.example.com"] are not the CA's "Step Online CA"`},
+		{name: "client certificate without a common name", tls: clientState(), body: clean, status: 403, code: CodeUnauthenticated, message: "common names [] are not the CA's"},
+		{name: "client name in another case", tls: clientState("step online ca"), body: clean, status: 403, code: CodeUnauthenticated, message: "are not the CA's"},
+		{name: "client certificate with two common names", tls: clientState("host.example.com", testClient), body: clean, status: 403, code: CodeUnauthenticated, message: "are not the CA's"},
+		{name: "no client name set", h: NewHandler(live, Options{}), body: clean, status: 403, code: CodeUnauthenticated, message: "no client name is set"},
 		{name: "plain HTTP", tls: nil, body: clean, status: 403, code: CodeUnauthenticated, message: "no verified client certificate"},
 		{name: "body over the limit", h: small, body: append(clean, bytes.Repeat([]byte(" "), 512)...), status: 413, code: CodeBadRequest, message: "larger than 512 bytes"},
 		{name: "good HMAC", h: signed, body: clean, sig: sign(secret, clean), status: 200},
@@ -263,8 +299,8 @@ func TestHandler(t *testing.T) {
 			}
 		})
 	}
-	if s := plain.Stats(); s.Compromised != 8 || s.Allowed != 5 {
-		t.Errorf("stats %+v: want 8 compromised, 5 allowed", s)
+	if s := plain.Stats(); s.Compromised != 8 || s.Allowed != 7 {
+		t.Errorf("stats %+v: want 8 compromised, 7 allowed", s)
 	}
 	if !strings.Contains(logs.String(), "step-ca: refused (pkbf-compromised-key): pkbf: the certificate's public key is reported as compromised (pwnedkeys fingerprint "+fx.pwnedP256Fingerprint) {
 		t.Errorf("the log does not name the refused key:\n%s", logs.String())
@@ -277,14 +313,14 @@ func TestHandler(t *testing.T) {
 // handshake.
 func TestHandlerClientCertificate(t *testing.T) {
 	fx := newFixture(t)
-	h := NewHandler(openLive(t, fx), Options{})
+	h := NewHandler(openLive(t, fx), Options{ClientName: testClient})
 	isCA := func(c *x509.Certificate) {
 		c.IsCA, c.BasicConstraintsValid, c.KeyUsage = true, true, x509.KeyUsageCertSign
 	}
 	caKey, ca := testkit.Cert(t, "root", nil, nil, isCA)
 	otherKey, other := testkit.Cert(t, "other root", nil, nil, isCA)
-	leaf := func(parent *x509.Certificate, parentKey crypto.Signer) *tls.Certificate {
-		key, cert := testkit.Cert(t, "step-ca", parent, parentKey, func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth} })
+	leaf := func(name string, parent *x509.Certificate, parentKey crypto.Signer) *tls.Certificate {
+		key, cert := testkit.Cert(t, name, parent, parentKey, func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth} })
 		return &tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key}
 	}
 	srv := httptest.NewUnstartedServer(h)
@@ -300,9 +336,10 @@ func TestHandlerClientCertificate(t *testing.T) {
 		code string
 		err  string
 	}{
-		{"the CA's certificate", leaf(ca, caKey), CodeCompromised, ""},
+		{"the CA's certificate", leaf(testClient, ca, caKey), CodeCompromised, ""},
 		{"no certificate", nil, CodeUnauthenticated, ""},
-		{"another CA's certificate", leaf(other, otherKey), "", "unknown certificate authority"},
+		{"a subscriber's certificate from the CA", leaf("host.example.com", ca, caKey), CodeUnauthenticated, ""},
+		{"another CA's certificate", leaf(testClient, other, otherKey), "", "unknown certificate authority"},
 	} {
 		tr := srv.Client().Transport.(*http.Transport).Clone()
 		if tc.cert != nil { // sent whatever CAs the server names
@@ -345,10 +382,10 @@ func BenchmarkHandler(b *testing.B) {
 		pub    crypto.PublicKey
 		status int
 	}{
-		{"clean P-256", Options{}, fx.cleanP256, 200},
-		{"clean RSA 2048", Options{}, fx.cleanRSA, 200},
-		{"compromised P-256", Options{}, fx.pwnedP256, 200},
-		{"clean P-256 HMAC", Options{Secret: secret}, fx.cleanP256, 200},
+		{"clean P-256", Options{ClientName: testClient}, fx.cleanP256, 200},
+		{"clean RSA 2048", Options{ClientName: testClient}, fx.cleanRSA, 200},
+		{"compromised P-256", Options{ClientName: testClient}, fx.pwnedP256, 200},
+		{"clean P-256 HMAC", Options{ClientName: testClient, Secret: secret}, fx.cleanP256, 200},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			h := NewHandler(live, bc.opts)
@@ -381,6 +418,7 @@ func FuzzHandler(f *testing.F) {
 	f.Add(x509Body("x509CertificateRequest", fx.pwnedP256Compressed))
 	f.Add(sshBody(f, "sshCertificate", fx.cleanEd25519))
 	f.Add([]byte(`{"x509Certificate":{"publicKey":"MAA="},"sshCertificate":{"publicKey":"MAA="}}`))
+	f.Add([]byte(`{"x509Certificate":{"publicKey":"MAA=","PublicKey":"MAA=","a":[{"b":1,"b":2}]}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 		w := httptest.NewRecorder()

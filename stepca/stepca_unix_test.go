@@ -18,7 +18,7 @@ import (
 func TestHandlerFilterCutShort(t *testing.T) {
 	fx := newFixture(t)
 	live := openLive(t, fx)
-	h := NewHandler(live, Options{})
+	h := NewHandler(live, Options{ClientName: testClient})
 	if err := os.Truncate(live.Path(), 0); err != nil {
 		t.Fatal(err)
 	}

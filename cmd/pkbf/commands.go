@@ -136,8 +136,10 @@ that is not valid is logged and the old one kept). Endpoints:
   GET  /metrics    counters in the Prometheus text format
   POST /v1/step-ca/authorize
                    step-ca's AUTHORIZING webhook: allows only keys FILTER
-                   does not hold; needs --tls-cert, --tls-key and
-                   --client-ca (step-ca's root), see docs/stepca.md
+                   does not hold; needs --tls-cert, --tls-key,
+                   --client-ca (step-ca's root) and --client-name (the
+                   common name of step-ca's own certificate), see
+                   docs/stepca.md
 SIGTERM or Ctrl-C stops accepting requests and lets those in flight finish.`,
 			flags: func(o, e io.Writer) *command { c, _ := serveCommand(o, e); return c },
 			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runServe(args, stdout, stderr) },

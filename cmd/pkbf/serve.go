@@ -43,8 +43,8 @@ type serveFlags struct {
 	maxInFlight *int
 	maxKeys     *int
 
-	tlsCert, tlsKey, clientCA, webhookSecretFile *string
-	webhookInsecure                              *bool
+	tlsCert, tlsKey, clientCA, clientName, webhookSecretFile *string
+	webhookInsecure                                          *bool
 }
 
 func serveCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
@@ -61,6 +61,7 @@ func serveCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
 	fl.tlsCert = c.String("tls-cert", "", "serve HTTPS with the certificate (and its chain) in PEM `FILE`; with --tls-key")
 	fl.tlsKey = c.String("tls-key", "", "the private key of --tls-cert, in PEM `FILE`")
 	fl.clientCA = c.String("client-ca", "", "require of every client a certificate chained to a CA certificate in PEM `FILE` (step-ca's root), and answer step-ca's webhook at /v1/step-ca/authorize")
+	fl.clientName = c.String("client-name", "", "answer step-ca's webhook only for a client certificate whose subject common name is `NAME`: ca.json's \"commonName\" (\"Step Online CA\" when unset); needed with --client-ca")
 	fl.webhookSecretFile = c.String("webhook-secret-file", "", "require step-ca's X-Smallstep-Signature, an HMAC-SHA256 under the base64 secret in `FILE`")
 	fl.webhookInsecure = c.Bool("webhook-insecure", false, "answer step-ca's webhook without a client certificate, over plain HTTP too: local tests only")
 	c.Var(fl.maxBody, "max-body", "refuse request bodies over `SIZE` (413, before reading them)")
@@ -264,7 +265,7 @@ func (s *service) stepCA(w http.ResponseWriter, r *http.Request) {
 		s.webhook.ServeHTTP(w, r)
 		return
 	}
-	s.httpError(w, http.StatusForbidden, "pkbf serve answers step-ca's webhook only with --client-ca (and --tls-cert, --tls-key): see docs/stepca.md")
+	s.httpError(w, http.StatusForbidden, "pkbf serve answers step-ca's webhook only with --client-ca and --client-name (and --tls-cert, --tls-key): see docs/stepca.md")
 }
 
 // servingCert is the server's certificate, read again from its files on
@@ -301,12 +302,16 @@ func stepCAOptions(fl *serveFlags) (*tls.Config, *servingCert, stepca.Options, e
 		return nil, nil, opts, perr.Errorf("--tls-cert and --tls-key go together")
 	case ca != "" && cert == "":
 		return nil, nil, opts, perr.Errorf("--client-ca needs --tls-cert and --tls-key: client certificates come over TLS")
+	case ca != "" && *fl.clientName == "":
+		return nil, nil, opts, perr.Errorf("--client-ca needs --client-name: step-ca's root also signs its subscribers' certificates, and only the common name of step-ca's own tells it apart (see docs/stepca.md)")
+	case *fl.clientName != "" && ca == "":
+		return nil, nil, opts, perr.Errorf("--client-name needs --client-ca: it names a certificate --client-ca verifies")
 	case ca != "" && *fl.webhookInsecure:
 		return nil, nil, opts, perr.Errorf("--webhook-insecure answers step-ca without the client certificate --client-ca requires: give one or the other")
 	case secret != "" && ca == "" && !*fl.webhookInsecure:
 		return nil, nil, opts, perr.Errorf("--webhook-secret-file needs --client-ca: step-ca is authenticated by its client certificate first")
 	}
-	opts.Unauthenticated = *fl.webhookInsecure
+	opts.Unauthenticated, opts.ClientName = *fl.webhookInsecure, *fl.clientName
 	if secret != "" {
 		b, err := os.ReadFile(secret)
 		if err != nil {

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,6 +98,7 @@ func stepCABinary(t testing.TB) string {
 // pkbf serve's webhook, and a JWK provisioner that calls none.
 type stepCA struct {
 	url         string // https://127.0.0.1:PORT
+	webhookURL  string // pkbf serve's https://127.0.0.1:PORT/v1/step-ca/authorize
 	client      *http.Client
 	jwk         map[string]*ecdsa.PrivateKey // JWK provisioner keys, by name
 	recorded    chan recorded                // the calls of record-jwk's webhook
@@ -165,7 +167,7 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 		t.Fatal(err)
 	}
 	_, serveAddr, serveLogs := startServe(t, "--tls-cert", write("serve.crt", pemOf("CERTIFICATE", serveCert.Raw)),
-		"--tls-key", write("serve.key", pkcs8(serveKey)), "--client-ca", rootPath, filter)
+		"--tls-key", write("serve.key", pkcs8(serveKey)), "--client-ca", rootPath, "--client-name", stepCAName, filter)
 	ca.serveLogs = serveLogs
 
 	// ca.json: an SSH CA, two JWK provisioners for X.509 and SSH
@@ -189,6 +191,7 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 		return map[string]any{"webhooks": []any{map[string]any{"id": "pkbf-webhook", "name": "pkbf", "url": url, "kind": "AUTHORIZING", "certType": certType}}}
 	}
 	pkbfURL := "https://" + serveAddr + "/v1/step-ca/authorize"
+	ca.webhookURL = pkbfURL
 	sshCA := map[string]any{"enableSSHCA": true}
 	ca.acmeHTTP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if v, ok := ca.tokens.Load(r.URL.Path); ok {
@@ -203,15 +206,23 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 	config := map[string]any{
 		"root": rootPath, "crt": interPath, "key": interKeyPath,
 		"ssh":     map[string]any{"hostKey": write("ssh_host_ca_key", pkcs8(testkit.Signer(t, "P-256"))), "userKey": write("ssh_user_ca_key", pkcs8(testkit.Signer(t, "P-256")))},
-		"address": addr, "dnsNames": []string{"127.0.0.1"},
+		"address": addr, "dnsNames": []string{"127.0.0.1"}, "commonName": stepCAName,
 		"logger": map[string]any{"format": "text"},
 		"db":     map[string]any{"type": "badgerv2", "dataSource": filepath.Join(dir, "db")},
-		"authority": map[string]any{"provisioners": []any{
-			map[string]any{"type": "JWK", "name": "pkbf-jwk", "key": jwkPublic(ca.jwk["pkbf-jwk"]), "claims": sshCA, "options": webhook("ALL", pkbfURL)},
-			map[string]any{"type": "JWK", "name": "plain-jwk", "key": jwkPublic(ca.jwk["plain-jwk"]), "claims": sshCA},
-			map[string]any{"type": "JWK", "name": "record-jwk", "key": jwkPublic(ca.jwk["record-jwk"]), "options": webhook("X509", recorder.URL)},
-			map[string]any{"type": "ACME", "name": "acme", "challenges": []string{"http-01"}, "options": webhook("X509", pkbfURL)},
-		}},
+		// As docs/stepca.md asks: no renewal or rekey (step-ca calls no
+		// webhook there), and no subscriber certificate with the name of
+		// the CA's own (as a DNS name too: step-ca checks a denied common
+		// name against the DNS rules as well, and with no DNS rule lets
+		// it pass).
+		"authority": map[string]any{
+			"claims": map[string]any{"disableRenewal": true},
+			"policy": map[string]any{"x509": map[string]any{"deny": map[string]any{"cn": []string{stepCAName}, "dns": []string{stepCAName}}}},
+			"provisioners": []any{
+				map[string]any{"type": "JWK", "name": "pkbf-jwk", "key": jwkPublic(ca.jwk["pkbf-jwk"]), "claims": sshCA, "options": webhook("ALL", pkbfURL)},
+				map[string]any{"type": "JWK", "name": "plain-jwk", "key": jwkPublic(ca.jwk["plain-jwk"]), "claims": sshCA},
+				map[string]any{"type": "JWK", "name": "record-jwk", "key": jwkPublic(ca.jwk["record-jwk"]), "options": webhook("X509", recorder.URL)},
+				map[string]any{"type": "ACME", "name": "acme", "challenges": []string{"http-01"}, "options": webhook("X509", pkbfURL)},
+			}},
 	}
 	b, _ := json.MarshalIndent(config, "", "  ")
 	caJSON := write("ca.json", b)
@@ -243,6 +254,10 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 	}
 	return ca
 }
+
+// stepCAName is the common name of step-ca's own certificate, which it
+// presents to pkbf serve (ca.json's commonName, --client-name).
+const stepCAName = "step-ca.pkbf.test"
 
 // freeAddr returns a free 127.0.0.1 address for a server the test starts.
 func freeAddr(t testing.TB) string {
@@ -344,8 +359,9 @@ func (ca *stepCA) sshSign(t testing.TB, key crypto.Signer, provisioner string) (
 
 // acmeCertificate orders a certificate for the IP address 127.0.0.1 with
 // key through the ACME provisioner, as an ACME client does: account,
-// order, http-01 challenge, finalize.
-func (ca *stepCA) acmeCertificate(t testing.TB, key crypto.Signer) error {
+// order, http-01 challenge, finalize. It returns the chain (DER, leaf
+// first).
+func (ca *stepCA) acmeCertificate(t testing.TB, key crypto.Signer) ([][]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	account, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -398,7 +414,7 @@ func (ca *stepCA) acmeCertificate(t testing.TB, key crypto.Signer) error {
 	}
 	chain, _, err := client.CreateOrderCert(ctx, order.FinalizeURL, csr, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	leaf, err := x509.ParseCertificate(chain[0])
 	if err != nil {
@@ -408,7 +424,7 @@ func (ca *stepCA) acmeCertificate(t testing.TB, key crypto.Signer) error {
 	if !bytes.Equal(leaf.RawSubjectPublicKeyInfo, spki) {
 		t.Errorf("the ACME certificate is not for the key asked")
 	}
-	return nil
+	return chain, nil
 }
 
 // serveLogged reports whether pkbf serve logs text, waiting up to 10 s
@@ -494,10 +510,10 @@ func TestServeStepCA(t *testing.T) {
 		t.Errorf("step-ca did not call the recording webhook")
 	}
 
-	if err := ca.acmeCertificate(t, testkit.Signer(t, "P-256")); err != nil {
+	if _, err := ca.acmeCertificate(t, testkit.Signer(t, "P-256")); err != nil {
 		t.Errorf("ACME, clean key: %v\nstep-ca:\n%s", err, ca.caLogs.String())
 	}
-	err := ca.acmeCertificate(t, compromised["P-256"])
+	_, err := ca.acmeCertificate(t, compromised["P-256"])
 	var problem *acme.Error
 	fp := fingerprintOf(t, compromised["P-256"])
 	if !errors.As(err, &problem) || problem.ProblemType != "urn:ietf:params:acme:error:unauthorized" ||
@@ -505,6 +521,148 @@ func TestServeStepCA(t *testing.T) {
 		t.Errorf("ACME, compromised key: %v; want unauthorized with pkbf's reason", err)
 	} else {
 		t.Logf("the ACME client sees: %v", err)
+	}
+}
+
+// jwkChain signs key through the JWK provisioner with the webhook and
+// returns the chain (DER, leaf first).
+func (ca *stepCA) jwkChain(t testing.TB, key crypto.Signer) [][]byte {
+	code, body := ca.sign(t, key, "host.pkbf.test", "pkbf-jwk")
+	if code != http.StatusCreated {
+		t.Fatalf("/1.0/sign, clean key: %d %s", code, body)
+	}
+	var answer struct {
+		CertChain []string `json:"certChain"`
+	}
+	if err := json.Unmarshal([]byte(body), &answer); err != nil {
+		t.Fatal(err)
+	}
+	var chain [][]byte
+	for _, p := range answer.CertChain {
+		b, _ := pem.Decode([]byte(p))
+		if b == nil {
+			t.Fatalf("/1.0/sign answered a chain that is not PEM: %s", body)
+		}
+		chain = append(chain, b.Bytes)
+	}
+	return chain
+}
+
+// mtls is an HTTPS client that trusts the CA's root and presents the
+// certificate chain with key.
+func (ca *stepCA) mtls(chain [][]byte, key crypto.Signer) *http.Client {
+	tr := ca.client.Transport.(*http.Transport).Clone()
+	tr.TLSClientConfig.Certificates = []tls.Certificate{{Certificate: chain, PrivateKey: key}}
+	return &http.Client{Timeout: 30 * time.Second, Transport: tr}
+}
+
+// subscriberChains are certificates step-ca signed for a subscriber's
+// clean key, through JWK and ACME, with that key.
+func (ca *stepCA) subscriberChains(t *testing.T) map[string]tls.Certificate {
+	jwkKey, acmeKey := testkit.Signer(t, "P-256"), testkit.Signer(t, "P-256")
+	acmeChain, err := ca.acmeCertificate(t, acmeKey)
+	if err != nil {
+		t.Fatalf("ACME, clean key: %v", err)
+	}
+	return map[string]tls.Certificate{
+		"JWK":  {Certificate: ca.jwkChain(t, jwkKey), PrivateKey: jwkKey},
+		"ACME": {Certificate: acmeChain, PrivateKey: acmeKey},
+	}
+}
+
+// Item 1 of the step-ca review: step-ca signs on /1.0/rekey and
+// /1.0/renew without calling any webhook, so a subscriber could have a
+// compromised key signed there. With disableRenewal, as docs/stepca.md
+// configures ca.json, both are refused for JWK and ACME certificates.
+func TestServeStepCARekeyRefused(t *testing.T) {
+	bad := testkit.Signer(t, "P-256")
+	ca := newStepCA(t, map[string]crypto.Signer{"P-256": bad})
+	badSPKI, err := x509.MarshalPKIXPublicKey(bad.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "host.pkbf.test"}, DNSNames: []string{"host.pkbf.test"}}, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rekey, _ := json.Marshal(map[string]string{"csr": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csr}))})
+	for name, pair := range ca.subscriberChains(t) {
+		for _, call := range []struct {
+			path string
+			body []byte
+		}{{"/1.0/rekey", rekey}, {"/1.0/renew", nil}} {
+			resp, err := ca.mtls(pair.Certificate, pair.PrivateKey.(crypto.Signer)).Post(ca.url+call.path, "application/json", bytes.NewReader(call.body))
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, call.path, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("%s certificate, %s: %d %.200s, want 401 (renewal disabled)", name, call.path, resp.StatusCode, b)
+			}
+			if bytes.Contains(b, []byte("BEGIN CERTIFICATE")) {
+				var answer struct {
+					Crt string `json:"crt"`
+				}
+				json.Unmarshal(b, &answer)
+				if blk, _ := pem.Decode([]byte(answer.Crt)); blk != nil {
+					if leaf, err := x509.ParseCertificate(blk.Bytes); err == nil && bytes.Equal(leaf.RawSubjectPublicKeyInfo, badSPKI) {
+						t.Errorf("%s certificate, %s: step-ca signed the compromised key", name, call.path)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Item 2 of the step-ca review: the CA's root, which pkbf serve's
+// --client-ca trusts, also signs subscribers' certificates, with
+// clientAuth. pkbf serve answers only step-ca's own certificate
+// (--client-name): a subscriber's from JWK or ACME gets 403, while
+// step-ca's calls are answered (a clean key is signed through the
+// webhook). The policy docs/stepca.md sets keeps a subscriber from
+// getting a certificate with the CA's name.
+func TestServeStepCASubscriberRefused(t *testing.T) {
+	ca := newStepCA(t, map[string]crypto.Signer{"P-256": testkit.Signer(t, "P-256")})
+	spki, err := x509.MarshalPKIXPublicKey(testkit.Signer(t, "P-256").Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"x509Certificate": map[string]any{"publicKey": spki}})
+	for name, pair := range ca.subscriberChains(t) {
+		leaf, err := x509.ParseCertificate(pair.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageClientAuth) {
+			t.Errorf("%s certificate: step-ca no longer gives subscribers clientAuth (%v): update docs/stepca.md", name, leaf.ExtKeyUsage)
+		}
+		resp, err := ca.mtls(pair.Certificate, pair.PrivateKey.(crypto.Signer)).Post(ca.webhookURL, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s certificate: %v", name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), `"code":"pkbf-unauthenticated"`) || !strings.Contains(string(b), "are not the CA's") {
+			t.Errorf("%s certificate to the webhook: %d %s, want 403 pkbf-unauthenticated", name, resp.StatusCode, b)
+		}
+	}
+	// step-ca's own call is answered.
+	if code, body := ca.sign(t, testkit.Signer(t, "P-256"), "host.pkbf.test", "pkbf-jwk"); code != http.StatusCreated {
+		t.Errorf("/1.0/sign through the webhook, clean key: %d %s", code, body)
+	}
+	// No subscriber gets the name of the CA's certificate, as its common
+	// name (with another name as its SAN) or as a SAN.
+	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: stepCAName}, DNSNames: []string{"host.pkbf.test"}}, testkit.Signer(t, "P-256"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := ca.ott(t, "plain-jwk", "/1.0/sign", stepCAName, map[string]any{"sans": []string{"host.pkbf.test"}})
+	if code, body := ca.post(t, "/1.0/sign", map[string]string{"csr": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csr})), "ott": token}); code == http.StatusCreated {
+		t.Errorf("/1.0/sign with the common name %s, the CA's own: %d %s, want refused by the policy", stepCAName, code, body)
+	}
+	if code, body := ca.sign(t, testkit.Signer(t, "P-256"), stepCAName, "plain-jwk"); code == http.StatusCreated {
+		t.Errorf("/1.0/sign for the SAN %s, the CA's own name: %d %s, want refused by the policy", stepCAName, code, body)
 	}
 }
 
@@ -526,9 +684,10 @@ func BenchmarkServeStepCASign(b *testing.B) {
 	}
 }
 
-// pkbf serve --tls-cert --tls-key --client-ca: a client without a
-// certificate chained to the CA cannot connect; one with it gets every
-// endpoint, the webhook included. With --webhook-insecure on plain HTTP
+// pkbf serve --tls-cert --tls-key --client-ca --client-name: a client
+// without a certificate chained to the CA cannot connect; one with it gets
+// every endpoint, and the webhook answers only the one named
+// --client-name. With --webhook-insecure on plain HTTP
 // the webhook answers without one.
 func TestServeClientCA(t *testing.T) {
 	dir := t.TempDir()
@@ -557,8 +716,9 @@ func TestServeClientCA(t *testing.T) {
 	client := func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth} }
 	caKey, caCert := testkit.Cert(t, "step-ca", root, rootKey, client)
 	strangerKey, strangerCert := testkit.Cert(t, "stranger", other, otherKey, client)
+	subscriberKey, subscriberCert := testkit.Cert(t, "host.pkbf.test", root, rootKey, client)
 	serving, addr, logs := startServe(t, "--tls-cert", write("serve.crt", "CERTIFICATE", serveCert.Raw), "--tls-key", write("serve.key", "PRIVATE KEY", pkcs8(serveKey)),
-		"--client-ca", write("root.crt", "CERTIFICATE", root.Raw), exampleFilter)
+		"--client-ca", write("root.crt", "CERTIFICATE", root.Raw), "--client-name", "step-ca", exampleFilter)
 
 	pool := x509.NewCertPool()
 	pool.AddCert(root)
@@ -570,6 +730,7 @@ func TestServeClientCA(t *testing.T) {
 		err  string
 	}{
 		{"the CA's certificate", caCert, caKey, ""},
+		{"a subscriber's certificate", subscriberCert, subscriberKey, ""},
 		{"no certificate", nil, nil, "certificate required"},
 		{"another CA's certificate", strangerCert, strangerKey, "unknown certificate authority"},
 	} {
@@ -595,8 +756,12 @@ func TestServeClientCA(t *testing.T) {
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if path == "/v1/step-ca/authorize" && string(b) != `{"allow":true}`+"\n" {
+			switch {
+			case path != "/v1/step-ca/authorize":
+			case tc.cert == caCert && string(b) != `{"allow":true}`+"\n":
 				t.Errorf("%s: %d %s, want allowed", tc.name, resp.StatusCode, b)
+			case tc.cert != caCert && (resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "are not the CA's")):
+				t.Errorf("%s: %d %s, want 403: not the CA's certificate", tc.name, resp.StatusCode, b)
 			}
 		}
 	}

@@ -46,7 +46,7 @@ func main() {
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
-	pkbftls.Install(cfg, filter)
+	cfg = pkbftls.Config(cfg, filter) // last: see docs/tls.md
 
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
 	resp, err := client.Get(os.Args[3])
