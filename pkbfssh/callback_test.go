@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -101,6 +102,7 @@ func TestPublicKeyCallbackWithSSH(t *testing.T) {
 		return k
 	}
 	clean, bad := keygen("clean", "-t", "ed25519"), keygen("bad", "-t", "ecdsa")
+	badRSA, badEd := keygen("bad-rsa", "-t", "rsa", "-b", "2048"), keygen("bad-ed25519", "-t", "ed25519")
 	caOK, caBad := keygen("ca-ok", "-t", "ed25519"), keygen("ca-bad", "-t", "rsa", "-b", "2048")
 	certOK, certBadKey, certBadCA := keygen("cert-ok", "-t", "ed25519"), keygen("cert-bad-key", "-t", "ed25519"), keygen("cert-bad-ca", "-t", "ed25519")
 	sign(certOK, caOK)
@@ -108,7 +110,7 @@ func TestPublicKeyCallbackWithSSH(t *testing.T) {
 	sign(certBadCA, caBad)
 
 	w, _ := pkbf.New(4, 16)
-	for _, k := range []string{bad, certBadKey, caBad} {
+	for _, k := range []string{bad, badRSA, badEd, certBadKey, caBad} {
 		b, _ := os.ReadFile(k + ".pub")
 		if _, err := w.AddKey(b); err != nil {
 			t.Fatal(err)
@@ -116,7 +118,10 @@ func TestPublicKeyCallbackWithSSH(t *testing.T) {
 	}
 	// The server's own callback: the two plain keys, and certificates
 	// by either CA.
-	authorized := map[string]bool{string(pub(clean + ".pub").Marshal()): true, string(pub(bad + ".pub").Marshal()): true}
+	authorized := map[string]bool{}
+	for _, k := range []string{clean, bad, badRSA, badEd} {
+		authorized[string(pub(k+".pub").Marshal())] = true
+	}
 	cas := map[string]bool{string(pub(caOK + ".pub").Marshal()): true, string(pub(caBad + ".pub").Marshal()): true}
 	checker := &ssh.CertChecker{IsUserAuthority: func(k ssh.PublicKey) bool { return cas[string(k.Marshal())] }}
 	var mu sync.Mutex
@@ -160,7 +165,9 @@ func TestPublicKeyCallbackWithSSH(t *testing.T) {
 		in        bool
 	}{
 		{"clean key", clean, true},
-		{"compromised key", bad, false},
+		{"compromised ECDSA key", bad, false},
+		{"compromised RSA key", badRSA, false},
+		{"compromised Ed25519 key", badEd, false},
 		{"certificate by a clean CA", certOK, true},
 		{"certificate of a compromised key", certBadKey, false},
 		{"certificate by a compromised CA", certBadCA, false},
@@ -171,15 +178,24 @@ func TestPublicKeyCallbackWithSSH(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, k := range []string{bad + ".pub", certBadKey + "-cert.pub", certBadCA + "-cert.pub"} {
+	refusals := fmt.Sprint(refused)
+	for _, k := range []string{bad + ".pub", badRSA + ".pub", badEd + ".pub", certBadKey + "-cert.pub", certBadCA + "-cert.pub"} {
 		fp := ssh.FingerprintSHA256(pub(k))
 		for _, s := range seen {
 			if s == fp {
 				t.Errorf("the server's callback saw %s (%s)", filepath.Base(k), fp)
 			}
 		}
+		// What the server logs names the key as ssh-keygen -l does.
+		out, err := exec.Command("ssh-keygen", "-l", "-f", k).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(string(out)); len(f) < 2 || !strings.Contains(refusals, f[1]) {
+			t.Errorf("no refusal names %s's fingerprint (ssh-keygen -l: %s): %v", filepath.Base(k), out, refusals)
+		}
 	}
-	if len(refused) < 3 {
-		t.Errorf("%d refusals wrapping ErrCompromised, want one for each of the 3 keys: %v", len(refused), refused)
+	if len(refused) < 5 {
+		t.Errorf("%d refusals wrapping ErrCompromised, want one for each of the 5 keys: %v", len(refused), refused)
 	}
 }
