@@ -19,7 +19,6 @@ import (
 // blocks as the package documentation says.
 var notYetRun = []string{
 	"docs/ct.md",
-	"docs/nix.md",
 	"docs/operators.md",
 	"docs/performance.md",
 	"docs/sshd.md",
