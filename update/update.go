@@ -20,8 +20,11 @@
 // Update installs only a filter that proves itself. It is fetched over
 // https (plain http only with [Options.AllowHTTP], never with
 // credentials), and refused if its header's entry count does not fit the
-// bits set in it ([ErrImplausibleFill]), if it lacks bits the installed
-// filter of the same parameters has set ([ErrDropsBits]), or if it does
+// bits set in it ([ErrImplausibleFill]), if it has fewer hashes, a
+// shorter hash length or fewer entries than the installed filter
+// ([ErrWeaker]), if it lacks bits the installed filter has set, compared
+// in place or, for a longer hash length, folded onto the installed length
+// ([ErrDropsBits]), or if it does
 // not match the digest or the SSH signature an operator pins it to
 // ([ErrNotAuthentic]). Only then is it renamed into place.
 //
@@ -123,8 +126,9 @@ type Options struct {
 	SignatureURL string
 	SignerKeys   []ssh.PublicKey
 	// Force installs the server's filter even if it is older than the
-	// installed one, has its header but other bits, or lacks bits the
-	// installed one of the same parameters has set. It never installs one
+	// installed one, has its header but other bits, is weaker (fewer
+	// hashes, a shorter hash length, fewer entries), or lacks bits the
+	// installed one has set. It never installs one
 	// that fails the fill check or a pin.
 	Force bool
 	// ReplaceInvalid lets Update replace a file at the filter's path that
@@ -956,8 +960,16 @@ func (up *updater) install(resp *http.Response) error {
 				ErrOlder, h.Revision, formatTime(h), old.Revision, formatTime(*old), up.path)
 		}
 	}
-	sameParams := old != nil && old.HashCount == h.HashCount && old.HashLength == h.HashLength
-	if _, err := up.verify(h, sameParams); err != nil {
+	if old != nil && !up.opts.Force {
+		if err := up.checkWeaker(*old, h); err != nil {
+			os.Remove(up.download)
+			return err
+		}
+	}
+	// With at least the installed filter's hashes and length, every bit the
+	// installed one has set must answer in the new one.
+	compare := old != nil && h.HashCount >= old.HashCount && h.HashLength >= old.HashLength
+	if _, err := up.verify(h, compare); err != nil {
 		return err
 	}
 	if old != nil {

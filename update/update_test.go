@@ -27,7 +27,13 @@ import (
 // the given revision and update time.
 func makeFilter(t testing.TB, rev uint32, updated int64, l int, keys ...string) []byte {
 	t.Helper()
-	f, err := pkbf.New(3, l)
+	return makeFilterK(t, 3, rev, updated, l, keys...)
+}
+
+// makeFilterK is makeFilter with k hashes.
+func makeFilterK(t testing.TB, k int, rev uint32, updated int64, l int, keys ...string) []byte {
+	t.Helper()
+	f, err := pkbf.New(k, l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,34 @@ var ErrImplausibleFill = perr.New("the server's filter has not the bits set that
 // reported, and Options.Force is not set.
 var ErrDropsBits = perr.New("the server's filter lacks bits the installed one has set")
 
+// ErrWeaker is wrapped by the error Update returns when the server's
+// filter has fewer hashes (k), a shorter hash length (L) or a lower entry
+// count than the installed one, and Options.Force is not set. Such a
+// filter cannot be checked against the installed one's bits (its first
+// k' probes are a subset of the installed k, and its positions mod 2^L'
+// merge the installed ones), and a genuine newer filter never has it.
+var ErrWeaker = perr.New("the server's filter is weaker than the installed one")
+
+// checkWeaker refuses a filter h with fewer hashes, a shorter hash length
+// or fewer entries than the installed filter old.
+func (up *updater) checkWeaker(old, h pkbf.Header) error {
+	var what []string
+	if h.HashCount < old.HashCount {
+		what = append(what, fmt.Sprintf("hash count %d -> %d", old.HashCount, h.HashCount))
+	}
+	if h.HashLength < old.HashLength {
+		what = append(what, fmt.Sprintf("hash length %d -> %d", old.HashLength, h.HashLength))
+	}
+	if h.EntryCount < old.EntryCount {
+		what = append(what, fmt.Sprintf("entry count %d -> %d", old.EntryCount, h.EntryCount))
+	}
+	if len(what) == 0 {
+		return nil
+	}
+	return perr.Kind(ErrWeaker, up.errorf("the filter is weaker than the installed filter %s (revision %d -> %d): %s; a genuine newer filter has as many hashes, bits and entries, and fewer cannot be checked against the installed bits; not replaced (force installs it)",
+		up.path, old.Revision, h.Revision, strings.Join(what, ", ")))
+}
+
 // maxSmallFile bounds a digest file or signature a server sends.
 const maxSmallFile = 64 << 10
 
@@ -250,6 +278,10 @@ func (up *updater) scan(h pkbf.Header, compare bool) (scanned, error) {
 		return s, perr.Errorf("update: %w", err)
 	}
 	defer nf.Close()
+	// With the installed hash length the bits compare in place; with a
+	// longer one, foldDropped compares them after this pass.
+	fold := compare && h.HashLength != up.old.HashLength
+	compare = compare && !fold
 	var of *os.File
 	if compare {
 		if of, err = os.Open(up.path); err != nil {
@@ -290,6 +322,12 @@ func (up *updater) scan(h pkbf.Header, compare bool) (scanned, error) {
 		left -= n
 	}
 	s.compared = compare
+	if fold {
+		if s.dropped, err = up.foldDropped(h.DataSize(), up.old.DataSize()); err != nil {
+			return s, err
+		}
+		s.compared = true
+	}
 	if sum256 != nil {
 		s.sha256 = sum256.Sum(nil)
 	}
@@ -297,6 +335,47 @@ func (up *updater) scan(h pkbf.Header, compare bool) (scanned, error) {
 		s.sigHash = sumSig.Sum(nil)
 	}
 	return s, nil
+}
+
+// foldDropped counts the bits set in the installed filter that the
+// download, of a longer hash length, lacks once folded onto it. A probe
+// at bit p of the download is at bit p mod 2^L of the installed filter
+// (hash length L ≥ 3): both put bit p in byte p/8 under mask 0x80>>(p%8),
+// so byte i of the download's data answers for byte i mod oldSize of the
+// installed data, and the installed byte must be covered by the OR of
+// the download's bytes that fold onto it. newSize and oldSize are the
+// data sizes, powers of two with oldSize < newSize.
+func (up *updater) foldDropped(newSize, oldSize uint64) (uint64, error) {
+	nf, err := os.Open(up.download)
+	if err != nil {
+		return 0, perr.Errorf("update: %w", err)
+	}
+	defer nf.Close()
+	of, err := os.Open(up.path)
+	if err != nil {
+		return 0, perr.Errorf("update: %w", err)
+	}
+	defer of.Close()
+	n := min(scanChunk, oldSize)
+	nb, ob, acc := make([]byte, n), make([]byte, n), make([]byte, n)
+	var dropped uint64
+	for off := uint64(0); off < oldSize; off += n {
+		clear(acc)
+		for slice := off; slice < newSize; slice += oldSize {
+			if _, err := nf.ReadAt(nb, int64(pkbf.HeaderSize+slice)); err != nil {
+				return 0, perr.Errorf("update: reading %s: %w", up.download, err)
+			}
+			for i := range acc {
+				acc[i] |= nb[i]
+			}
+		}
+		if _, err := of.ReadAt(ob, int64(pkbf.HeaderSize+off)); err != nil {
+			return 0, perr.Errorf("update: reading %s: %w", up.path, err)
+		}
+		_, d := countBits(acc, ob)
+		dropped += d
+	}
+	return dropped, nil
 }
 
 // countBits returns the bits set in b and, if old is as long as b, the

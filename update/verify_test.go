@@ -118,6 +118,7 @@ func TestDroppedBitsRefused(t *testing.T) {
 	installed := makeFilter(t, 1, 1e9, 16, "a", "b", "c")
 	fewer := makeFilter(t, 2, 1e9+1, 16, "a", "b")
 	more := makeFilter(t, 3, 1e9+2, 16, "a", "b", "c", "d")
+	fewer = withHeader(t, fewer, 2, 3) // the installed count: no ErrWeaker
 	s, ts := newServer(t, fewer)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "filter.pkbf")
@@ -459,5 +460,100 @@ func TestPlainHTTP(t *testing.T) {
 	}
 	if got := plainSaw.Load(); got != "" {
 		t.Errorf("the credentials followed the redirect to http: %q", got)
+	}
+}
+
+// Red-team finding 1: a filter with fewer hashes, a shorter hash length
+// or fewer entries than the installed one skipped the bit comparison, so
+// a server could install one in which chosen keys (or all) say no. It is
+// refused now unless forced; one with more hashes or a longer length is
+// compared with the installed bits (folded, for a longer length), and a
+// genuine newer one installs without flags.
+func TestWeakerOrThinnedFilterRefused(t *testing.T) {
+	keys := manyKeys("k", 40)
+	installed := makeFilterK(t, 3, 1, 1e9, 16, keys...)
+	withoutK1 := append(append([]string{}, keys[:1]...), keys[2:]...)
+	more := append(append([]string{}, keys...), manyKeys("new", 10)...)
+	for _, c := range []struct {
+		name string
+		body []byte
+		want error // nil: installs
+	}{
+		{"empty, k 3->4, no entries", makeFilterK(t, 4, 2, 2e9, 16), ErrWeaker},
+		{"empty, hash length 16->3", makeFilterK(t, 1, 2, 2e9, 3), ErrWeaker},
+		{"k 3->2, without k1, count kept", withHeader(t, makeFilterK(t, 2, 2, 2e9, 16, withoutK1...), 2, 40), ErrWeaker},
+		{"k 3->1, same keys", makeFilterK(t, 1, 2, 2e9, 16, keys...), ErrWeaker},
+		{"same parameters, fewer entries", makeFilterK(t, 3, 2, 2e9, 16, keys[:30]...), ErrWeaker},
+		{"hash length 16->17, without k1, count kept", withHeader(t, makeFilterK(t, 3, 2, 2e9, 17, withoutK1...), 2, 40), ErrDropsBits},
+		{"hash length 16->18, k 3->4, without k1, count kept", withHeader(t, makeFilterK(t, 4, 2, 2e9, 18, withoutK1...), 2, 40), ErrDropsBits},
+		{"k 3->5, without k1, count kept", withHeader(t, makeFilterK(t, 5, 2, 2e9, 16, withoutK1...), 2, 40), ErrDropsBits},
+		{"genuine: hash length 16->17, more keys", makeFilterK(t, 3, 2, 2e9, 17, more...), nil},
+		{"genuine: k 3->4, more keys", makeFilterK(t, 4, 2, 2e9, 16, more...), nil},
+		{"genuine: hash length 16->19, k 3->7, same keys", makeFilterK(t, 7, 2, 2e9, 19, keys...), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, ts := newServer(t, c.body)
+			dir := t.TempDir()
+			path := filepath.Join(dir, "filter.pkbf")
+			os.WriteFile(path, installed, 0o644)
+			res, err := Update(context.Background(), ts.URL, path, fastOpts(nil))
+			if c.want == nil {
+				if err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), c.body) {
+					t.Fatalf("a genuine newer filter: %+v, %v", res, err)
+				}
+				return
+			}
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), "force installs it") {
+				t.Fatalf("%v, want %v", err, c.want)
+			}
+			if !bytes.Equal(testkit.ReadFile(t, path), installed) {
+				t.Fatal("the installed filter changed")
+			}
+			checkFiles(t, dir, false)
+			opts := fastOpts(nil)
+			opts.Force = true
+			if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
+				t.Fatalf("with Force: %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// The publisher's example filters install, and then the same filters
+// with more keys added by pkbf's writer (pkbf add) install over them
+// without flags.
+func TestPublisherVectorsGrow(t *testing.T) {
+	names, _ := filepath.Glob("../../shared/vectors/pwnedkeys/*.pkbf")
+	if len(names) == 0 {
+		t.Skip("no ../shared/vectors/pwnedkeys here")
+	}
+	for _, name := range names {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			body := testkit.ReadFile(t, name)
+			s, ts := newServer(t, body)
+			dir := t.TempDir()
+			path := filepath.Join(dir, "filter.pkbf")
+			if res, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil || !res.Updated {
+				t.Fatalf("first install: %+v, %v", res, err)
+			}
+			grown := filepath.Join(dir, "grown.pkbf")
+			os.WriteFile(grown, body, 0o644)
+			w, err := pkbf.Edit(grown)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range manyKeys("grown", 20) {
+				if _, err := w.Add([]byte(k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s.set(testkit.ReadFile(t, grown))
+			if res, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil || !res.Updated {
+				t.Fatalf("the filter with more keys: %+v, %v", res, err)
+			}
+		})
 	}
 }
