@@ -109,15 +109,21 @@ type Options struct {
 	// never appear in errors or in Logf's messages, and are not sent to
 	// another host, nor over http: an http URL with a Header is refused.
 	Header http.Header
-	// AllowHTTP lets the filter, digest and signature URLs, and the
-	// redirects they lead to, be plain http. Without it they must be
-	// https (ErrPlainHTTP). Over http only a pin (SHA256, SHA256URL or
-	// SignatureURL) makes a filter trustworthy.
+	// AllowHTTP lets the filter and signature URLs, and the redirects
+	// they lead to, be plain http. Without it they must be https
+	// (ErrPlainHTTP). It needs SHA256 or SignatureURL (ErrPlainHTTP
+	// otherwise): over http only a pin that does not travel the same path
+	// makes a filter trustworthy.
 	AllowHTTP bool
 	// SHA256 pins the filter to one file: its SHA-256 digest in hex.
 	SHA256 string
 	// SHA256URL pins the filter to the digest published at this URL
-	// (FILTER.sha256, say): a bare digest or sha256sum's output.
+	// (FILTER.sha256, say): a bare digest or sha256sum's output. It must
+	// be https, and so must its redirects, whatever AllowHTTP says. It
+	// proves the filter arrived as the digest's host published it: on the
+	// filter's own host that guards against a corrupt transfer or a
+	// mirror, not against that host; on another host, that a second
+	// server agrees.
 	SHA256URL string
 	// SignatureURL pins the filter to a detached SSH signature published
 	// at this URL, as ssh-keygen -Y sign -n pkbf makes it (FILTER.sig),

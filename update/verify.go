@@ -114,6 +114,12 @@ func (up *updater) checkPinOptions() error {
 			return err
 		}
 	}
+	if o.SHA256URL != "" && !strings.HasPrefix(strings.ToLower(o.SHA256URL), "https:") {
+		return perr.Kind(ErrPlainHTTP, perr.Errorf("update: the digest URL %s is plain http: a digest fetched over it is no pin (anyone on the path could replace it with the digest of their filter); give the digest itself, or a signature", redactURL(mustURL(o.SHA256URL))))
+	}
+	if o.AllowHTTP && o.SHA256 == "" && o.SignatureURL == "" {
+		return perr.Kind(ErrPlainHTTP, perr.New("update: plain http is allowed only with a pin that does not travel with the filter: a SHA-256 digest given (not a digest URL) or a signature by a key given"))
+	}
 	return nil
 }
 
@@ -135,7 +141,7 @@ func (up *updater) fetchPins(ctx context.Context) error {
 	}
 	if raw := up.opts.SHA256URL; raw != "" {
 		u, _ := up.checkURL(raw)
-		b, err := up.fetchSmall(ctx, u)
+		b, err := up.fetchSmall(ctx, u, true)
 		if err != nil {
 			return err
 		}
@@ -150,7 +156,7 @@ func (up *updater) fetchPins(ctx context.Context) error {
 	}
 	if raw := up.opts.SignatureURL; raw != "" {
 		u, _ := up.checkURL(raw)
-		b, err := up.fetchSmall(ctx, u)
+		b, err := up.fetchSmall(ctx, u, false)
 		if err != nil {
 			return err
 		}
@@ -165,8 +171,9 @@ func (up *updater) fetchPins(ctx context.Context) error {
 
 // fetchSmall gets a small file (a digest, a signature) from u, with the
 // client and the manners of the filter's own requests: credentials only to
-// the filter's host over https, 429 and 5xx retried.
-func (up *updater) fetchSmall(ctx context.Context, u *url.URL) ([]byte, error) {
+// the filter's host over https, 429 and 5xx retried. With httpsOnly, a
+// redirect to plain http is refused whatever Options.AllowHTTP says.
+func (up *updater) fetchSmall(ctx context.Context, u *url.URL, httpsOnly bool) ([]byte, error) {
 	where := redactURL(u)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -181,6 +188,9 @@ func (up *updater) fetchSmall(ctx context.Context, u *url.URL) ([]byte, error) {
 		return nil, up.clientError(where, err)
 	}
 	defer resp.Body.Close()
+	if httpsOnly && resp.Request.URL.Scheme != "https" {
+		return nil, perr.Kind(ErrPlainHTTP, perr.Errorf("update from %s: redirected to %s, plain http: refused (a digest fetched over it is no pin)", where, redactURL(resp.Request.URL)))
+	}
 	switch code := resp.StatusCode; {
 	case code == http.StatusOK:
 	case code == http.StatusTooManyRequests || code >= 500:

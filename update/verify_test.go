@@ -74,7 +74,10 @@ func TestIssue41ForgedEmptyFilter(t *testing.T) {
 			path := filepath.Join(dir, "filter.pkbf")
 			os.WriteFile(path, installed, 0o644)
 			opts := fastOpts(nil)
-			opts.AllowHTTP = c.plain
+			if c.plain {
+				sum := sha256.Sum256(forged)
+				opts.AllowHTTP, opts.SHA256 = true, hex.EncodeToString(sum[:])
+			}
 			res, err := Update(context.Background(), ts.URL+"/filter.pkbf", path, opts)
 			if !errors.Is(err, ErrImplausibleFill) || res.Updated {
 				t.Fatalf("the forged filter: %+v, %v; want ErrImplausibleFill", res, err)
@@ -453,7 +456,8 @@ func TestPlainHTTP(t *testing.T) {
 	// Allowed: an https URL with credentials that redirects to http is
 	// followed, without them.
 	opts := fastOpts(nil)
-	opts.AllowHTTP, opts.Header = true, creds
+	sum := sha256.Sum256(body)
+	opts.AllowHTTP, opts.Header, opts.SHA256 = true, creds, hex.EncodeToString(sum[:])
 	path := filepath.Join(t.TempDir(), "filter.pkbf")
 	if res, err := Update(context.Background(), secure.URL, path, opts); err != nil || !res.Updated {
 		t.Fatalf("allowed redirect to http: %+v, %v", res, err)
@@ -555,5 +559,65 @@ func TestPublisherVectorsGrow(t *testing.T) {
 				t.Fatalf("the filter with more keys: %+v, %v", res, err)
 			}
 		})
+	}
+}
+
+// Red-team finding 2: AllowHTTP needed no pin, and a digest fetched over
+// http counted as one. Now AllowHTTP needs a digest given or a signature,
+// and a digest URL must be https, redirects included; no request is made
+// for a refused combination.
+func TestAllowHTTPNeedsPin(t *testing.T) {
+	body := makeFilter(t, 1, 1e9, 12, "h")
+	sum := sha256.Sum256(body)
+	digest := hex.EncodeToString(sum[:])
+	var hits atomic.Int64
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if strings.HasSuffix(r.URL.Path, ".sha256") {
+			fmt.Fprintln(w, digest)
+			return
+		}
+		w.Write(body)
+	}))
+	defer plain.Close()
+	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer secure.Close()
+	for _, c := range []struct {
+		name      string
+		url       string
+		sha256    string
+		sha256URL string
+		want      string
+	}{
+		{"http allowed, no pin", plain.URL + "/f.pkbf", "", "", "allowed only with a pin that does not travel with the filter"},
+		{"http allowed, digest over http", plain.URL + "/f.pkbf", "", plain.URL + "/f.pkbf.sha256", "the digest URL " + plain.URL + "/f.pkbf.sha256 is plain http"},
+		{"https allowed to redirect, no pin", secure.URL + "/f.pkbf", "", "", "allowed only with a pin"},
+		{"digest URL redirected to http", plain.URL + "/f.pkbf", digest, secure.URL + "/f.pkbf.sha256", "redirected to " + plain.URL + "/f.pkbf.sha256, plain http: refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := fastOpts(nil)
+			opts.AllowHTTP, opts.SHA256, opts.SHA256URL = true, c.sha256, c.sha256URL
+			path := filepath.Join(t.TempDir(), "filter.pkbf")
+			before := hits.Load()
+			_, err := Update(context.Background(), c.url, path, opts)
+			if !errors.Is(err, ErrPlainHTTP) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("%v, want ErrPlainHTTP and %q", err, c.want)
+			}
+			if c.sha256 == "" && hits.Load() != before {
+				t.Error("a request was made")
+			}
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Error("something was installed")
+			}
+		})
+	}
+	// With the digest given, http installs.
+	opts := fastOpts(nil)
+	opts.AllowHTTP, opts.SHA256 = true, digest
+	path := filepath.Join(t.TempDir(), "filter.pkbf")
+	if res, err := Update(context.Background(), plain.URL+"/f.pkbf", path, opts); err != nil || !res.Updated || res.SHA256 == nil {
+		t.Fatalf("http with a digest given: %+v, %v", res, err)
 	}
 }

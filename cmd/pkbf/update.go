@@ -31,7 +31,7 @@ func updateCommand(stdout, stderr io.Writer) *command {
 	c.String("sha256", "", "pin the filter to a SHA-256 digest: `HEX`, or the URL of a digest file published beside it (FILTER.sha256)")
 	c.String("signature", "", "pin the filter to the SSH signature at `URL` (ssh-keygen -Y sign -n pkbf FILTER makes FILTER.sig); needs --signer-key")
 	c.String("signer-key", "", "the public key(s) the signature must be made with: a .pub `FILE`, one key a line")
-	c.Bool("allow-http", false, "allow plain http URLs and redirects (credentials are never sent over http); pin the filter with --sha256 or --signature")
+	c.Bool("allow-http", false, "allow plain http URLs and redirects (credentials are never sent over http); needs --sha256 HEX or --signature")
 	c.Bool("replace-invalid", false, "replace a file at FILTER that is not a readable filter (a directory, FIFO or device is never replaced)")
 	c.String("header-file", "", "read request headers (\"Name: value\" lines, credentials) from `FILE`; else from $"+updateHeaderEnv)
 	c.Var(newSizeFlag(update.DefaultMaxSize), "max-size", "refuse a filter larger than `SIZE` (bytes, or with KiB, MiB, GiB, TiB)")
@@ -132,7 +132,7 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 		scr.errorf("interrupted: %s was not changed; the download so far is kept, and the next update resumes it", path)
 		return exitSignaled
 	case errors.Is(err, update.ErrPlainHTTP) && !get("allow-http").(bool) && len(header) == 0 && !strings.Contains(rawURL, "@"):
-		scr.errorf("%s (--allow-http with --sha256 or --signature)", message(err))
+		scr.errorf("%s (--allow-http with --sha256 HEX or --signature)", message(err))
 		return exitTrouble
 	case errors.Is(err, update.ErrNotFilter):
 		scr.errorf("%s; give --replace-invalid to replace it", message(err))

@@ -283,8 +283,11 @@ func TestUpdateForgedFilterRefused(t *testing.T) {
 	}{
 		{"https", []string{"update", ts.URL, p}, "has 0 of 65536 bits set, where 5000 entries with 4 hashes each set"},
 		{"https --force", []string{"update", "--force", ts.URL, p}, "its header does not describe its data"},
-		{"http --allow-http", []string{"update", "--allow-http", plain.URL, p}, "has 0 of 65536 bits set"},
-		{"http", []string{"update", plain.URL, p}, "is plain http: anyone on the path could replace the filter; use https, or allow http and pin the filter (--allow-http with --sha256 or --signature)"},
+		{"http --allow-http", []string{"update", "--allow-http", "--sha256", fmt.Sprintf("%x", sha256.Sum256(forged)), plain.URL, p}, "has 0 of 65536 bits set"},
+		{"http", []string{"update", plain.URL, p}, "is plain http: anyone on the path could replace the filter; use https, or allow http and pin the filter (--allow-http with --sha256 HEX or --signature)"},
+		// Red-team finding 2: no pin, or a digest fetched over http, is no pin.
+		{"http --allow-http without a pin", []string{"update", "--allow-http", plain.URL, p}, "plain http is allowed only with a pin that does not travel with the filter"},
+		{"http --allow-http --sha256 http URL", []string{"update", "--allow-http", "--sha256", plain.URL + "/f.sha256", plain.URL, p}, "is plain http: a digest fetched over it is no pin"},
 	} {
 		before := hits.Load()
 		r := runWith(t, nil, c.args...)
@@ -294,7 +297,7 @@ func TestUpdateForgedFilterRefused(t *testing.T) {
 		if !bytes.Equal(testkit.ReadFile(t, p), genuine) {
 			t.Fatalf("%s: the installed filter changed", c.name)
 		}
-		if c.name == "http" && hits.Load() != before {
+		if strings.HasPrefix(c.name, "http") && !strings.HasPrefix(c.name, "https") && c.name != "http --allow-http" && hits.Load() != before {
 			t.Errorf("a request was made over plain http")
 		}
 	}
