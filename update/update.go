@@ -5,7 +5,11 @@
 // programs reading the filter ([pkbf.Open], [pkbf.OpenLive], pkbf serve)
 // only ever see the complete old file or the complete new one.
 //
-// Update keeps three files beside the filter FILTER, in the same directory:
+// Update keeps three files beside the filter FILTER, in the same directory,
+// mode 0600, never opened through a symbolic link (and refuses a directory
+// that a user other than root and its own can write, or that such a user
+// owns: checked for FILTER's directory and, if FILTER is a link, for the
+// directory of the file it leads to):
 //   - .FILTER.download: the download in progress. An update stopped by a
 //     signal, a crash or a broken connection leaves it, and the next update
 //     resumes it (with an HTTP Range request, if the server's file is still
@@ -13,7 +17,8 @@
 //     valid, and removed when it is refused.
 //   - .FILTER.update.json: what the server said of the installed file (its
 //     ETag and Last-Modified), for the next conditional request. Losing it
-//     costs one full download.
+//     costs one full download. A URL with a user or a query is kept
+//     without them, by its SHA-256.
 //   - .FILTER.update.lock: the lock that keeps two updates of FILTER from
 //     running at once (flock(2); the second waits for the first).
 //
@@ -33,12 +38,14 @@
 // [Options.ReplaceInvalid]), and a directory, FIFO, socket or device is
 // refused always. A symbolic link at FILTER is followed: the file it leads
 // to is replaced, in its own directory, and the three files above sit
-// beside that file.
+// beside that file. A new filter is installed with mode 0644, a
+// replacement with the mode of the file it replaced.
 package update
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -237,6 +244,11 @@ func Update(ctx context.Context, rawURL, path string, opts Options) (Result, err
 		return Result{}, perr.Errorf("update: %w", err)
 	}
 	up.path = target
+	for _, dir := range []string{filepath.Dir(path), filepath.Dir(target)} {
+		if err := checkDir(dir); err != nil {
+			return Result{}, err
+		}
+	}
 	up.setDefaults()
 	ctx, cancel := context.WithTimeoutCause(ctx, up.opts.MaxTime, errMaxTime)
 	defer cancel()
@@ -404,7 +416,9 @@ func redirectPolicy(next func(*http.Request, []*http.Request) error, h http.Head
 // lockUpdate takes the update lock of path, waiting for another update to
 // finish (or ctx to end), and returns its release.
 func lockUpdate(ctx context.Context, lockPath, path string, logf func(string, ...any)) (func(), error) {
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	// 0600: a user who could open it could hold a shared lock and stop
+	// every update.
+	f, err := openSideFile(lockPath, os.O_RDWR)
 	if err != nil {
 		return nil, perr.Errorf("update: the lock beside %s: %w", path, err)
 	}
@@ -470,10 +484,33 @@ type state struct {
 	PartialLastModified string `json:"partial_last_modified,omitempty"`
 }
 
-// loadState reads the state file; an unreadable one is no state.
+// openSideFile opens (creating it if need be) one of the files Update
+// keeps beside the filter: never through a symbolic link, only a regular
+// file, and readable by its owner alone (an older one is made so).
+func openSideFile(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|os.O_CREATE|oNoFollow, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &fs.PathError{Op: "open", Path: path, Err: errors.New("not a regular file")}
+	}
+	if err == nil && fi.Mode().Perm() != 0o600 {
+		err = f.Chmod(0o600)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// loadState reads the state file; an unreadable one (or a link) is no
+// state.
 func loadState(path string) state {
 	var st state
-	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &st) == nil {
+	if b, err := readNoFollow(path); err == nil && json.Unmarshal(b, &st) == nil {
 		if st.PartialURL == "" { // written before the partial had a URL of its own
 			st.PartialURL = st.URL
 		}
@@ -482,9 +519,39 @@ func loadState(path string) state {
 	return state{}
 }
 
+// readNoFollow reads a small file, not through a symbolic link.
+func readNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxSmallFile))
+}
+
+// saveState writes the state file, mode 0600, through a new temporary
+// file renamed over it: a link planted there is replaced, not followed.
 func (up *updater) saveState() {
 	b, _ := json.MarshalIndent(up.state, "", "  ")
-	if err := os.WriteFile(up.statePath, append(b, '\n'), 0o644); err != nil {
+	dir, base := filepath.Split(up.statePath)
+	err := func() error {
+		f, err := os.CreateTemp(dir, base+".*")
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(append(b, '\n'))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(f.Name(), up.statePath)
+		}
+		if err != nil {
+			os.Remove(f.Name())
+		}
+		return err
+	}()
+	if err != nil {
 		up.logf("could not save %s: %v (the next update downloads the whole filter)", up.statePath, err)
 	}
 }
@@ -544,6 +611,17 @@ func retry(err error) error { return &retryError{err: err} }
 // information, which may hold credentials.
 func (up *updater) where() string { return redactURL(up.url) }
 
+// stateURL is how the state file names a URL: as it is, or, when it
+// holds credentials (a user, a query), without them and with the SHA-256
+// of the whole URL, so that the file tells one URL from another without
+// keeping a password or a token.
+func stateURL(u *url.URL) string {
+	if u.User == nil && u.RawQuery == "" && u.Fragment == "" {
+		return u.String()
+	}
+	return fmt.Sprintf("%s (credentials not kept; URL sha256 %x)", redactURL(u), sha256.Sum256([]byte(u.String())))
+}
+
 func redactURL(u *url.URL) string {
 	c := *u
 	c.RawQuery, c.User, c.Fragment = "", nil, ""
@@ -570,7 +648,7 @@ func (up *updater) attempt(ctx context.Context) error {
 	case have > 0:
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
 		req.Header.Set("If-Range", firstSet(up.state.PartialETag, up.state.PartialLastModified))
-	case up.old != nil && up.state.URL == up.url.String() && up.state.Header == headerHex(*up.old) &&
+	case up.old != nil && up.state.URL == stateURL(up.url) && up.state.Header == headerHex(*up.old) &&
 		(!up.pinned() || up.state.Verified == up.pinID()):
 		// The installed file is the one the server described: its time is
 		// the server's Last-Modified (a file put there by other means has
@@ -624,7 +702,7 @@ func (up *updater) attempt(ctx context.Context) error {
 	if err := up.fetchPins(ctx); err != nil {
 		return err
 	}
-	up.state.PartialURL = up.url.String()
+	up.state.PartialURL = stateURL(up.url)
 	up.state.PartialETag, up.state.PartialLastModified = strongETag(resp.Header.Get("ETag")), resp.Header.Get("Last-Modified")
 	up.saveState()
 	if err := up.receive(ctx, cancel, resp, have); err != nil {
@@ -674,11 +752,15 @@ func strongETag(etag string) string {
 // partialSize is the size of a partial download that can be resumed: one
 // whose response had a validator to resume it under.
 func (up *updater) partialSize() int64 {
-	fi, err := os.Stat(up.download)
+	fi, err := os.Lstat(up.download)
 	if err != nil {
 		return 0
 	}
-	if up.state.PartialURL != up.url.String() || up.state.PartialETag == "" && up.state.PartialLastModified == "" {
+	if !fi.Mode().IsRegular() { // a link or worse: not ours
+		os.Remove(up.download)
+		return 0
+	}
+	if up.state.PartialURL != stateURL(up.url) || up.state.PartialETag == "" && up.state.PartialLastModified == "" {
 		os.Remove(up.download)
 		return 0
 	}
@@ -723,7 +805,7 @@ func redact(err error) error {
 // receive writes the body to the download file, from byte have, checking
 // sizes as it goes.
 func (up *updater) receive(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, have int64) error {
-	file, err := os.OpenFile(up.download, os.O_WRONLY|os.O_CREATE, 0o644)
+	file, err := openSideFile(up.download, os.O_WRONLY)
 	if err != nil {
 		return perr.Errorf("update: %w", err)
 	}
@@ -924,7 +1006,7 @@ func (up *updater) install(resp *http.Response) error {
 	up.res.New, up.res.Size = h, fi.Size()
 	lastModified := resp.Header.Get("Last-Modified")
 	remember := func() {
-		up.state = state{URL: up.url.String(), ETag: resp.Header.Get("ETag"), LastModified: lastModified, Header: headerHex(h)}
+		up.state = state{URL: stateURL(up.url), ETag: resp.Header.Get("ETag"), LastModified: lastModified, Header: headerHex(h)}
 		if up.pinned() {
 			up.state.Verified = up.pinID()
 		}
@@ -978,10 +1060,12 @@ func (up *updater) install(resp *http.Response) error {
 	if _, err := up.verify(h, compare); err != nil {
 		return err
 	}
+	mode := fs.FileMode(0o644) // the download's 0600 kept it from other users until now
 	if old != nil {
-		if err := os.Chmod(up.download, up.oldInfo.Mode().Perm()); err != nil {
-			return perr.Errorf("update: %w", err)
-		}
+		mode = up.oldInfo.Mode().Perm()
+	}
+	if err := os.Chmod(up.download, mode); err != nil {
+		return perr.Errorf("update: %w", err)
 	}
 	if err := os.Rename(up.download, up.path); err != nil {
 		return perr.Errorf("update: %w", err)
