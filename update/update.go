@@ -140,8 +140,9 @@ type Options struct {
 	SignerKeys   []ssh.PublicKey
 	// Force installs the server's filter even if it is older than the
 	// installed one, has its header but other bits, is weaker (fewer
-	// hashes, a shorter hash length, fewer entries), or lacks bits the
-	// installed one has set. It never installs one
+	// hashes, a shorter hash length, fewer entries), lacks bits the
+	// installed one has set, has a revision or time that would lock later
+	// filters out (ErrLockIn), or is saturated (ErrSaturated). It never installs one
 	// that fails the fill check or a pin.
 	Force bool
 	// ReplaceInvalid lets Update replace a file at the filter's path that
@@ -1048,6 +1049,12 @@ func (up *updater) install(resp *http.Response) error {
 				ErrOlder, h.Revision, formatTime(h), old.Revision, formatTime(*old), up.path)
 		}
 	}
+	if !up.opts.Force {
+		if err := up.checkLockIn(old, h); err != nil {
+			os.Remove(up.download)
+			return err
+		}
+	}
 	if old != nil && !up.opts.Force {
 		if err := up.checkWeaker(*old, h); err != nil {
 			os.Remove(up.download)
@@ -1093,6 +1100,9 @@ func (up *updater) verify(h pkbf.Header, compare bool) (scanned, error) {
 	signer, err := up.checkPins(s)
 	if err == nil {
 		err = up.checkFill(h, s.set)
+	}
+	if err == nil && !up.opts.Force {
+		err = up.checkSaturated(h, s.set)
 	}
 	if err == nil && s.compared && s.dropped > 0 && !up.opts.Force {
 		err = perr.Kind(ErrDropsBits, up.errorf("the filter lacks %d of the bits set in the installed filter %s (revision %d -> %d): keys it reports would stop being reported; not replaced (force installs it)",

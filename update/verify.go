@@ -18,6 +18,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -71,6 +72,60 @@ func (up *updater) checkWeaker(old, h pkbf.Header) error {
 	}
 	return perr.Kind(ErrWeaker, up.errorf("the filter is weaker than the installed filter %s (revision %d -> %d): %s; a genuine newer filter has as many hashes, bits and entries, and fewer cannot be checked against the installed bits; not replaced (force installs it)",
 		up.path, old.Revision, h.Revision, strings.Join(what, ", ")))
+}
+
+// ErrLockIn is wrapped by the error Update returns when the server's
+// filter has an update time in the future (beyond MaxClockSkew) or a
+// revision that no publisher reaches by counting (MaxRevision, or more
+// than MaxRevisionJump above the installed one), and Options.Force is
+// not set: installed, it would make every later genuine filter look
+// older ([ErrOlder]).
+var ErrLockIn = perr.New("the server's filter has a revision or time no later filter could follow")
+
+// The bounds of ErrLockIn.
+const (
+	MaxClockSkew    = 24 * time.Hour
+	MaxRevision     = 1<<31 - 1
+	MaxRevisionJump = 1 << 16
+)
+
+// checkLockIn refuses a header that would lock later filters out.
+func (up *updater) checkLockIn(old *pkbf.Header, h pkbf.Header) error {
+	var what string
+	switch now := time.Now(); {
+	case unixTime(h) > uint64(now.Add(MaxClockSkew).Unix()):
+		what = fmt.Sprintf("its update time %s is more than %s after this machine's clock (%s)", formatTime(h), MaxClockSkew, now.UTC().Format(time.RFC3339))
+	case h.Revision > MaxRevision:
+		what = fmt.Sprintf("its revision %d is above %d", h.Revision, MaxRevision)
+	case old != nil && h.Revision > old.Revision && h.Revision-old.Revision > MaxRevisionJump:
+		what = fmt.Sprintf("its revision %d is more than %d above the installed %d", h.Revision, MaxRevisionJump, old.Revision)
+	default:
+		return nil
+	}
+	return perr.Kind(ErrLockIn, up.errorf("%s: installed, it would make every later filter look older; not installed (force installs it)", what))
+}
+
+// ErrSaturated is wrapped by the error Update returns when the server's
+// filter answers "probably" for more than MaxFalseYes of the keys it does
+// not hold (its fill ratio to the power of its hash count), and
+// Options.Force is not set: every gate that reads it would refuse nearly
+// every key. An all-ones filter claiming 2^32-1 entries passes the fill
+// check; this refuses it.
+var ErrSaturated = perr.New("the server's filter answers yes for most keys")
+
+// MaxFalseYes is the highest false-positive rate Update installs without
+// Options.Force.
+const MaxFalseYes = 0.5
+
+// checkSaturated refuses a filter whose false-positive rate, with set of
+// its bits set, is above MaxFalseYes.
+func (up *updater) checkSaturated(h pkbf.Header, set uint64) error {
+	rate := math.Pow(float64(set)/float64(h.Bits()), float64(h.HashCount))
+	if rate <= MaxFalseYes {
+		return nil
+	}
+	return perr.Kind(ErrSaturated, up.errorf("the filter has %d of %d bits set: with %d hashes it answers \"probably\" for %.0f%% of the keys it does not hold, above %.0f%%; not installed (force installs it)",
+		set, h.Bits(), h.HashCount, 100*rate, 100*MaxFalseYes))
 }
 
 // maxSmallFile bounds a digest file or signature a server sends.

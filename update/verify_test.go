@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
@@ -60,7 +62,7 @@ func TestIssue41ForgedEmptyFilter(t *testing.T) {
 		{"http allowed, other parameters", 20, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			forged := withHeader(t, makeFilter(t, 1, 2e9, c.l), 99, 5000) // no bit set
+			forged := withHeader(t, makeFilter(t, 1, 1.5e9, c.l), 99, 5000) // no bit set
 			s := &server{t: t}
 			s.set(forged)
 			var ts *httptest.Server
@@ -483,17 +485,17 @@ func TestWeakerOrThinnedFilterRefused(t *testing.T) {
 		body []byte
 		want error // nil: installs
 	}{
-		{"empty, k 3->4, no entries", makeFilterK(t, 4, 2, 2e9, 16), ErrWeaker},
-		{"empty, hash length 16->3", makeFilterK(t, 1, 2, 2e9, 3), ErrWeaker},
-		{"k 3->2, without k1, count kept", withHeader(t, makeFilterK(t, 2, 2, 2e9, 16, withoutK1...), 2, 40), ErrWeaker},
-		{"k 3->1, same keys", makeFilterK(t, 1, 2, 2e9, 16, keys...), ErrWeaker},
-		{"same parameters, fewer entries", makeFilterK(t, 3, 2, 2e9, 16, keys[:30]...), ErrWeaker},
-		{"hash length 16->17, without k1, count kept", withHeader(t, makeFilterK(t, 3, 2, 2e9, 17, withoutK1...), 2, 40), ErrDropsBits},
-		{"hash length 16->18, k 3->4, without k1, count kept", withHeader(t, makeFilterK(t, 4, 2, 2e9, 18, withoutK1...), 2, 40), ErrDropsBits},
-		{"k 3->5, without k1, count kept", withHeader(t, makeFilterK(t, 5, 2, 2e9, 16, withoutK1...), 2, 40), ErrDropsBits},
-		{"genuine: hash length 16->17, more keys", makeFilterK(t, 3, 2, 2e9, 17, more...), nil},
-		{"genuine: k 3->4, more keys", makeFilterK(t, 4, 2, 2e9, 16, more...), nil},
-		{"genuine: hash length 16->19, k 3->7, same keys", makeFilterK(t, 7, 2, 2e9, 19, keys...), nil},
+		{"empty, k 3->4, no entries", makeFilterK(t, 4, 2, 1.5e9, 16), ErrWeaker},
+		{"empty, hash length 16->3", makeFilterK(t, 1, 2, 1.5e9, 3), ErrWeaker},
+		{"k 3->2, without k1, count kept", withHeader(t, makeFilterK(t, 2, 2, 1.5e9, 16, withoutK1...), 2, 40), ErrWeaker},
+		{"k 3->1, same keys", makeFilterK(t, 1, 2, 1.5e9, 16, keys...), ErrWeaker},
+		{"same parameters, fewer entries", makeFilterK(t, 3, 2, 1.5e9, 16, keys[:30]...), ErrWeaker},
+		{"hash length 16->17, without k1, count kept", withHeader(t, makeFilterK(t, 3, 2, 1.5e9, 17, withoutK1...), 2, 40), ErrDropsBits},
+		{"hash length 16->18, k 3->4, without k1, count kept", withHeader(t, makeFilterK(t, 4, 2, 1.5e9, 18, withoutK1...), 2, 40), ErrDropsBits},
+		{"k 3->5, without k1, count kept", withHeader(t, makeFilterK(t, 5, 2, 1.5e9, 16, withoutK1...), 2, 40), ErrDropsBits},
+		{"genuine: hash length 16->17, more keys", makeFilterK(t, 3, 2, 1.5e9, 17, more...), nil},
+		{"genuine: k 3->4, more keys", makeFilterK(t, 4, 2, 1.5e9, 16, more...), nil},
+		{"genuine: hash length 16->19, k 3->7, same keys", makeFilterK(t, 7, 2, 1.5e9, 19, keys...), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, ts := newServer(t, c.body)
@@ -546,9 +548,14 @@ func TestPublisherVectorsGrow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range manyKeys("grown", 20) {
-				if _, err := w.Add([]byte(k)); err != nil {
+			// A few keys that set new bits: the small filters are nearly full.
+			for i, added := 0, 0; added < max(1, int(w.Header().Bits()/256)); i++ {
+				ok, err := w.Add(fmt.Append(nil, "grown", i))
+				if err != nil {
 					t.Fatal(err)
+				}
+				if ok {
+					added++
 				}
 			}
 			if err := w.Close(); err != nil {
@@ -619,5 +626,98 @@ func TestAllowHTTPNeedsPin(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "filter.pkbf")
 	if res, err := Update(context.Background(), plain.URL+"/f.pkbf", path, opts); err != nil || !res.Updated || res.SHA256 == nil {
 		t.Fatalf("http with a digest given: %+v, %v", res, err)
+	}
+}
+
+// Red-team finding 6: a filter with revision 4294967295 or an update time
+// of 2^64-1 seconds installed, and every later genuine revision was then
+// refused as older until forced. Such a header is refused now unless
+// forced; an update time within the allowed clock skew installs.
+func TestLockInRefused(t *testing.T) {
+	installed := makeFilter(t, 5, 1e9, 12, "a")
+	future := func(d time.Duration) int64 { return time.Now().Add(d).Unix() }
+	farFuture := makeFilter(t, 6, 1e9, 12, "a", "b")
+	binary.BigEndian.PutUint64(farFuture[10:], 1<<64-1)
+	for _, c := range []struct {
+		name string
+		body []byte
+		want string // "" when it installs
+	}{
+		{"update time 2^64-1", farFuture, "more than 24h0m0s after this machine's clock"},
+		{"update time two days ahead", makeFilter(t, 6, future(48*time.Hour), 12, "a", "b"), "more than 24h0m0s after"},
+		{"revision 4294967295", makeFilter(t, 4294967295, 1.5e9, 12, "a", "b"), "its revision 4294967295 is above 2147483647"},
+		{"revision 2^31", makeFilter(t, 1<<31, 1.5e9, 12, "a", "b"), "above 2147483647"},
+		{"revision jump of 2^16+1", makeFilter(t, 5+1<<16+1, 1.5e9, 12, "a", "b"), "more than 65536 above the installed 5"},
+		{"revision 2^31-1", makeFilter(t, 1<<31-1, 1.5e9, 12, "a", "b"), "more than 65536 above"},
+		{"revision jump of 2^16", makeFilter(t, 5+1<<16, 1.5e9, 12, "a", "b"), ""},
+		{"update time an hour ahead", makeFilter(t, 6, future(time.Hour), 12, "a", "b"), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, ts := newServer(t, c.body)
+			dir := t.TempDir()
+			path := filepath.Join(dir, "filter.pkbf")
+			os.WriteFile(path, installed, 0o644)
+			res, err := Update(context.Background(), ts.URL, path, fastOpts(nil))
+			if c.want == "" {
+				if err != nil || !res.Updated {
+					t.Fatalf("%+v, %v", res, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrLockIn) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "force installs it") {
+				t.Fatalf("%v, want ErrLockIn and %q", err, c.want)
+			}
+			if !bytes.Equal(testkit.ReadFile(t, path), installed) {
+				t.Fatal("the installed filter changed")
+			}
+			checkFiles(t, dir, false)
+			opts := fastOpts(nil)
+			opts.Force = true
+			if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
+				t.Fatalf("with Force: %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// Red-team finding 7: an all-ones filter with the installed parameters
+// and an entry count of 2^32-1 passed every check, and every gate then
+// refused every key. A filter that answers yes for more than half the
+// keys it does not hold is refused now unless forced; both sides of the
+// bound are checked.
+func TestSaturatedRefused(t *testing.T) {
+	installed := makeFilter(t, 1, 1e9, 12, "a")
+	full := withHeader(t, makeFilter(t, 2, 1.5e9, 12, "a"), 2, math.MaxUint32)
+	for i := pkbf.HeaderSize; i < len(full); i++ {
+		full[i] = 0xff
+	}
+	for _, have := range []bool{true, false} {
+		_, ts := newServer(t, full)
+		dir := t.TempDir()
+		path := filepath.Join(dir, "filter.pkbf")
+		if have {
+			os.WriteFile(path, installed, 0o644)
+		}
+		_, err := Update(context.Background(), ts.URL, path, fastOpts(nil))
+		if !errors.Is(err, ErrSaturated) || !strings.Contains(err.Error(), "answers \"probably\" for 100% of the keys it does not hold") {
+			t.Fatalf("installed %v: %v, want ErrSaturated", have, err)
+		}
+		checkFiles(t, dir, false)
+		opts := fastOpts(nil)
+		opts.Force = true
+		if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
+			t.Fatalf("with Force: %+v, %v", res, err)
+		}
+	}
+	up := &updater{url: mustURL("https://example.com/f"), path: "filter.pkbf"}
+	for _, c := range []struct {
+		k    uint8
+		set  uint64
+		want bool // refused
+	}{{1, 2048, false}, {1, 2049, true}, {2, 2896, false}, {2, 2897, true}, {3, 0, false}, {3, 4096, true}} {
+		h := pkbf.Header{HashCount: c.k, HashLength: 12}
+		if err := up.checkSaturated(h, c.set); (err != nil) != c.want {
+			t.Errorf("k=%d, %d of 4096 bits set: %v, want refused %v", c.k, c.set, err, c.want)
+		}
 	}
 }

@@ -27,7 +27,7 @@ const updateHeaderEnv = "PKBF_UPDATE_HEADER"
 
 func updateCommand(stdout, stderr io.Writer) *command {
 	c := newCommand("update", "update [--sha256 HEX|URL] [--signature URL --signer-key FILE] [--allow-http] [--force] [--header-file FILE] [flags] URL FILTER", stdout, stderr)
-	c.Bool("force", false, "install the server's filter even if it is older than the installed one, has its header but other bits, or lacks bits the installed one has set (never one that fails a pin or the fill check)")
+	c.Bool("force", false, "install the server's filter even if it is older than the installed one, has its header but other bits, has fewer hashes, bits or entries, lacks bits the installed one has set, has a time or revision far ahead, or answers yes for most keys (never one that fails a pin or the fill check)")
 	c.String("sha256", "", "pin the filter to a SHA-256 digest: `HEX`, or the URL of a digest file published beside it (FILTER.sha256)")
 	c.String("signature", "", "pin the filter to the SSH signature at `URL` (ssh-keygen -Y sign -n pkbf FILTER makes FILTER.sig); needs --signer-key")
 	c.String("signer-key", "", "the public key(s) the signature must be made with: a .pub `FILE`, one key a line")
