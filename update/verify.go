@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -226,10 +227,25 @@ func (up *updater) fetchPins(ctx context.Context) error {
 
 // fetchSmall gets a small file (a digest, a signature) from u, with the
 // client and the manners of the filter's own requests: credentials only to
-// the filter's host over https, 429 and 5xx retried. With httpsOnly, a
-// redirect to plain http is refused whatever Options.AllowHTTP says.
+// the filter's host over https, 429 and 5xx retried, and a file not whole
+// within Options.Stall retried. With httpsOnly, a redirect to plain http
+// is refused whatever Options.AllowHTTP says.
 func (up *updater) fetchSmall(ctx context.Context, u *url.URL, httpsOnly bool) ([]byte, error) {
 	where := redactURL(u)
+	// A few KiB: all of it within Options.Stall, or it is retried.
+	ctx, cancel := context.WithTimeoutCause(ctx, up.opts.Stall, errSmallSlow)
+	defer cancel()
+	b, err := up.fetchSmallWithin(ctx, u, where, httpsOnly)
+	if err != nil && context.Cause(ctx) == errSmallSlow {
+		return nil, retry(perr.Errorf("update from %s: not whole within %s (the stall limit): too slow", where, up.opts.Stall))
+	}
+	return b, err
+}
+
+// errSmallSlow is the cause of a small file's context that ran out.
+var errSmallSlow = errors.New("small file too slow")
+
+func (up *updater) fetchSmallWithin(ctx context.Context, u *url.URL, where string, httpsOnly bool) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, perr.Errorf("update from %s: %v", where, err)

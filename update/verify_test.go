@@ -721,3 +721,40 @@ func TestSaturatedRefused(t *testing.T) {
 		}
 	}
 }
+
+// Red-team finding 8: a digest or signature trickled a byte at a time
+// held the update (and its lock) until MaxTime. It must now arrive whole
+// within Stall, or the attempt is retried (and here, with no retries,
+// fails); the filter is not installed.
+func TestSlowPinFilesGiveUp(t *testing.T) {
+	body := makeFilter(t, 1, 1e9, 12, "a")
+	sum := sha256.Sum256(body)
+	line := hex.EncodeToString(sum[:]) + "  f.pkbf\n"
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, ".sha256") {
+			w.Write(body)
+			return
+		}
+		for i := range len(line) {
+			w.Write([]byte{line[i]})
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}))
+	defer ts.Close()
+	opts := fastOpts(nil)
+	opts.SHA256URL, opts.Stall, opts.Retries = ts.URL+"/f.pkbf.sha256", 300*time.Millisecond, -1
+	dir := t.TempDir()
+	path := filepath.Join(dir, "filter.pkbf")
+	_, err := Update(context.Background(), ts.URL+"/f.pkbf", path, opts)
+	if err == nil || !strings.Contains(err.Error(), "f.pkbf.sha256: not whole within 300ms (the stall limit): too slow") {
+		t.Fatalf("%v, want the slow digest given up", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Error("something was installed")
+	}
+}
