@@ -319,7 +319,11 @@ func (up *updater) deadline(ctx context.Context, err error) error {
 	if context.Cause(ctx) != errMaxTime {
 		return err
 	}
-	return up.errorf("gave up after %s, the time an update may take (%v); the download so far is kept for the next update", up.opts.MaxTime, err)
+	kept := ""
+	if fi, serr := os.Lstat(up.download); serr == nil && fi.Size() > 0 {
+		kept = "; the download so far is kept for the next update"
+	}
+	return up.errorf("gave up after %s, the time an update may take (%v)%s", up.opts.MaxTime, unretry(err), kept)
 }
 
 // updater is one Update call.
@@ -393,6 +397,9 @@ func defaultClient() *http.Client {
 // own policy, or the default of at most 10 redirects).
 func redirectPolicy(next func(*http.Request, []*http.Request) error, h http.Header, allowHTTP bool) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
+			return &permanentError{perr.Errorf("redirected to %s, not an http or https URL: refused", redactURL(req.URL))}
+		}
 		if req.URL.Scheme != "https" && !allowHTTP {
 			return perr.Kind(ErrPlainHTTP, perr.Errorf("redirected to %s, plain http: refused (anyone on the path could replace the filter)", redactURL(req.URL)))
 		}
@@ -408,7 +415,7 @@ func redirectPolicy(next func(*http.Request, []*http.Request) error, h http.Head
 			return next(req, via)
 		}
 		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
+			return &permanentError{errors.New("stopped after 10 redirects")}
 		}
 		return nil
 	}
@@ -586,7 +593,7 @@ func (up *updater) run(ctx context.Context) (Result, error) {
 		if re.after > 0 {
 			wait = re.after
 		}
-		up.logf("%v; retrying in %s (%d of %d)", err, wait.Round(time.Millisecond), attempt+1, up.opts.Retries)
+		up.logf("%v; retrying in %s (%d of %d)", re.err, wait.Round(time.Millisecond), attempt+1, up.opts.Retries)
 		if serr := up.opts.sleep(ctx, wait); serr != nil {
 			if context.Cause(ctx) == errMaxTime {
 				return up.res, up.deadline(ctx, err)
@@ -607,6 +614,22 @@ func (e *retryError) Error() string { return e.err.Error() }
 func (e *retryError) Unwrap() error { return e.err }
 
 func retry(err error) error { return &retryError{err: err} }
+
+// unretry is err without its retryError wrapper, so that the error it
+// holds is worded as itself (one prefix) where it is quoted.
+func unretry(err error) error {
+	if re, ok := err.(*retryError); ok {
+		return re.err
+	}
+	return err
+}
+
+// permanentError is a refusal no retry would mend (a redirect to a
+// scheme that is not http or https, too many redirects).
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
 
 // where names the URL in messages: without its query or user
 // information, which may hold credentials.
@@ -710,6 +733,8 @@ func (up *updater) attempt(ctx context.Context) error {
 		var re *retryError
 		if !errors.As(err, &re) && ctx.Err() == nil {
 			os.Remove(up.download) // refused: nothing to resume
+			up.state.PartialURL, up.state.PartialETag, up.state.PartialLastModified = "", "", ""
+			up.saveState()
 		}
 		return err
 	}
@@ -729,6 +754,10 @@ func (up *updater) clientError(where string, err error) error {
 	var ue *url.Error
 	if errors.Is(err, ErrPlainHTTP) && errors.As(err, &ue) {
 		return perr.Errorf("update from %s: %w", where, ue.Err) // the refusal's own words, and its kind
+	}
+	var pe *permanentError
+	if errors.As(err, &pe) {
+		return perr.Errorf("update from %s: %w", where, pe.err)
 	}
 	return retry(perr.Errorf("update from %s: %v", where, redact(err)))
 }

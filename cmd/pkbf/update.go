@@ -129,7 +129,11 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	prog.stop()
 	switch {
 	case errors.Is(err, context.Canceled):
-		scr.errorf("interrupted: %s was not changed; the download so far is kept, and the next update resumes it", path)
+		kept := ""
+		if res.Received > 0 {
+			kept = "; the download so far is kept, and the next update resumes it"
+		}
+		scr.errorf("interrupted: %s was not changed%s", path, kept)
 		return exitSignaled
 	case errors.Is(err, update.ErrPlainHTTP) && !get("allow-http").(bool) && len(header) == 0 && !strings.Contains(rawURL, "@"):
 		scr.errorf("%s (--allow-http with --sha256 HEX or --signature)", message(err))
