@@ -145,6 +145,12 @@ type Options struct {
 	// filters out (ErrLockIn), or is saturated (ErrSaturated). It never installs one
 	// that fails the fill check or a pin.
 	Force bool
+	// MaxAge, if set, refuses a filter whose header's update time is more
+	// than MaxAge ago (ErrStale): a server that keeps serving an old
+	// filter, signed or not, is noticed. The server's current filter is
+	// checked whether it is installed now or was already (a 304), so a
+	// stale installed filter is an error too. Force does not override it.
+	MaxAge time.Duration
 	// ReplaceInvalid lets Update replace a file at the filter's path that
 	// is not a readable pkbfv1 filter (a file cut short, say). Without it
 	// such a file is refused before any request (ErrNotFilter).
@@ -301,7 +307,7 @@ func (o *Options) check() error {
 	for _, v := range []struct {
 		name  string
 		value int64
-	}{{"MaxSize", o.MaxSize}, {"Stall", int64(o.Stall)}, {"MinRate", o.MinRate}, {"RateWindow", int64(o.RateWindow)}, {"MaxTime", int64(o.MaxTime)}} {
+	}{{"MaxSize", o.MaxSize}, {"MaxAge", int64(o.MaxAge)}, {"Stall", int64(o.Stall)}, {"MinRate", o.MinRate}, {"RateWindow", int64(o.RateWindow)}, {"MaxTime", int64(o.MaxTime)}} {
 		if v.value < 0 {
 			return perr.Errorf("update: Options.%s is negative; 0 means the default", v.name)
 		}
@@ -695,7 +701,7 @@ func (up *updater) attempt(ctx context.Context) error {
 	switch code := resp.StatusCode; {
 	case code == http.StatusNotModified && conditional:
 		up.res.New, up.res.Size = *up.old, up.oldInfo.Size()
-		return nil
+		return up.checkAge(*up.old, "the installed filter, which the server says is current,")
 	case code == http.StatusNotModified:
 		return up.errorf("%s to a request that was not conditional: the server did not send a filter (nothing installed can be current: none is known to come from it)", resp.Status)
 	case code == http.StatusOK: // the whole file, even if a range was asked for
@@ -1050,6 +1056,10 @@ func (up *updater) install(resp *http.Response) error {
 			up.saveState()
 		}
 	}()
+	if err := up.checkAge(h, "the filter"); err != nil {
+		os.Remove(up.download)
+		return err
+	}
 	old := up.old
 	if old != nil {
 		switch {

@@ -106,6 +106,27 @@ func (up *updater) checkLockIn(old *pkbf.Header, h pkbf.Header) error {
 	return perr.Kind(ErrLockIn, up.errorf("%s: installed, it would make every later filter look older; not installed (force installs it)", what))
 }
 
+// ErrStale is wrapped by the error Update returns when the server's
+// filter was last updated more than Options.MaxAge ago.
+var ErrStale = perr.New("the server's filter is older than the maximum age")
+
+// checkAge refuses a header updated more than Options.MaxAge ago; what
+// names the filter.
+func (up *updater) checkAge(h pkbf.Header, what string) error {
+	if up.opts.MaxAge == 0 {
+		return nil
+	}
+	age := time.Since(h.Updated)
+	if unixTime(h) <= uint64(time.Now().Unix()) && age > up.opts.MaxAge {
+		ago := age.Round(time.Second).String()
+		if age >= 48*time.Hour {
+			ago = fmt.Sprintf("%d days", age/(24*time.Hour))
+		}
+		return perr.Kind(ErrStale, up.errorf("%s was updated %s (revision %d), %s ago, more than the maximum age of %s: the publisher has stopped, or the server keeps an old filter", what, formatTime(h), h.Revision, ago, up.opts.MaxAge))
+	}
+	return nil
+}
+
 // ErrSaturated is wrapped by the error Update returns when the server's
 // filter answers "probably" for more than MaxFalseYes of the keys it does
 // not hold (its fill ratio to the power of its hash count), and

@@ -758,3 +758,35 @@ func TestSlowPinFilesGiveUp(t *testing.T) {
 		t.Error("something was installed")
 	}
 }
+
+// Red-team finding 9, the part that is cheap to close: a server that
+// keeps serving an old filter (signed or not) went unnoticed. MaxAge
+// refuses a filter updated longer ago, whether it is new, the same bytes
+// as the installed one, or the installed one the server answers 304 for.
+func TestMaxAge(t *testing.T) {
+	old := makeFilter(t, 1, 1e9, 12, "a")
+	s, ts := newServer(t, old)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "filter.pkbf")
+	opts := fastOpts(nil)
+	opts.MaxAge = 24 * time.Hour
+	_, err := Update(context.Background(), ts.URL, path, opts)
+	if !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "the filter was updated 2001-09-09T01:46:40Z (revision 1)") || !strings.Contains(err.Error(), "more than the maximum age of 24h0m0s") {
+		t.Fatalf("%v, want ErrStale", err)
+	}
+	checkFiles(t, dir, false)
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("the stale filter was installed")
+	}
+	if res, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil || !res.Updated {
+		t.Fatalf("without MaxAge: %+v, %v", res, err)
+	}
+	if _, err := Update(context.Background(), ts.URL, path, opts); !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "the installed filter, which the server says is current, was updated") {
+		t.Fatalf("a 304 for a stale installed filter: %v, want ErrStale", err)
+	}
+	fresh := makeFilter(t, 2, time.Now().Add(-time.Hour).Unix(), 12, "a", "b")
+	s.set(fresh)
+	if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
+		t.Fatalf("a fresh filter: %+v, %v", res, err)
+	}
+}
