@@ -1138,7 +1138,7 @@ func (up *updater) verify(h pkbf.Header, compare bool) (scanned, error) {
 	}
 	signer, err := up.checkPins(s)
 	if err == nil {
-		err = up.checkFill(h, s.set)
+		err = up.checkFill(h, s)
 	}
 	if err == nil && !up.opts.Force {
 		err = up.checkSaturated(h, s.set)

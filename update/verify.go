@@ -257,7 +257,7 @@ func (up *updater) fetchSmall(ctx context.Context, u *url.URL, httpsOnly bool) (
 	ctx, cancel := context.WithTimeoutCause(ctx, up.opts.Stall, errSmallSlow)
 	defer cancel()
 	b, err := up.fetchSmallWithin(ctx, u, where, httpsOnly)
-	if err != nil && context.Cause(ctx) == errSmallSlow {
+	if context.Cause(ctx) == errSmallSlow { // with an error, or a body cut off as if whole
 		return nil, retry(perr.Errorf("update from %s: not whole within %s (the stall limit): too slow", where, up.opts.Stall))
 	}
 	return b, err
@@ -351,6 +351,8 @@ func parseDigestFile(b []byte, name string) ([]byte, error) {
 // scanned is what one reading of a complete download found.
 type scanned struct {
 	set      uint64 // bits set in its data
+	folded   uint64 // bits set in its data folded onto hash length foldedTo
+	foldedTo uint8  // the installed hash length, if shorter; else 0
 	compared bool   // whether dropped was counted
 	dropped  uint64 // bits set in the installed filter and not in it
 	sha256   []byte // its SHA-256, if pinned to one
@@ -425,9 +427,10 @@ func (up *updater) scan(h pkbf.Header, compare bool) (scanned, error) {
 	}
 	s.compared = compare
 	if fold {
-		if s.dropped, err = up.foldDropped(h.DataSize(), up.old.DataSize()); err != nil {
+		if s.dropped, s.folded, err = up.foldDropped(h.DataSize(), up.old.DataSize()); err != nil {
 			return s, err
 		}
+		s.foldedTo = up.old.HashLength
 		s.compared = true
 	}
 	if sum256 != nil {
@@ -445,39 +448,41 @@ func (up *updater) scan(h pkbf.Header, compare bool) (scanned, error) {
 // (hash length L ≥ 3): both put bit p in byte p/8 under mask 0x80>>(p%8),
 // so byte i of the download's data answers for byte i mod oldSize of the
 // installed data, and the installed byte must be covered by the OR of
-// the download's bytes that fold onto it. newSize and oldSize are the
-// data sizes, powers of two with oldSize < newSize.
-func (up *updater) foldDropped(newSize, oldSize uint64) (uint64, error) {
+// the download's bytes that fold onto it. It also returns the bits set in
+// the folded data: what a filter of the download's keys at the installed
+// length has set. newSize and oldSize are the data sizes, powers of two
+// with oldSize < newSize.
+func (up *updater) foldDropped(newSize, oldSize uint64) (dropped, folded uint64, err error) {
 	nf, err := os.Open(up.download)
 	if err != nil {
-		return 0, perr.Errorf("update: %w", err)
+		return 0, 0, perr.Errorf("update: %w", err)
 	}
 	defer nf.Close()
 	of, err := os.Open(up.path)
 	if err != nil {
-		return 0, perr.Errorf("update: %w", err)
+		return 0, 0, perr.Errorf("update: %w", err)
 	}
 	defer of.Close()
 	n := min(scanChunk, oldSize)
 	nb, ob, acc := make([]byte, n), make([]byte, n), make([]byte, n)
-	var dropped uint64
 	for off := uint64(0); off < oldSize; off += n {
 		clear(acc)
 		for slice := off; slice < newSize; slice += oldSize {
 			if _, err := nf.ReadAt(nb, int64(pkbf.HeaderSize+slice)); err != nil {
-				return 0, perr.Errorf("update: reading %s: %w", up.download, err)
+				return 0, 0, perr.Errorf("update: reading %s: %w", up.download, err)
 			}
 			for i := range acc {
 				acc[i] |= nb[i]
 			}
 		}
 		if _, err := of.ReadAt(ob, int64(pkbf.HeaderSize+off)); err != nil {
-			return 0, perr.Errorf("update: reading %s: %w", up.path, err)
+			return 0, 0, perr.Errorf("update: reading %s: %w", up.path, err)
 		}
-		_, d := countBits(acc, ob)
+		set, d := countBits(acc, ob)
+		folded += set
 		dropped += d
 	}
-	return dropped, nil
+	return dropped, folded, nil
 }
 
 // countBits returns the bits set in b and, if old is as long as b, the
@@ -610,11 +615,30 @@ func countedFill(k uint8, r float64) float64 {
 }
 
 // checkFill refuses a filter whose bits set do not fit its entry count.
-func (up *updater) checkFill(h pkbf.Header, set uint64) error {
+// For a filter longer than the installed one, its data folded onto the
+// installed length must fit too: folded, a genuine filter is the filter
+// of the same keys at that length, while one made by writing the
+// installed data twice (and claiming twice the entries, to pass the first
+// check) folds back to the installed data alone.
+func (up *updater) checkFill(h pkbf.Header, s scanned) error {
+	if err := up.checkFillOf(h, s.set, ""); err != nil {
+		return err
+	}
+	if s.foldedTo == 0 {
+		return nil
+	}
+	short := h
+	short.HashLength = s.foldedTo
+	return up.checkFillOf(short, s.folded, fmt.Sprintf(" folded onto the installed hash length %d", short.HashLength))
+}
+
+// checkFillOf refuses set bits that do not fit the entry count of h; how
+// says how the data was read.
+func (up *updater) checkFillOf(h pkbf.Header, set uint64, how string) error {
 	lo, hi := fillBounds(h)
 	if set >= lo && set <= hi {
 		return nil
 	}
-	return perr.Kind(ErrImplausibleFill, up.errorf("the filter has %d of %d bits set, where %d entries with %d hashes each set %d to %d: its header does not describe its data (an empty or altered filter?); not installed",
-		set, h.Bits(), h.EntryCount, h.HashCount, lo, hi))
+	return perr.Kind(ErrImplausibleFill, up.errorf("the filter%s has %d of %d bits set, where %d entries with %d hashes each set %d to %d: its header does not describe its data (an empty or altered filter?); not installed",
+		how, set, h.Bits(), h.EntryCount, h.HashCount, lo, hi))
 }

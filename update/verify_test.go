@@ -247,18 +247,18 @@ func TestFillBoundsEdges(t *testing.T) {
 			t.Errorf("%+v: bounds %d to %d", h, lo, hi)
 			continue
 		}
-		if err := up.checkFill(h, lo); err != nil {
+		if err := up.checkFillOf(h, lo, ""); err != nil {
 			t.Errorf("%+v: the fewest, %d, refused: %v", h, lo, err)
 		}
-		if err := up.checkFill(h, hi); err != nil {
+		if err := up.checkFillOf(h, hi, ""); err != nil {
 			t.Errorf("%+v: the most, %d, refused: %v", h, hi, err)
 		}
 		if lo > 0 {
-			if err := up.checkFill(h, lo-1); !errors.Is(err, ErrImplausibleFill) {
+			if err := up.checkFillOf(h, lo-1, ""); !errors.Is(err, ErrImplausibleFill) {
 				t.Errorf("%+v: one fewer than %d accepted: %v", h, lo, err)
 			}
 		}
-		if err := up.checkFill(h, hi+1); !errors.Is(err, ErrImplausibleFill) {
+		if err := up.checkFillOf(h, hi+1, ""); !errors.Is(err, ErrImplausibleFill) {
 			t.Errorf("%+v: one more than %d accepted: %v", h, hi, err)
 		}
 		t.Logf("k=%d L=%d n=%d: %d to %d bits", h.HashCount, h.HashLength, h.EntryCount, lo, hi)
@@ -275,7 +275,7 @@ func TestFillBoundsEdges(t *testing.T) {
 		{"one entry, k+1 bits", pkbf.Header{EntryCount: 1, HashCount: 3, HashLength: 10}, 4},
 		{"count inflated tenfold", pkbf.Header{EntryCount: 50000, HashCount: 7, HashLength: 20}, 34900},
 	} {
-		if err := up.checkFill(c.h, c.set); !errors.Is(err, ErrImplausibleFill) || !strings.Contains(err.Error(), "its header does not describe its data") {
+		if err := up.checkFillOf(c.h, c.set, ""); !errors.Is(err, ErrImplausibleFill) || !strings.Contains(err.Error(), "its header does not describe its data") {
 			t.Errorf("%s: %v, want ErrImplausibleFill", c.name, err)
 		}
 	}
@@ -476,7 +476,8 @@ func TestPlainHTTP(t *testing.T) {
 // compared with the installed bits (folded, for a longer length), and a
 // genuine newer one installs without flags.
 func TestWeakerOrThinnedFilterRefused(t *testing.T) {
-	keys := manyKeys("k", 40)
+	keys := manyKeys("k", 3000) // dense enough for the fill checks to see a doubling
+	n := uint32(len(keys))
 	installed := makeFilterK(t, 3, 1, 1e9, 16, keys...)
 	withoutK1 := append(append([]string{}, keys[:1]...), keys[2:]...)
 	more := append(append([]string{}, keys...), manyKeys("new", 10)...)
@@ -487,12 +488,17 @@ func TestWeakerOrThinnedFilterRefused(t *testing.T) {
 	}{
 		{"empty, k 3->4, no entries", makeFilterK(t, 4, 2, 1.5e9, 16), ErrWeaker},
 		{"empty, hash length 16->3", makeFilterK(t, 1, 2, 1.5e9, 3), ErrWeaker},
-		{"k 3->2, without k1, count kept", withHeader(t, makeFilterK(t, 2, 2, 1.5e9, 16, withoutK1...), 2, 40), ErrWeaker},
+		{"k 3->2, without k1, count kept", withHeader(t, makeFilterK(t, 2, 2, 1.5e9, 16, withoutK1...), 2, n), ErrWeaker},
 		{"k 3->1, same keys", makeFilterK(t, 1, 2, 1.5e9, 16, keys...), ErrWeaker},
-		{"same parameters, fewer entries", makeFilterK(t, 3, 2, 1.5e9, 16, keys[:30]...), ErrWeaker},
-		{"hash length 16->17, without k1, count kept", withHeader(t, makeFilterK(t, 3, 2, 1.5e9, 17, withoutK1...), 2, 40), ErrDropsBits},
-		{"hash length 16->18, k 3->4, without k1, count kept", withHeader(t, makeFilterK(t, 4, 2, 1.5e9, 18, withoutK1...), 2, 40), ErrDropsBits},
-		{"k 3->5, without k1, count kept", withHeader(t, makeFilterK(t, 5, 2, 1.5e9, 16, withoutK1...), 2, 40), ErrDropsBits},
+		{"same parameters, fewer entries", makeFilterK(t, 3, 2, 1.5e9, 16, keys[:len(keys)-10]...), ErrWeaker},
+		{"hash length 16->17, without k1, count kept", withHeader(t, makeFilterK(t, 3, 2, 1.5e9, 17, withoutK1...), 2, n), ErrDropsBits},
+		{"hash length 16->18, k 3->4, without k1, count kept", withHeader(t, makeFilterK(t, 4, 2, 1.5e9, 18, withoutK1...), 2, n), ErrDropsBits},
+		{"k 3->5, without k1, count kept", withHeader(t, makeFilterK(t, 5, 2, 1.5e9, 16, withoutK1...), 2, n), ErrDropsBits},
+		// The red team's "double": the installed data written twice at
+		// L+1, one of k1's probes there cleared; its other copy still
+		// covers the fold.
+		{"hash length 16->17, data twice, k1 cleared, count doubled", doubled(t, installed, 2*n, "k1"), ErrImplausibleFill},
+		{"hash length 16->17, data twice, k1 cleared, count kept", doubled(t, installed, n, "k1"), ErrImplausibleFill},
 		{"genuine: hash length 16->17, more keys", makeFilterK(t, 3, 2, 1.5e9, 17, more...), nil},
 		{"genuine: k 3->4, more keys", makeFilterK(t, 4, 2, 1.5e9, 16, more...), nil},
 		{"genuine: hash length 16->19, k 3->7, same keys", makeFilterK(t, 7, 2, 1.5e9, 19, keys...), nil},
@@ -509,13 +515,16 @@ func TestWeakerOrThinnedFilterRefused(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), "force installs it") {
+			if !errors.Is(err, c.want) || c.want != ErrImplausibleFill && !strings.Contains(err.Error(), "force installs it") {
 				t.Fatalf("%v, want %v", err, c.want)
 			}
 			if !bytes.Equal(testkit.ReadFile(t, path), installed) {
 				t.Fatal("the installed filter changed")
 			}
 			checkFiles(t, dir, false)
+			if c.want == ErrImplausibleFill {
+				return // Force does not override it
+			}
 			opts := fastOpts(nil)
 			opts.Force = true
 			if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
@@ -523,6 +532,33 @@ func TestWeakerOrThinnedFilterRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// doubled returns the filter body's data written twice under a header of
+// one more hash length, revision 2 and the entry count given, with one of
+// key's probes at the new length cleared, so that key says no.
+func doubled(t *testing.T, body []byte, entries uint32, key string) []byte {
+	t.Helper()
+	h, err := pkbf.ParseHeader(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.HashLength++
+	h.Revision, h.EntryCount, h.Updated = 2, entries, time.Unix(1.5e9, 0).UTC()
+	out, _ := h.AppendBinary(nil)
+	out = append(append(out, body[pkbf.HeaderSize:]...), body[pkbf.HeaderSize:]...)
+	for i := pkbf.HeaderSize * 8; i < len(out)*8; i++ {
+		if out[i/8]&(0x80>>(i%8)) == 0 {
+			continue
+		}
+		out[i/8] &^= 0x80 >> (i % 8)
+		if f, err := pkbf.Parse(out); err == nil && !f.Probably([]byte(key)) {
+			return out
+		}
+		out[i/8] |= 0x80 >> (i % 8)
+	}
+	t.Fatalf("no bit of %s to clear", key)
+	return nil
 }
 
 // The publisher's example filters install, and then the same filters
