@@ -23,15 +23,21 @@
 //     running at once (flock(2); the second waits for the first).
 //
 // Update installs only a filter that proves itself. It is fetched over
-// https (plain http only with [Options.AllowHTTP], never with
-// credentials), and refused if its header's entry count does not fit the
-// bits set in it ([ErrImplausibleFill]), if it has fewer hashes, a
+// https (plain http only with [Options.AllowHTTP] and a pin given, never
+// with credentials), and refused if its header's entry count does not fit
+// the bits set in it ([ErrImplausibleFill]), if it has fewer hashes, a
 // shorter hash length or fewer entries than the installed filter
 // ([ErrWeaker]), if it lacks bits the installed filter has set, compared
 // in place or, for a longer hash length, folded onto the installed length
-// ([ErrDropsBits]), or if it does
-// not match the digest or the SSH signature an operator pins it to
-// ([ErrNotAuthentic]). Only then is it renamed into place.
+// ([ErrDropsBits]), if its revision or time would lock later filters out
+// ([ErrLockIn]), if it answers yes for most keys ([ErrSaturated]), if it
+// is older than [Options.MaxAge] ([ErrStale]), or if it does not match
+// the digest or the SSH signature an operator pins it to
+// ([ErrNotAuthentic]). Only then is it renamed into place. Without a pin,
+// the comparison proves that every key the installed filter reports is
+// still reported only when the hash count and length are the installed
+// ones: a key's probes beyond those (more hashes, the new bit of a longer
+// length) cannot be checked against the installed bits.
 //
 // Update never replaces what it did not make: a file at FILTER that is not
 // a readable pkbfv1 filter is refused before any request (unless
