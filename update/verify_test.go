@@ -504,11 +504,8 @@ func TestWeakerOrThinnedFilterRefused(t *testing.T) {
 		{"genuine: hash length 16->19, k 3->7, same keys", makeFilterK(t, 7, 2, 1.5e9, 19, keys...), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, ts := newServer(t, c.body)
-			dir := t.TempDir()
-			path := filepath.Join(dir, "filter.pkbf")
-			os.WriteFile(path, installed, 0o644)
-			res, err := Update(context.Background(), ts.URL, path, fastOpts(nil))
+			url, path, res, err := updateOver(t, installed, c.body)
+			dir := filepath.Dir(path)
 			if c.want == nil {
 				if err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), c.body) {
 					t.Fatalf("a genuine newer filter: %+v, %v", res, err)
@@ -527,11 +524,23 @@ func TestWeakerOrThinnedFilterRefused(t *testing.T) {
 			}
 			opts := fastOpts(nil)
 			opts.Force = true
-			if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
+			if res, err := Update(context.Background(), url, path, opts); err != nil || !res.Updated {
 				t.Fatalf("with Force: %+v, %v", res, err)
 			}
 		})
 	}
+}
+
+// updateOver serves body and updates a filter file holding installed
+// from it, in a new directory: it returns the server's URL, the filter's
+// path and what Update returned.
+func updateOver(t *testing.T, installed, body []byte) (url, path string, res Result, err error) {
+	t.Helper()
+	_, ts := newServer(t, body)
+	path = filepath.Join(t.TempDir(), "filter.pkbf")
+	os.WriteFile(path, installed, 0o644)
+	res, err = Update(context.Background(), ts.URL, path, fastOpts(nil))
+	return ts.URL, path, res, err
 }
 
 // doubled returns the filter body's data written twice under a header of
@@ -689,11 +698,8 @@ func TestLockInRefused(t *testing.T) {
 		{"update time an hour ahead", makeFilter(t, 6, future(time.Hour), 12, "a", "b"), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, ts := newServer(t, c.body)
-			dir := t.TempDir()
-			path := filepath.Join(dir, "filter.pkbf")
-			os.WriteFile(path, installed, 0o644)
-			res, err := Update(context.Background(), ts.URL, path, fastOpts(nil))
+			url, path, res, err := updateOver(t, installed, c.body)
+			dir := filepath.Dir(path)
 			if c.want == "" {
 				if err != nil || !res.Updated {
 					t.Fatalf("%+v, %v", res, err)
@@ -709,7 +715,7 @@ func TestLockInRefused(t *testing.T) {
 			checkFiles(t, dir, false)
 			opts := fastOpts(nil)
 			opts.Force = true
-			if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
+			if res, err := Update(context.Background(), url, path, opts); err != nil || !res.Updated {
 				t.Fatalf("with Force: %+v, %v", res, err)
 			}
 		})
