@@ -102,14 +102,18 @@ stops and leaves OUT as it was.`,
 A new filter is streamed to .FILTER.download beside FILTER, checked (its
 header, its size against the server's and the limit) and compared with the
 installed one, then renamed over it, so programs reading FILTER see the old
-file or the new one, never a part. An older filter is refused unless
---force. So is one with the installed filter's parameters that lacks bits
-it has set (keys do not stop being compromised). One whose entry count
-does not fit the bits set in it (an empty filter claiming thousands of
-keys) is refused always, and so is one that fails its pin: --sha256 (a
-digest, or a digest file's URL) or --signature with --signer-key (an SSH
-signature the publisher made with ssh-keygen -Y sign -n pkbf FILTER). URLs
-must be https unless --allow-http; credentials never go over http. A
+file or the new one, never a part. Refused unless --force: an older
+filter; one with fewer hashes, a shorter hash length or fewer entries than
+the installed one; one that lacks bits it has set (keys do not stop being
+compromised; a longer filter is folded onto the installed length to
+compare); a time or revision far ahead; one that answers yes for most
+keys. Refused always: one whose entry count does not fit the bits set in
+it (an empty filter claiming thousands of keys), one older than --max-age,
+and one that fails its pin: --sha256 (a digest, or a digest file's https
+URL) or --signature with --signer-key (an SSH signature the publisher made
+with ssh-keygen -Y sign -n pkbf FILTER). URLs must be https unless
+--allow-http, which needs --sha256 HEX or --signature; credentials never
+go over http. FILTER's directory must be writable by its owner only. A
 download cut short is resumed (HTTP Range) by the retries and by the next
 run. Request headers (credentials) come from --header-file or
 $PKBF_UPDATE_HEADER, never the command line, and are never printed;
