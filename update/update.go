@@ -33,11 +33,12 @@
 // ([ErrLockIn]), if it answers yes for most keys ([ErrSaturated]), if it
 // is older than [Options.MaxAge] ([ErrStale]), or if it does not match
 // the digest or the SSH signature an operator pins it to
-// ([ErrNotAuthentic]). Only then is it renamed into place. Without a pin,
-// the comparison proves that every key the installed filter reports is
-// still reported only when the hash count and length are the installed
-// ones: a key's probes beyond those (more hashes, the new bit of a longer
-// length) cannot be checked against the installed bits.
+// ([ErrNotAuthentic]). Only then is it renamed into place. The comparison
+// proves that every key the installed filter reports is still reported
+// only when the hash count and length are the installed ones: a key's
+// probes beyond those (more hashes, the new bit of a longer length)
+// cannot be checked against the installed bits, so a filter with more
+// hashes or a longer length is refused unpinned ([ErrUnverifiable]).
 //
 // Update never replaces what it did not make: a file at FILTER that is not
 // a readable pkbfv1 filter is refused before any request (unless

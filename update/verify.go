@@ -55,6 +55,13 @@ var ErrDropsBits = perr.New("the server's filter lacks bits the installed one ha
 // merge the installed ones), and a genuine newer filter never has it.
 var ErrWeaker = perr.New("the server's filter is weaker than the installed one")
 
+// ErrUnverifiable is wrapped by the error Update returns when the
+// server's filter has more hashes or a longer hash length than the
+// installed one, no pin (Options.SHA256, SHA256URL or SignatureURL)
+// proves it, and Options.Force is not set: the installed bits check only
+// part of each key's new probes, so a server could leave a key out.
+var ErrUnverifiable = perr.New("the server's filter cannot be checked against the installed one")
+
 // checkWeaker refuses a filter h with fewer hashes, a shorter hash length
 // or fewer entries than the installed filter old.
 func (up *updater) checkWeaker(old, h pkbf.Header) error {
@@ -69,7 +76,14 @@ func (up *updater) checkWeaker(old, h pkbf.Header) error {
 		what = append(what, fmt.Sprintf("entry count %d -> %d", old.EntryCount, h.EntryCount))
 	}
 	if len(what) == 0 {
-		return nil
+		if up.pinned() || h.HashCount == old.HashCount && h.HashLength == old.HashLength {
+			return nil
+		}
+		// More hashes or a longer length: the installed bits vouch only for
+		// the new filter's first probes of each key, folded; a server that
+		// knows the keys can leave a later probe clear and pass every check.
+		return perr.Kind(ErrUnverifiable, up.errorf("the filter has other parameters than the installed filter %s (hash count %d -> %d, hash length %d -> %d): its bits cannot all be checked against the installed ones; pin it (a signature, or a digest from another source) or force it; not replaced",
+			up.path, old.HashCount, h.HashCount, old.HashLength, h.HashLength))
 	}
 	return perr.Kind(ErrWeaker, up.errorf("the filter is weaker than the installed filter %s (revision %d -> %d): %s; a genuine newer filter has as many hashes, bits and entries, and fewer cannot be checked against the installed bits; not replaced (force installs it)",
 		up.path, old.Revision, h.Revision, strings.Join(what, ", ")))

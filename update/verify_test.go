@@ -80,6 +80,10 @@ func TestIssue41ForgedEmptyFilter(t *testing.T) {
 				sum := sha256.Sum256(forged)
 				opts.AllowHTTP, opts.SHA256 = true, hex.EncodeToString(sum[:])
 			}
+			if c.l != 16 && !c.plain { // pinned, so that the fill check is what refuses it
+				sum := sha256.Sum256(forged)
+				opts.SHA256 = hex.EncodeToString(sum[:])
+			}
 			res, err := Update(context.Background(), ts.URL+"/filter.pkbf", path, opts)
 			if !errors.Is(err, ErrImplausibleFill) || res.Updated {
 				t.Fatalf("the forged filter: %+v, %v; want ErrImplausibleFill", res, err)
@@ -150,9 +154,13 @@ func TestDroppedBitsRefused(t *testing.T) {
 		t.Fatalf("with Force: %+v, %v", res, err)
 	}
 	// Other parameters cannot be compared bit by bit: a genuine filter
-	// with other parameters installs.
-	s.set(makeFilter(t, 5, 1e9+3, 18, "a", "b"))
-	if res, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil || !res.Updated {
+	// with other parameters installs pinned.
+	other := makeFilter(t, 5, 1e9+3, 18, "a", "b")
+	s.set(other)
+	sum := sha256.Sum256(other)
+	opts = fastOpts(nil)
+	opts.SHA256 = hex.EncodeToString(sum[:])
+	if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
 		t.Fatalf("other parameters: %+v, %v", res, err)
 	}
 }
@@ -504,7 +512,12 @@ func TestWeakerOrThinnedFilterRefused(t *testing.T) {
 		{"genuine: hash length 16->19, k 3->7, same keys", makeFilterK(t, 7, 2, 1.5e9, 19, keys...), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			url, path, res, err := updateOver(t, installed, c.body)
+			// More hashes or a longer length install only pinned
+			// (ErrUnverifiable without: TestLargerParametersNeedPin); the
+			// pin does not spare them the comparisons.
+			h, _ := pkbf.ParseHeader(c.body)
+			pin := h.HashCount > 3 || h.HashLength > 16
+			url, path, res, err := updateOverWith(t, installed, c.body, pin)
 			dir := filepath.Dir(path)
 			if c.want == nil {
 				if err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), c.body) {
@@ -535,11 +548,22 @@ func TestWeakerOrThinnedFilterRefused(t *testing.T) {
 // from it, in a new directory: it returns the server's URL, the filter's
 // path and what Update returned.
 func updateOver(t *testing.T, installed, body []byte) (url, path string, res Result, err error) {
+	return updateOverWith(t, installed, body, false)
+}
+
+// updateOverWith is updateOver, with the body pinned by its SHA-256 when
+// pin is set (as a publisher's digest would be).
+func updateOverWith(t *testing.T, installed, body []byte, pin bool) (url, path string, res Result, err error) {
 	t.Helper()
 	_, ts := newServer(t, body)
 	path = filepath.Join(t.TempDir(), "filter.pkbf")
 	os.WriteFile(path, installed, 0o644)
-	res, err = Update(context.Background(), ts.URL, path, fastOpts(nil))
+	opts := fastOpts(nil)
+	if pin {
+		sum := sha256.Sum256(body)
+		opts.SHA256 = hex.EncodeToString(sum[:])
+	}
+	res, err = Update(context.Background(), ts.URL, path, opts)
 	return ts.URL, path, res, err
 }
 
@@ -830,5 +854,29 @@ func TestMaxAge(t *testing.T) {
 	s.set(fresh)
 	if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
 		t.Fatalf("a fresh filter: %+v, %v", res, err)
+	}
+}
+
+// A filter with more hashes or a longer hash length than the installed
+// one, even a genuine one, is not installed unpinned: the installed bits
+// vouch only for part of each key's new probes, and a server that knows
+// the keys can leave one of a key's later probes clear and pass every
+// other check (red-team finding 1, on review). Pinned or forced, it
+// installs.
+func TestLargerParametersNeedPin(t *testing.T) {
+	keys := manyKeys("k", 3000)
+	installed := makeFilterK(t, 3, 1, 1e9, 16, keys...)
+	more := append(append([]string{}, keys...), manyKeys("new", 10)...)
+	for _, body := range [][]byte{makeFilterK(t, 3, 2, 1.5e9, 17, more...), makeFilterK(t, 4, 2, 1.5e9, 16, more...)} {
+		_, path, res, err := updateOver(t, installed, body)
+		if !errors.Is(err, ErrUnverifiable) || res.Updated || !strings.Contains(err.Error(), "pin it") {
+			t.Fatalf("unpinned: %+v, %v; want ErrUnverifiable", res, err)
+		}
+		if !bytes.Equal(testkit.ReadFile(t, path), installed) {
+			t.Fatal("the installed filter changed")
+		}
+		if _, path, res, err = updateOverWith(t, installed, body, true); err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), body) {
+			t.Fatalf("pinned: %+v, %v", res, err)
+		}
 	}
 }
