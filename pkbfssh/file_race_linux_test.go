@@ -19,16 +19,7 @@ import (
 // same path lead to the decoy or to the root-only file.
 func swapSetup(t *testing.T, mk func(path string) error) (home *user.User, keys, x, y, target string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the race is between a root reader and a user's symlinks (CI runs as root)")
-	}
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip(err)
-	}
-	dir := t.TempDir()
-	os.Chmod(filepath.Dir(dir), 0o755)
-	os.Chmod(dir, 0o755)
+	dir, u := nobodyIn(t)
 	priv := filepath.Join(dir, "priv")
 	os.Mkdir(priv, 0o700)
 	target = filepath.Join(priv, "f644")
@@ -43,9 +34,8 @@ func swapSetup(t *testing.T, mk func(path string) error) (home *user.User, keys,
 	os.Symlink(priv, y)
 	keys = filepath.Join(h, "keys")
 	os.Symlink(filepath.Join(x, "f644"), keys)
-	u := *nobody
 	u.HomeDir = h
-	return &u, keys, x, y, target
+	return u, keys, x, y, target
 }
 
 // swapping exchanges x and y (renameat2 RENAME_EXCHANGE, as the report's

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"io"
 	"slices"
 	"strings"
@@ -36,17 +35,9 @@ func authPrincipalsCommand(stdout, stderr io.Writer) (*command, *authPrincipalsF
 
 func runAuthPrincipals(args []string, stdout, stderr io.Writer) int {
 	c, fl := authPrincipalsCommand(stdout, stderr)
-	if err := c.Parse(args); err != nil { // flags only before FILTER, as authorized-keys
-		if errors.Is(err, flag.ErrHelp) {
-			c.printUsage(stdout)
-			return exitOK
-		}
-		_, code := c.fail(c.flagError(err))
+	rest, code, ok := parseSSHDArgs(c, args, stdout)
+	if !ok {
 		return code
-	}
-	rest := c.Args()
-	if len(rest) > 1 && rest[1] == "--" {
-		rest = append(rest[:1:1], rest[2:]...)
 	}
 	if len(rest) != 4 {
 		_, code := c.fail("want FILTER USER KEYTYPE KEY (sshd's %u %t %k)")
