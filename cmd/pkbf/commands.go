@@ -174,6 +174,27 @@ In sshd_config:
 			},
 		},
 		{
+			name: "authorized-principals", synopsis: "authorized-principals [flags] FILTER [--] USER KEYTYPE KEY",
+			summary: "Print a certificate's user unless its key or CA key is compromised, for sshd.",
+			help: `sshd's AuthorizedPrincipalsCommand, for certificates signed by a CA of
+TrustedUserCAKeys (sshd never runs the AuthorizedKeysCommand for those):
+KEYTYPE and KEY are the certificate (sshd's %t %k). Print USER when the
+certificate names USER among its principals and FILTER probably holds
+neither the certified key nor the CA key that signed it; otherwise print
+nothing, so sshd refuses the certificate, and log why on standard error and
+in syslog (auth facility). When FILTER cannot be read, --fail closed (the
+default) prints nothing and exits 1; --fail open prints USER unchecked.
+Flags come before FILTER. In sshd_config:
+  TrustedUserCAKeys /etc/ssh/user_ca.pub
+  AuthorizedPrincipalsCommand /usr/local/bin/pkbf authorized-principals /var/lib/pkbf/pwnedkeys.pkbf -- %u %t %k
+  AuthorizedPrincipalsCommandUser root`,
+			flagsFirst: true,
+			flags:      func(o, e io.Writer) *command { c, _ := authPrincipalsCommand(o, e); return c },
+			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+				return runAuthPrincipals(args, stdout, stderr)
+			},
+		},
+		{
 			name: "nix", synopsis: "nix (build [flags] SOURCE | check [flags] CACHE [PATH...])",
 			summary: "Build or query a Nix binary cache's Bloom filter of store paths.",
 			help:    nixHelp,
