@@ -20,6 +20,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/pkbf/pkbf/internal/hugemem"
 	"github.com/pkbf/pkbf/internal/prefetch"
+	"github.com/pkbf/pkbf/internal/probe"
 	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
 )
@@ -570,7 +571,7 @@ func BenchmarkBatchPasses(b *testing.B) {
 	var xs, xs2 [256]uint64
 	var lines [512]uintptr
 	hash := func(j int) uint64 {
-		h1, h2 := hashes(keys[j])
+		h1, h2 := probe.Hashes(keys[j])
 		xs[j], xs2[j] = h1, h1+h2
 		return h1 ^ h2
 	}

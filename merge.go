@@ -244,26 +244,22 @@ func (in *mergeInput) close() {
 // On a filter edited in place, Union takes the file's exclusive flock(2)
 // as Add does, and returns an error from the file as Add does.
 func (w *Writable) Union(g *Filter) (err error) {
-	f := w.Filter
 	gh := g.Header()
-	if f.hdr.HashCount != gh.HashCount || f.hdr.HashLength != gh.HashLength {
+	if w.hdr.HashCount != gh.HashCount || w.hdr.HashLength != gh.HashLength {
 		return perr.Errorf("union of filters with hash count %d and length %d, and %d and %d: only filters with the same parameters combine",
-			f.hdr.HashCount, f.hdr.HashLength, gh.HashCount, gh.HashLength)
-	}
-	if g == f {
-		return nil
+			w.hdr.HashCount, w.hdr.HashLength, gh.HashCount, gh.HashLength)
 	}
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if f.words == nil {
+	if w.words == nil {
 		panic("pkbf: Union on a closed filter")
 	}
 	if g.mapped != nil {
 		defer g.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
 		defer g.mapped.ReadingAll()()
 	}
-	if f.mapped != nil {
+	if w.mapped != nil {
 		var fault error
 		defer func() {
 			if fault != nil {
@@ -273,7 +269,7 @@ func (w *Writable) Union(g *Filter) (err error) {
 				}
 			}
 		}()
-		defer f.mapped.RecoverFault(debug.SetPanicOnFault(true), &fault)
+		defer w.mapped.RecoverFault(debug.SetPanicOnFault(true), &fault)
 	}
 	if w.inPlace != nil {
 		if !w.inPlace.lock(w, true) {
@@ -281,7 +277,7 @@ func (w *Writable) Union(g *Filter) (err error) {
 		}
 		defer w.inPlace.unlock()
 	}
-	changed := unionWords(f.words, g.data)
+	changed := unionWords(w.words, g.data)
 	if !changed && gh.EntryCount == 0 {
 		return nil
 	}
@@ -336,5 +332,5 @@ func (f *Filter) EstimateEntries() float64 {
 		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
 		defer f.mapped.ReadingAll()()
 	}
-	return f.Header().EstimateEntries(onesCount(f.data))
+	return f.hdr.EstimateEntries(onesCount(f.data))
 }
