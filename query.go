@@ -196,6 +196,8 @@ const minBatch = 4
 // only if its first bit is set. Batches of a few hundred keys or
 // more get the most from it. In cache it hashes several keys at once where
 // the CPU allows, and for fewer than four keys it is Probably in a loop.
+// It asks for keys' bytes a few keys before it hashes them: keys not in
+// the caches (a large slice, a page just read) cost it no more than Probably.
 // out must be at least as long as spkis; ProbablyBatch panics otherwise.
 // It does not allocate, is safe for concurrent use, and panics as
 // Probably does on a closed filter or a file cut short.
@@ -217,13 +219,13 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 	// In cache, with the vector hashes: keys hashed several at a time
 	// (their chains of multiplies side by side), then probed.
 	var h1, h2 [probe.RoundKeys]uint64
-	for len(spkis) > 0 {
-		n := min(len(spkis), probe.RoundKeys)
-		xxh64.Sum2Batch(spkis[:n], h1[:], h2[:])
-		for i := range n {
-			out[i] = f.probe(h1[i], h2[i]|1)
+	probe.PrefetchFirst(spkis)
+	for i := 0; i < len(spkis); i += probe.RoundKeys {
+		n := min(len(spkis)-i, probe.RoundKeys)
+		probe.HashBlock(spkis, i, n, h1[:], h2[:])
+		for j := range n {
+			out[i+j] = f.probe(h1[j], h2[j]|1)
 		}
-		spkis, out = spkis[n:], out[n:]
 	}
 }
 
@@ -289,11 +291,10 @@ func checkBatch(data []byte, spkis [][]byte, out []bool) {
 	}
 }
 
-// batches answers a batch on a large filter, probably being the filter's
-// Probably and rounds its probeRounds: in rounds, at the depth the
-// running mean of visits sets (probe.Depth), or, when nearly every key has had all its
-// bits set, each key's k loads at once, as Probably issues them, which
-// overlap better than rounds do then.
+// batches answers a batch on a large filter (probably and rounds are its
+// probably and probeRounds): in rounds, as deep as the mean of visits says
+// (probe.Depth), or, when nearly every key had all its bits set, each
+// key's k loads at once, as Probably issues them: they overlap better.
 func (c *core) batches(spkis [][]byte, out []bool, probably func([]byte) bool, rounds func([][]byte, []bool, int) uint64) {
 	for len(spkis) > 0 {
 		n := min(len(spkis), probe.MaxKeys)

@@ -250,7 +250,9 @@ func (w *Writable) WriteTo(dst io.Writer) (n int64, err error) {
 
 // WriteFile writes the filter to path atomically, as [Filter.WriteFile]
 // does, a consistent snapshot as [Writable.WriteTo] writes it.
-func (w *Writable) WriteFile(path string) error { return writeFileAtomic(path, writer(w.WriteTo)) }
+func (w *Writable) WriteFile(path string) error {
+	return writeFileAtomic(path, func(dst io.Writer) error { _, err := w.WriteTo(dst); return err })
+}
 
 // WriteTo writes the filter, header and data, to w. It implements
 // io.WriterTo.
@@ -261,14 +263,8 @@ func (f *Filter) WriteTo(w io.Writer) (n int64, err error) { return f.writeTo(w)
 // see a half-written filter, a failure (a full disk, say) leaves any old
 // file as it was, and readers that have the old file open keep their view
 // of it. A new file gets mode 0644; an existing one keeps its mode.
-func (f *Filter) WriteFile(path string) error { return writeFileAtomic(path, writer(f.WriteTo)) }
-
-// writer turns a WriteTo method into what writeFileAtomic calls.
-func writer(writeTo func(io.Writer) (int64, error)) func(io.Writer) error {
-	return func(w io.Writer) error {
-		_, err := writeTo(w)
-		return err
-	}
+func (f *Filter) WriteFile(path string) error {
+	return writeFileAtomic(path, func(w io.Writer) error { _, err := f.WriteTo(w); return err })
 }
 
 // writeTo writes the header and the data to w.
