@@ -184,27 +184,6 @@ func TestMergeCancelled(t *testing.T) {
 	checkNoTemp(t, dir)
 }
 
-// orBytes ORs every byte, whatever the length and the words' alignment.
-func TestOrBytes(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for n := range 100 {
-		for off := range 3 {
-			a, b := make([]byte, n+off), make([]byte, n+off)
-			for i := range a {
-				a[i], b[i] = byte(rng.Uint32()), byte(rng.Uint32())
-			}
-			want := bytes.Clone(a)
-			for i := off; i < len(want); i++ {
-				want[i] |= b[i]
-			}
-			orBytes(a[off:], b[off:])
-			if !bytes.Equal(a, want) {
-				t.Fatalf("orBytes of %d bytes at offset %d: wrong result", n, off)
-			}
-		}
-	}
-}
-
 // Union of in-memory and in-place filters equals the filter of all keys,
 // with the reference's header semantics.
 func TestUnion(t *testing.T) {
