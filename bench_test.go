@@ -296,7 +296,7 @@ func BenchmarkContains(b *testing.B) {
 // speed drifts) and x-floor (its ns/key over max(hash, lines × load), from
 // the floors timed just before it on the same memory), with the floors
 // themselves as hash-ns, load-ns and dep-ns. Where the machine cannot
-// hide memory work under hashing (see the comment above roundKeys), the
+// hide memory work under hashing (see the comment above probe.RoundKeys), the
 // floor is their sum: x-sum is ns/key over hash + lines × load.
 //
 // The filters are 256 MiB (k 12) from Parse (heap memory), Open (the
@@ -656,7 +656,7 @@ func BenchmarkBatchDepth(b *testing.B) {
 //     burst of the 2N prefetches; what a burst's size changes;
 //   - Rounds: ProbablyBatch's rounds at depth 1.
 //
-// The figures behind the design are in the comment above roundKeys.
+// The figures behind the design are in the comment above probe.RoundKeys (internal/probe).
 func BenchmarkBatchPasses(b *testing.B) {
 	const block = 16
 	keys := make([][]byte, 256)
