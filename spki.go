@@ -42,17 +42,38 @@ func (f *Filter) Contains(spki []byte) bool {
 		return true
 	}
 	var buf [256]byte // room for the other forms of most keys
-	canonical, other, err := keys.Forms(buf[:0], spki)
-	if err != nil {
-		return false
-	}
-	e, n := lookups(spki, canonical, other)
+	e, n := lookupForms(buf[:0], spki)
 	for _, enc := range e[1:n] { // e[0] is spki, tried above
 		if f.Probably(enc) {
 			return true
 		}
 	}
 	return false
+}
+
+// Contains is [Filter.Contains] on the filter being written.
+func (w *Writable) Contains(spki []byte) bool {
+	if w.Probably(spki) {
+		return true
+	}
+	var buf [256]byte
+	e, n := lookupForms(buf[:0], spki)
+	for _, enc := range e[1:n] { // e[0] is spki, tried above
+		if w.Probably(enc) {
+			return true
+		}
+	}
+	return false
+}
+
+// lookupForms returns the encodings Contains looks spki up under, n of
+// them, spki first, built in buf's spare capacity.
+func lookupForms(buf, spki []byte) ([3][]byte, int) {
+	canonical, other, err := keys.Forms(buf, spki)
+	if err != nil {
+		return [3][]byte{spki}, 1
+	}
+	return lookups(spki, canonical, other)
 }
 
 // CheckKey returns the verdict on the one key in data, anything [SPKI]
