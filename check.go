@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/pkbf/pkbf/internal/fingerprint"
+	"github.com/pkbf/pkbf/internal/lookup"
 	"github.com/pkbf/pkbf/internal/pipeline"
 	"github.com/pkbf/pkbf/keys"
 )
@@ -292,20 +293,6 @@ func decodeForAdd(s *slot, _ []byte) {
 	s.SSHFingerprint, s.Comment = s.key.SSHFingerprint()
 }
 
-// lookups returns the encodings under which a key is looked up, n of
-// them: as given, canonical where it differs, and an EC key's other point
-// form. Contains and Check both look up exactly these.
-func lookups(spki, canonical, other []byte) (e [3][]byte, n int) {
-	e[0], n = spki, 1
-	if canonical != nil && !bytes.Equal(canonical, spki) { // the same memory, mostly: memequal's first test
-		e[n], n = canonical, n+1
-	}
-	if other != nil {
-		e[n], n = other, n+1
-	}
-	return e, n
-}
-
 // lookupScratch is what lookup needs only while it runs, kept from one
 // batch to the next.
 type lookupScratch struct {
@@ -329,7 +316,7 @@ func (r *run) lookup(b *batch) {
 	encodings, owners := sc.encodings[:0], sc.owners[:0]
 	for i := range b.Slots {
 		if s := &b.Slots[i]; s.Err == nil {
-			e, n := lookups(s.spki, s.canonical, s.other)
+			e, n := lookup.Encodings(s.spki, s.canonical, s.other)
 			for _, enc := range e[:n] {
 				encodings, owners = append(encodings, enc), append(owners, i)
 			}
@@ -382,12 +369,10 @@ func (r *run) fingerprints(b *batch) {
 			spans[i].fp = -1
 			continue
 		}
-		fp, other, label := reported(s.spki, s.canonical)
 		spans[i].fp, spans[i].other = len(buf), -1
-		buf = fingerprint.Append(buf, fp)
-		if label != "" {
-			spans[i].other = len(buf)
-			buf = fingerprint.Append(buf, other)
+		var label string
+		if buf, label = lookup.AppendFingerprints(buf, s.spki, s.canonical); label != "" {
+			spans[i].other = spans[i].fp + fingerprint.Size
 			s.OtherLabel = label
 		}
 	}
@@ -403,21 +388,4 @@ func (r *run) fingerprints(b *batch) {
 			}
 		}
 	}
-}
-
-// reported chooses the fingerprint reported for a key: the canonical
-// encoding's (what the reference implementation stores for a key, and
-// pwnedkeys fingerprints), with the bytes as given beside it where they
-// differ; but for a key with explicit EC parameters (a certificate's
-// SPKI, which the reference hashes as it stands), openssl (x509 -pubkey,
-// pkey -pubin) keeps the parameters and fingerprints the bytes as given:
-// that is reported, and the canonical one is "named curve".
-func reported(spki, canonical []byte) (fp, other []byte, label string) {
-	switch {
-	case bytes.Equal(spki, canonical):
-		return canonical, nil, ""
-	case keys.ExplicitCurve(spki):
-		return spki, canonical, "named curve"
-	}
-	return canonical, spki, "as given"
 }

@@ -179,7 +179,7 @@ func dropped(t *testing.T, f, g *pkbf.Filter) uint64 {
 }
 
 // randomFilter adds n random keys to a new filter, as pkbf add does.
-func randomFilter(t testing.TB, rng *rand.Rand, k, l, n int) *pkbf.Writable {
+func randomFilter(t testing.TB, rng *rand.Rand, k, l, n int) *pkbf.Filter {
 	t.Helper()
 	f, err := pkbf.New(k, l)
 	if err != nil {
@@ -193,7 +193,13 @@ func randomFilter(t testing.TB, rng *rand.Rand, k, l, n int) *pkbf.Writable {
 			t.Fatal(err)
 		}
 	}
-	return f
+	var b bytes.Buffer
+	f.WriteTo(&b)
+	g, err := pkbf.Parse(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // Genuine filters are within the fill bounds: filters of every shape made
