@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/mapfile"
 )
 
 // A Scan checks a log's entries against a filter, from where its state
@@ -478,8 +477,5 @@ func (s *Scan) save(st *state) error {
 	if err != nil {
 		return err
 	}
-	return mapfile.WriteAtomic(s.State, func(w io.Writer) error {
-		_, err := w.Write(append(b, '\n'))
-		return err
-	}, nil)
+	return writeAtomic(s.State, append(b, '\n'))
 }
