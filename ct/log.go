@@ -53,6 +53,8 @@ type Head struct {
 type Log interface {
 	// URL names the log: its monitoring prefix or RFC 6962 URL.
 	URL() string
+	// Kind is the log's API.
+	Kind() Kind
 	// Head returns the log's current tree head, its signature verified
 	// when the log's key was given.
 	Head(ctx context.Context) (Head, error)
