@@ -401,4 +401,3 @@ func TestFlagsAnywhere(t *testing.T) {
 		t.Errorf("an unknown flag after FILTER: exit %d\n%s", code, stderr.String())
 	}
 }
-
