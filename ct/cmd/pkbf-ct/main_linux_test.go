@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,10 +22,7 @@ import (
 func TestSecondInterruptQuits(t *testing.T) {
 	bin := build(t)
 	fx := cttest.NewFixture(t, 3000, 300, 11)
-	dir := t.TempDir()
-	fx.WriteStatic(t, filepath.Join(dir, "log"), len(fx.Entries))
-	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, "log"))))
-	defer srv.Close()
+	dir, srv := serveStatic(t, fx)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

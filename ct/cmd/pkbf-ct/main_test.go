@@ -46,6 +46,18 @@ func exitCode(err error) int {
 	return 0
 }
 
+// serveStatic writes the fixture's entries as a Static CT log in a
+// temporary directory's log/ and serves it on 127.0.0.1 until the test
+// ends; it returns the directory and the server.
+func serveStatic(t *testing.T, fx *cttest.Fixture) (dir string, srv *httptest.Server) {
+	t.Helper()
+	dir = t.TempDir()
+	fx.WriteStatic(t, filepath.Join(dir, "log"), len(fx.Entries))
+	srv = httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, "log"))))
+	t.Cleanup(srv.Close)
+	return dir, srv
+}
+
 // hitIndexes reads the JSON hits of an output file.
 func hitIndexes(t *testing.T, path string) []int64 {
 	t.Helper()
@@ -74,10 +86,7 @@ func hitIndexes(t *testing.T, path string) []int64 {
 func TestKilledAndResumed(t *testing.T) {
 	bin := build(t)
 	fx := cttest.NewFixture(t, 20000, 300, 113)
-	dir := t.TempDir()
-	fx.WriteStatic(t, filepath.Join(dir, "log"), len(fx.Entries))
-	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, "log"))))
-	defer srv.Close()
+	dir, srv := serveStatic(t, fx)
 
 	args := func(state, out string, extra ...string) []string {
 		return append([]string{"--json", "--quiet", "--kind", "static", "--state", state, "--output", out}, append(extra, fx.Filter, srv.URL)...)
@@ -354,10 +363,7 @@ func TestExitStatus(t *testing.T) {
 func TestFlagsAnywhere(t *testing.T) {
 	bin := build(t)
 	fx := cttest.NewFixture(t, 600, 60, 53)
-	dir := t.TempDir()
-	fx.WriteStatic(t, filepath.Join(dir, "log"), len(fx.Entries))
-	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, "log"))))
-	defer srv.Close()
+	dir, srv := serveStatic(t, fx)
 	filter, err := os.ReadFile(fx.Filter)
 	if err != nil {
 		t.Fatal(err)
