@@ -75,7 +75,7 @@ import (
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
-	"github.com/pkbf/pkbf/internal/retryafter"
+	"github.com/pkbf/pkbf/retryafter"
 )
 
 // Defaults of Options' zero values.

@@ -25,7 +25,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
-	"github.com/pkbf/pkbf/internal/retryafter"
+	"github.com/pkbf/pkbf/retryafter"
 )
 
 // ErrNotAuthentic is wrapped by the error Update returns when the
