@@ -274,6 +274,7 @@ func Update(ctx context.Context, rawURL, path string, opts Options) (Result, err
 		return Result{}, up.deadline(ctx, err)
 	}
 	defer unlock()
+	sweepStateTemps(up.statePath)
 	if err := up.readInstalled(); err != nil {
 		return Result{}, err
 	}
@@ -574,6 +575,22 @@ func (up *updater) saveState() {
 	}()
 	if err != nil {
 		up.logf("could not save %s: %v (the next update downloads the whole filter)", up.statePath, err)
+	}
+}
+
+// sweepStateTemps removes the temporary state files of updates killed
+// while saving (saveState's, named after the state file): only one
+// update runs at a time, under the lock the caller holds.
+func sweepStateTemps(statePath string) {
+	dir, base := filepath.Split(statePath)
+	if dir == "" {
+		dir = "."
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), base+".") && e.Type().IsRegular() {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
 	}
 }
 

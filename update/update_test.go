@@ -938,3 +938,21 @@ func TestUpdateMessages(t *testing.T) {
 		checkFiles(t, dir, false)
 	})
 }
+
+// The temporary state file of an update killed while saving its state is
+// swept by the next update (TestUpdateKilled in cmd/pkbf left one behind
+// now and then).
+func TestStaleStateTempSwept(t *testing.T) {
+	_, ts := newServer(t, makeFilter(t, 2, 1.5e9, 12, "a"))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.pkbf")
+	os.WriteFile(path, makeFilter(t, 1, 1e9, 12, "a"), 0o644)
+	stale := filepath.Join(dir, ".f.pkbf.update.json.2980331846")
+	os.WriteFile(stale, []byte("{"), 0o600)
+	if res, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil || !res.Updated {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if _, err := os.Lstat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stale temporary state file is still there: %v", err)
+	}
+}

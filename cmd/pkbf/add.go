@@ -84,18 +84,9 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // interruptContext returns a context that a first interrupt (Ctrl-C) or
 // SIGTERM cancels; it also restores the default action, so a second one
 // quits at once, even while the input is blocked. Call release when done.
+// pkbf-ct handles interrupts the same way.
 func interruptContext() (ctx context.Context, release func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	finished := make(chan struct{})
-	go func() {
-		select {
-		case <-signals:
-			signal.Stop(signals)
-			cancel()
-		case <-finished:
-		}
-	}()
-	return ctx, func() { signal.Stop(signals); close(finished); cancel() }
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
 }

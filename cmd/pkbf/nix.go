@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
@@ -188,8 +187,8 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	ctx, release := interruptContext()
+	defer release()
 	if *fl.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *fl.timeout)
