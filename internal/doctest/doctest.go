@@ -559,7 +559,7 @@ var packages = map[string]string{
 	"pkbf": "github.com/pkbf/pkbf", "keys": "github.com/pkbf/pkbf/keys",
 	"pwnedkeys": "github.com/pkbf/pkbf/pwnedkeys", "update": "github.com/pkbf/pkbf/update",
 	"nixbloom": "github.com/pkbf/pkbf/nixbloom",
-	"pkbfssh": "github.com/pkbf/pkbf/pkbfssh", "pkbftls": "github.com/pkbf/pkbf/pkbftls",
+	"pkbfssh":  "github.com/pkbf/pkbf/pkbfssh", "pkbftls": "github.com/pkbf/pkbf/pkbftls",
 	"stepca": "github.com/pkbf/pkbf/stepca", "ssh": "golang.org/x/crypto/ssh", "tls": "crypto/tls",
 }
 
