@@ -1,0 +1,196 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/doctest"
+	"github.com/pkbf/pkbf/internal/testkit"
+)
+
+// The configuration files and logs that docs/sshd.md, docs/operators.md
+// and docs/stepca.md show, which TestDocs (internal/doctest) cannot run as
+// sessions, checked here by the tools that read them.
+
+// docBlocks returns the fenced blocks of docs/NAME whose text contains
+// each of marks, failing unless there are want of them.
+func docBlocks(t *testing.T, name string, want int, marks ...string) []doctest.Block {
+	t.Helper()
+	blocks, err := doctest.Parse("docs/"+name, testkit.ReadFile(t, filepath.Join("../../docs", name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []doctest.Block
+	for _, b := range blocks {
+		text := strings.Join(b.Text, "\n")
+		all := true
+		for _, m := range marks {
+			all = all && strings.Contains(text, m)
+		}
+		if all {
+			found = append(found, b)
+		}
+	}
+	if len(found) != want {
+		t.Fatalf("docs/%s has %d blocks with %q, want %d", name, len(found), marks, want)
+	}
+	return found
+}
+
+// TestDocsSSHDConfig: the sshd_config lines docs/sshd.md shows are ones
+// sshd accepts (sshd -t, with a host key of the test's).
+func TestDocsSSHDConfig(t *testing.T) {
+	s := newSSHDTest(t)
+	b := docBlocks(t, "sshd.md", 1, "AuthorizedKeysCommand ")[0]
+	hostKey := s.keygen("host", "ed25519")
+	config := filepath.Join(s.dir, "sshd_config")
+	text := "HostKey " + hostKey + "\nPidFile " + filepath.Join(s.dir, "pid") + "\n" + strings.Join(b.Text, "\n") + "\n"
+	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("/usr/sbin/sshd", "-t", "-f", config).CombinedOutput(); err != nil || len(out) != 0 {
+		t.Errorf("%s: sshd -t: %v\n%s", b.Where(), err, out)
+	}
+	// sshd -T prints the configuration as it read it: the command is the
+	// one shown.
+	out, err := exec.Command("/usr/sbin/sshd", "-T", "-f", config, "-C", "user=root,host=localhost,addr=127.0.0.1").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "\nauthorizedkeyscommand /usr/local/bin/pkbf authorized-keys /var/lib/pkbf/pwnedkeys.pkbf -- %u %t %k\n") {
+		t.Errorf("%s: sshd -T: %v\n%s", b.Where(), err, out)
+	}
+}
+
+// TestDocsSSHDLog: the lines docs/sshd.md says pkbf authorized-keys logs
+// for alice's file are the ones it logs: a login with the P-256 key in the
+// filter, one with the laptop's clean key, the file refused by
+// StrictModes, and the filter missing. Alice is the test's user, her file
+// in a root-owned directory under /run (StrictModes checks every
+// directory above it).
+func TestDocsSSHDLog(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the file must sit in a root-owned directory chain for StrictModes")
+	}
+	file := docBlocks(t, "sshd.md", 1, "# alice's keys")[0]
+	logBlock := docBlocks(t, "sshd.md", 1, "pkbf: error: refused login of user alice")[0]
+	if len(logBlock.Text) != 5 {
+		t.Fatalf("%s: %d lines, want the 5 the test knows", logBlock.Where(), len(logBlock.Text))
+	}
+	home, err := os.MkdirTemp("/run", "pkbf-docs-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	if err := os.Chmod(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dotSSH := filepath.Join(home, ".ssh")
+	if err := os.Mkdir(dotSSH, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keysFile := filepath.Join(dotSSH, "authorized_keys")
+	if err := os.WriteFile(keysFile, []byte(strings.Join(file.Text, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	filter := filepath.Join(home, "pwnedkeys.pkbf")
+	w, err := pkbf.New(12, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AddKey(testkit.ReadFile(t, "../../testdata/keys/p256.spki.der")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile(filter); err != nil {
+		t.Fatal(err)
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := u.Username
+	ours := strings.NewReplacer("/home/alice/.ssh/authorized_keys", keysFile, "/home/alice/.ssh", dotSSH,
+		"user alice", "user "+me, "/var/lib/pkbf/pwnedkeys.pkbf", filter)
+	want := func(lines ...int) string {
+		var b strings.Builder
+		for _, l := range lines {
+			b.WriteString(ours.Replace(logBlock.Text[l]) + "\n")
+		}
+		return b.String()
+	}
+	offered := func(line int) []string { return strings.Fields(file.Text[line])[:2] }
+	login := func(filter string, key []string) result {
+		return runWith(t, nil, append([]string{"authorized-keys", "--syslog", "off", "--file", keysFile, filter, "--", me}, key...)...)
+	}
+	if r := login(filter, offered(3)); r.code != 0 || r.stdout != "" || r.stderr != want(0) {
+		t.Errorf("the P-256 key offered: exit %d, printed %q, logged:\n%s\nthe document shows:\n%s", r.code, r.stdout, r.stderr, want(0))
+	}
+	laptop := offered(1)
+	if r := login(filter, laptop); r.code != 0 || r.stdout != file.Text[0]+"\n"+file.Text[1]+"\n" || r.stderr != want(1, 2) {
+		t.Errorf("the laptop's key offered: exit %d, printed %q, logged:\n%s\nthe document shows:\n%s", r.code, r.stdout, r.stderr, want(1, 2))
+	}
+	if err := os.Chmod(dotSSH, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	if r := login(filter, laptop); r.code != 0 || r.stdout != "" || r.stderr != want(3) {
+		t.Errorf("a group-writable .ssh: exit %d, printed %q, logged:\n%s\nthe document shows:\n%s", r.code, r.stdout, r.stderr, want(3))
+	}
+	if r := login(filter+".missing", laptop); r.code != 1 || r.stdout != "" || r.stderr != strings.ReplaceAll(want(4), filter, filter+".missing") {
+		t.Errorf("a missing filter: exit %d, printed %q, logged:\n%s\nthe document shows:\n%s", r.code, r.stdout, r.stderr, want(4))
+	}
+}
+
+// TestDocsSystemdUnits: the units docs/operators.md shows pass
+// systemd-analyze verify (no unknown key, no value it cannot parse), with
+// /usr/local/bin/pkbf this test's command.
+func TestDocsSystemdUnits(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("PKBF_REQUIRE_SYSTEMD_ANALYZE") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("no systemd-analyze (apt-get install systemd):", err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pkbf")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building pkbf: %v\n%s", err, out)
+	}
+	var units []string
+	for _, b := range append(docBlocks(t, "operators.md", 1, "# /etc/systemd/system/pkbf-update.service"),
+		docBlocks(t, "operators.md", 1, "# /etc/systemd/system/pkbf.service")...) {
+		// A block holds one or more units, each after a "# /etc/systemd/system/NAME" line.
+		var name string
+		var text strings.Builder
+		flush := func() {
+			if name == "" {
+				return
+			}
+			path := filepath.Join(dir, name)
+			if err := os.WriteFile(path, []byte(strings.ReplaceAll(text.String(), "/usr/local/bin/pkbf", bin)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			units = append(units, path)
+			text.Reset()
+		}
+		for _, l := range b.Text {
+			if n, ok := strings.CutPrefix(l, "# /etc/systemd/system/"); ok {
+				flush()
+				name = n
+				continue
+			}
+			text.WriteString(l + "\n")
+		}
+		flush()
+	}
+	if len(units) != 3 {
+		t.Fatalf("found units %v, want pkbf-update.service, pkbf-update.timer and pkbf.service", units)
+	}
+	cmd := exec.Command(analyze, append([]string{"verify"}, units...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Errorf("systemd-analyze verify %v: %v\n%s", units, err, out)
+	}
+}
