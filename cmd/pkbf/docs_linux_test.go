@@ -1,10 +1,12 @@
 package main
 
 import (
+	"crypto"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -192,5 +194,72 @@ func TestDocsSystemdUnits(t *testing.T) {
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
 		t.Errorf("systemd-analyze verify %v: %v\n%s", units, err, out)
+	}
+}
+
+// TestDocsStepCA: docs/stepca.md's pkbf serve command and complete
+// ca.json, with the test's files and ports in place of the page's, run
+// as shown: step-ca v0.30.2 starts with that ca.json, an ACME client gets
+// a certificate for a clean key and, for a compromised one, the error the
+// page shows, and pkbf serve logs the refusal as the page shows it.
+func TestDocsStepCA(t *testing.T) {
+	bin := stepCABinary(t)
+	dir := t.TempDir()
+	f := writeCAFiles(t, dir)
+	bad := testkit.Signer(t, "P-256")
+	filter := writeFilterOf(t, dir, map[string]crypto.Signer{"P-256": bad})
+
+	serveCmd := docBlocks(t, "stepca.md", 1, "$ pkbf serve --listen 127.0.0.1:8443")[0].Commands[0].Text
+	args := strings.Fields(strings.ReplaceAll(serveCmd, "\\\n", " "))
+	if len(args) < 4 || strings.Join(args[:4], " ") != "pkbf serve --listen 127.0.0.1:8443" {
+		t.Fatalf("docs/stepca.md's serve command: %q", serveCmd)
+	}
+	ours := strings.NewReplacer("/etc/pkbf/serve.crt", f.serveCertPath, "/etc/pkbf/serve.key", f.serveKeyPath,
+		"/etc/step-ca/certs/root_ca.crt", f.rootPath, "/var/lib/pkbf/pwnedkeys.pkbf", filter)
+	for i := range args {
+		args[i] = ours.Replace(args[i])
+	}
+	_, serveAddr, serveLogs := startServe(t, args[4:]...) // startServe listens on 127.0.0.1:0
+	ca := &stepCA{serveLogs: serveLogs}
+	if want := "step-ca webhook at https://" + serveAddr + "/v1/step-ca/authorize"; !ca.serveLogged(want) {
+		t.Errorf("pkbf serve does not log %q, as the page says:\n%s", want, serveLogs.String())
+	}
+
+	caJSON := docBlocks(t, "stepca.md", 1, `"root": "/etc/step-ca/certs/root_ca.crt"`)[0]
+	addr := freeAddr(t)
+	config := strings.NewReplacer("/etc/step-ca/certs/root_ca.crt", f.rootPath, "/etc/step-ca/certs/intermediate_ca.crt", f.interPath,
+		"/etc/step-ca/secrets/intermediate_ca_key", f.interKeyPath, "/var/lib/step-ca/db", filepath.Join(dir, "db"),
+		"127.0.0.1:9000", addr, "https://127.0.0.1:8443/", "https://"+serveAddr+"/").Replace(strings.Join(caJSON.Text, "\n"))
+	ca.start(t, bin, dir, addr, f.write("ca.json", []byte(config)), f.root)
+
+	if err := ca.acmeCertificate(t, testkit.Signer(t, "P-256")); err != nil {
+		t.Errorf("ACME, clean key: %v\nstep-ca:\n%s", err, ca.caLogs.String())
+	}
+	fp := fingerprintOf(t, bad)
+	err := ca.acmeCertificate(t, bad)
+	shown := docBlocks(t, "stepca.md", 1, "urn:ietf:params:acme:error:unauthorized")[0]
+	want := strings.Split(strings.ReplaceAll(strings.Join(shown.Text, "\n"), "04e79bb4…", fp[:8]+"…"), "\n")
+	if err == nil || !doctest.Match(want, strings.Split(err.Error(), "\n")) {
+		t.Errorf("ACME, compromised key: %v\nthe page shows (%s):\n%s", err, shown.Where(), strings.Join(want, "\n"))
+	}
+
+	logLine := docBlocks(t, "stepca.md", 1, "step-ca: refused (pkbf-compromised-key)")[0]
+	if len(logLine.Text) != 1 {
+		t.Fatalf("%s: %d lines, want one", logLine.Where(), len(logLine.Text))
+	}
+	pattern := logLine.Text[0]
+	for re, with := range map[string]string{`\d{4}/\d\d/\d\d \d\d:\d\d:\d\d`: "…", `127\.0\.0\.1:\d+`: "127.0.0.1:…", `request "[^"]*"`: `request "…"`, `fingerprint [0-9a-f]{8}…`: "fingerprint " + fp[:8] + "…"} {
+		pattern = regexp.MustCompile(re).ReplaceAllString(pattern, with)
+	}
+	logged := func() bool {
+		for _, l := range strings.Split(serveLogs.String(), "\n") {
+			if doctest.Match([]string{pattern}, []string{l}) {
+				return true
+			}
+		}
+		return false
+	}
+	if !waitFor(logged) {
+		t.Errorf("pkbf serve did not log the refusal as %s shows it (%s):\n%s", logLine.Where(), pattern, serveLogs.String())
 	}
 }
