@@ -19,31 +19,6 @@ import (
 // and docs/stepca.md show, which TestDocs (internal/doctest) cannot run as
 // sessions, checked here by the tools that read them.
 
-// docBlocks returns the fenced blocks of docs/NAME whose text contains
-// each of marks, failing unless there are want of them.
-func docBlocks(t *testing.T, name string, want int, marks ...string) []doctest.Block {
-	t.Helper()
-	blocks, err := doctest.Parse("docs/"+name, testkit.ReadFile(t, filepath.Join("../../docs", name)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found []doctest.Block
-	for _, b := range blocks {
-		text := strings.Join(b.Text, "\n")
-		all := true
-		for _, m := range marks {
-			all = all && strings.Contains(text, m)
-		}
-		if all {
-			found = append(found, b)
-		}
-	}
-	if len(found) != want {
-		t.Fatalf("docs/%s has %d blocks with %q, want %d", name, len(found), marks, want)
-	}
-	return found
-}
-
 // TestDocsSSHDConfig: the sshd_config lines docs/sshd.md shows are ones
 // sshd accepts (sshd -t, with a host key of the test's).
 func TestDocsSSHDConfig(t *testing.T) {
