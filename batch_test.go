@@ -8,7 +8,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pkbf/pkbf/internal/probe"
 )
+
+// batchQuerier is a Filter or a Writable, for the tests that run on both.
+type batchQuerier interface {
+	Probably(spki []byte) bool
+	ProbablyBatch(spkis [][]byte, out []bool)
+	state() *core
+}
+
+func (c *core) state() *core { return c }
 
 // randomKeys returns n distinct keys of 30 to 300 bytes.
 func randomKeys(n int, seed uint64) [][]byte {
@@ -30,17 +41,17 @@ func TestProbablyBatch(t *testing.T) {
 	keys := randomKeys(1000, 1)
 	type kind struct {
 		name string
-		make func(t *testing.T, k, l uint8) *Filter
+		make func(t *testing.T, k, l uint8) batchQuerier
 	}
 	kinds := []kind{
-		{"parsed", func(t *testing.T, k, l uint8) *Filter {
+		{"parsed", func(t *testing.T, k, l uint8) batchQuerier {
 			f, err := Parse(buildFilter(t, k, l, keys[:500]...))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return f
 		}},
-		{"parsed, large path", func(t *testing.T, k, l uint8) *Filter {
+		{"parsed, large path", func(t *testing.T, k, l uint8) batchQuerier {
 			f, err := Parse(buildFilter(t, k, l, keys[:500]...))
 			if err != nil {
 				t.Fatal(err)
@@ -48,22 +59,22 @@ func TestProbablyBatch(t *testing.T) {
 			f.large = true // the out-of-cache paths, on a small filter
 			return f
 		}},
-		{"writable", func(t *testing.T, k, l uint8) *Filter {
+		{"writable", func(t *testing.T, k, l uint8) batchQuerier {
 			f, _ := New(int(k), int(l))
 			for _, key := range keys[:500] {
 				f.Add(key)
 			}
-			return f.Filter
+			return f
 		}},
-		{"writable, large path", func(t *testing.T, k, l uint8) *Filter {
+		{"writable, large path", func(t *testing.T, k, l uint8) batchQuerier {
 			f, _ := New(int(k), int(l))
 			for _, key := range keys[:500] {
 				f.Add(key)
 			}
 			f.large = true
-			return f.Filter
+			return f
 		}},
-		{"mapped, large path", func(t *testing.T, k, l uint8) *Filter {
+		{"mapped, large path", func(t *testing.T, k, l uint8) batchQuerier {
 			path := filepath.Join(t.TempDir(), "f.pkbf")
 			if err := os.WriteFile(path, buildFilter(t, k, l, keys[:500]...), 0o644); err != nil {
 				t.Fatal(err)
@@ -81,17 +92,17 @@ func TestProbablyBatch(t *testing.T) {
 		for _, p := range []struct{ k, l uint8 }{{1, 12}, {3, 10}, {12, 14}, {40, 16}} {
 			t.Run(fmt.Sprintf("%s/k%d/L%d", kd.name, p.k, p.l), func(t *testing.T) {
 				f := kd.make(t, p.k, p.l)
-				for _, n := range []int{0, 1, minBatch, roundKeys - 1, roundKeys + 1, liveKeys + 1, 1000} {
+				for _, n := range []int{0, 1, minBatch, probe.RoundKeys - 1, probe.RoundKeys + 1, probe.LiveKeys + 1, 1000} {
 					// Depths a large filter's batches fetch after the
 					// second hash: the running mean of visits picks them
 					// (0: one line at a time; 2k: all of a key's lines
-					// at once, up to maxDepth).
+					// at once, up to probe.MaxDepth).
 					for _, mean := range []uint32{0, 5 * 16, uint32(p.k) * 32} {
 						out := make([]bool, n+3)
 						for i := range out {
 							out[i] = i%2 == 0 // garbage that must be overwritten
 						}
-						f.batchVisits.Store(mean)
+						f.state().batchVisits.Store(mean)
 						f.ProbablyBatch(keys[:n], out)
 						for i := range n {
 							if want := f.Probably(keys[i]); out[i] != want {
@@ -133,7 +144,7 @@ func TestProbablyBatchVisits(t *testing.T) {
 			}
 		}
 		out := make([]bool, len(keys))
-		for _, depth := range []int{1, 2, 5, maxDepth} {
+		for _, depth := range []int{1, 2, 5, probe.MaxDepth} {
 			if got := f.probeRounds(keys, out, min(depth, int(k))); got != want {
 				t.Errorf("k %d, depth %d: probeRounds counts %d bits, want %d", k, depth, got, want)
 			}
@@ -152,7 +163,7 @@ func TestProbablyBatchVisits(t *testing.T) {
 		full.ProbablyBatch(batch, out)
 	}
 	if m := half.batchVisits.Load(); m < 24 || m > 40 {
-		t.Errorf("half-full filter: mean visits %d/16, want about 2 (depth %d)", m, depthFor(m, 12))
+		t.Errorf("half-full filter: mean visits %d/16, want about 2 (depth %d)", m, probe.Depth(m, 12))
 	}
 	if m := full.batchVisits.Load(); m != 12*16 {
 		t.Errorf("full filter: mean visits %d/16, want 12", m)
@@ -164,11 +175,11 @@ func TestProbablyBatchVisits(t *testing.T) {
 		keys   int
 		want   uint32
 	}{{4 * 12, 4, 32 + (192-32)*4/256}, {300 * 12, 300, 192}, {256 * 1, 256, 16}, {0, 0, 32}} {
-		half.batchVisits.Store(32)
+		m := uint32(32)
 		if c.keys > 0 {
-			half.learnVisits(32, c.visits, c.keys)
+			m = probe.Mean(32, c.visits, c.keys)
 		}
-		if m := half.batchVisits.Load(); m != c.want {
+		if m != c.want {
 			t.Errorf("mean 2, then %d keys needing %d bits: mean %d/16, want %d/16", c.keys, c.visits, m, c.want)
 		}
 	}
@@ -260,7 +271,7 @@ func TestProbablyBatchAllocs(t *testing.T) {
 }
 
 // A batch's depth is half the mean visits per key, rounded up, within 1
-// and min(k, maxDepth).
+// and min(k, probe.MaxDepth).
 func TestDepthFor(t *testing.T) {
 	for _, c := range []struct {
 		mean uint32
@@ -268,11 +279,11 @@ func TestDepthFor(t *testing.T) {
 		want int
 	}{
 		{0, 12, 1}, {16, 12, 1}, {32, 12, 1}, {33, 12, 2}, {64, 12, 2}, {65, 12, 3},
-		{12 * 16, 12, 6}, {12 * 32, 12, 12}, {255 * 16, 12, 12}, {255 * 16, 255, maxDepth},
+		{12 * 16, 12, 6}, {12 * 32, 12, 12}, {255 * 16, 12, 12}, {255 * 16, 255, probe.MaxDepth},
 		{40 * 16, 3, 3}, {1 << 31, 1, 1},
 	} {
-		if got := depthFor(c.mean, c.k); got != c.want {
-			t.Errorf("depthFor(%d/16, k %d) = %d, want %d", c.mean, c.k, got, c.want)
+		if got := probe.Depth(c.mean, c.k); got != c.want {
+			t.Errorf("probe.Depth(%d/16, k %d) = %d, want %d", c.mean, c.k, got, c.want)
 		}
 	}
 }

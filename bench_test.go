@@ -20,6 +20,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/pkbf/pkbf/internal/hugemem"
 	"github.com/pkbf/pkbf/internal/prefetch"
+	"github.com/pkbf/pkbf/internal/probe"
 	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
 )
@@ -295,7 +296,7 @@ func BenchmarkContains(b *testing.B) {
 // speed drifts) and x-floor (its ns/key over max(hash, lines × load), from
 // the floors timed just before it on the same memory), with the floors
 // themselves as hash-ns, load-ns and dep-ns. Where the machine cannot
-// hide memory work under hashing (see the comment above roundKeys), the
+// hide memory work under hashing (see the comment above probe.RoundKeys), the
 // floor is their sum: x-sum is ns/key over hash + lines × load.
 //
 // The filters are 256 MiB (k 12) from Parse (heap memory), Open (the
@@ -353,6 +354,100 @@ func BenchmarkBatch(b *testing.B) {
 				}
 			})
 			query("ProbablyBatch", func() { f.ProbablyBatch(keys, out) })
+		})
+	}
+	b.Run("KeySet", benchmarkKeySet)
+}
+
+// benchmarkKeySet (BenchmarkBatch/KeySet) times ProbablyBatch and
+// Probably in a loop on batches of 256 keys taken in turn from a set of
+// distinct RSA-2048 SPKIs (each its own allocation, as keys a program
+// holds in a slice): 1,024 (300 KB, in the caches), 65,536 (19 MB) and
+// 262,144 (77 MB, more than this machine's caches hold). Each iteration times the hashes alone
+// of the next 256 keys of the set, outside the benchmark's timer, then
+// the query of the 256 after them, so that neither finds its keys in the
+// caches unless the whole set fits: x-hashes is the query's time over
+// those hashes', side by side; x-floor is ns/key over max(hash, lines ×
+// load), with hash that time per key and load, dep as in BenchmarkBatch.
+// keys-MB is the set's total size. The filters are 128 KiB (in the L2)
+// and 256 MiB (from Parse, Open and ReadFilter), half their bits set: the
+// keys are absent from them.
+func benchmarkKeySet(b *testing.B) {
+	spki, err := SPKI(testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sets := map[int][][]byte{}
+	keySet := func(n int) [][]byte {
+		if sets[n] == nil {
+			set := make([][]byte, n)
+			for i := range set {
+				set[i] = bytes.Clone(spki)
+				binary.LittleEndian.PutUint32(set[i][len(spki)-4:], uint32(i))
+			}
+			sets[n] = set
+		}
+		return sets[n]
+	}
+	out := make([]bool, 256)
+	for _, c := range []struct {
+		name string
+		l    uint8
+		from string // as in BenchmarkBatch
+	}{
+		{"128KiB", 20, ""},
+		{"256MiB", 31, ""},
+		{"256MiB/Open", 31, "Open"},
+		{"256MiB/ReadFilter", 31, "ReadFilter"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			f := benchFilter(b, 12, c.l, false)
+			if c.from != "" {
+				f = reopen(b, f, c.from)
+			}
+			for _, n := range []int{1 << 10, 1 << 16, 1 << 18} {
+				set := keySet(n)
+				query := func(name string, q func(keys [][]byte)) {
+					b.Run(fmt.Sprintf("Keys%d/%s", n, name), func(b *testing.B) {
+						fl := measureFloors(set[:256], f.data)
+						b.ReportAllocs()
+						var hashing time.Duration
+						next := 0
+						window := func() [][]byte {
+							if next+256 > len(set) {
+								next = 0
+							}
+							next += 256
+							return set[next-256 : next]
+						}
+						for b.Loop() {
+							b.StopTimer()
+							start := time.Now()
+							hashAll(window())
+							hashing += time.Since(start)
+							keys := window()
+							b.StartTimer()
+							q(keys)
+						}
+						keysN := float64(b.N * 256)
+						ns := float64(b.Elapsed().Nanoseconds()) / keysN
+						hash := float64(hashing.Nanoseconds()) / keysN
+						b.ReportMetric(ns, "ns/key")
+						b.ReportMetric(float64(b.Elapsed())/float64(hashing), "x-hashes")
+						b.ReportMetric(ns/max(hash, 2*fl.load), "x-floor")
+						b.ReportMetric(hash, "hash-ns")
+						b.ReportMetric(fl.load, "load-ns")
+						b.ReportMetric(fl.dep, "dep-ns")
+						b.ReportMetric(float64(n*len(spki))/1e6, "keys-MB")
+					})
+				}
+				query("Probably", func(keys [][]byte) {
+					for i, k := range keys {
+						out[i] = f.Probably(k)
+					}
+				})
+				query("ProbablyBatch", func(keys [][]byte) { f.ProbablyBatch(keys, out) })
+			}
 		})
 	}
 }
@@ -561,7 +656,7 @@ func BenchmarkBatchDepth(b *testing.B) {
 //     burst of the 2N prefetches; what a burst's size changes;
 //   - Rounds: ProbablyBatch's rounds at depth 1.
 //
-// The figures behind the design are in the comment above roundKeys.
+// The figures behind the design are in the comment above probe.RoundKeys (internal/probe).
 func BenchmarkBatchPasses(b *testing.B) {
 	const block = 16
 	keys := make([][]byte, 256)
@@ -570,7 +665,7 @@ func BenchmarkBatchPasses(b *testing.B) {
 	var xs, xs2 [256]uint64
 	var lines [512]uintptr
 	hash := func(j int) uint64 {
-		h1, h2 := hashes(keys[j])
+		h1, h2 := probe.Hashes(keys[j])
 		xs[j], xs2[j] = h1, h1+h2
 		return h1 ^ h2
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pkbf/pkbf/internal/bitwords"
 	"github.com/pkbf/pkbf/internal/testkit"
 )
 
@@ -183,7 +184,7 @@ func BenchmarkMerge(b *testing.B) {
 	b.Run("or-chunk", func(b *testing.B) {
 		b.SetBytes(mergeChunk)
 		for b.Loop() {
-			orBytes(acc, chunk)
+			bitwords.Or(acc, chunk)
 		}
 	})
 	b.Run("copy-chunk", func(b *testing.B) {

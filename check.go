@@ -5,16 +5,14 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"iter"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"unsafe"
 
 	"github.com/pkbf/pkbf/internal/fingerprint"
-	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/internal/lookup"
+	"github.com/pkbf/pkbf/internal/pipeline"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -36,33 +34,8 @@ type Input struct {
 // not followed; an unreadable subdirectory is an input whose Open fails).
 func Files(names ...string) iter.Seq[Input] {
 	return func(yield func(Input) bool) {
-		for _, name := range names {
-			if name == "-" {
-				if !yield(Input{Name: "<stdin>", Open: func() (io.ReadCloser, error) { return io.NopCloser(os.Stdin), nil }}) {
-					return
-				}
-				continue
-			}
-			if fi, err := os.Stat(name); err != nil || !fi.IsDir() {
-				if !yield(fileInput(name)) {
-					return
-				}
-				continue
-			}
-			stopped := false
-			filepath.WalkDir(name, func(path string, d fs.DirEntry, err error) error {
-				switch {
-				case err != nil:
-					stopped = !yield(Input{Name: path, Open: func() (io.ReadCloser, error) { return nil, err }})
-				case d.Type().IsRegular():
-					stopped = !yield(fileInput(path))
-				}
-				if stopped {
-					return fs.SkipAll
-				}
-				return nil
-			})
-			if stopped {
+		for in := range pipeline.Files(names...) {
+			if !yield(Input(in)) {
 				return
 			}
 		}
@@ -76,10 +49,6 @@ func Bytes(name string, b []byte) iter.Seq[Input] {
 	return func(yield func(Input) bool) {
 		yield(Input{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }})
 	}
-}
-
-func fileInput(path string) Input {
-	return Input{Name: path, Open: func() (io.ReadCloser, error) { return os.Open(path) }}
 }
 
 // CheckOptions adjust [Filter.Check] and [Writable.AddKeys]. The zero
@@ -135,8 +104,13 @@ type CheckOptions struct {
 // A verdict whose Err wraps [ErrFileChanged] is the last one: the filter's
 // file was cut short or overwritten while in use.
 func (f *Filter) Check(ctx context.Context, inputs iter.Seq[Input], opts CheckOptions) iter.Seq[Verdict] {
-	r := &run{f: f, ctx: ctx, opts: opts, decode: decodeForLookup, work: (*run).lookup}
-	return r.all(inputs)
+	return (&run{ctx: ctx, opts: opts, batch: f.ProbablyBatch, decode: decodeForLookup, work: (*run).lookup}).all(inputs)
+}
+
+// Check is [Filter.Check] on the filter being written; it is safe to call
+// while keys are added, and sees every key whose Add has returned.
+func (w *Writable) Check(ctx context.Context, inputs iter.Seq[Input], opts CheckOptions) iter.Seq[Verdict] {
+	return (&run{ctx: ctx, opts: opts, batch: w.ProbablyBatch, decode: decodeForLookup, work: (*run).lookup}).all(inputs)
 }
 
 // AddKeys adds every key of the inputs to the filter, under every
@@ -151,7 +125,7 @@ func (f *Filter) Check(ctx context.Context, inputs iter.Seq[Input], opts CheckOp
 func (w *Writable) AddKeys(ctx context.Context, inputs iter.Seq[Input], opts CheckOptions) iter.Seq[Verdict] {
 	opts.Confirm = nil
 	opts.FingerprintHitsOnly = false // every key added has its fingerprints
-	r := &run{f: w.Filter, ctx: ctx, opts: opts, decode: decodeForAdd, work: (*run).fingerprints}
+	r := &run{ctx: ctx, opts: opts, decode: decodeForAdd, work: (*run).fingerprints}
 	r.finish = func(s *slot) error {
 		added, err := w.addEncodings(s.encodings)
 		s.Added, s.Probably = added, err == nil
@@ -171,74 +145,33 @@ type slot struct {
 	encodings [][]byte // AddKeys: every encoding to add
 }
 
-// batch is a run of slots from one reader, worked on by one worker and
-// emitted in order; once emitted it is reused for later keys.
-type batch struct {
-	slots  []slot
-	done   chan struct{}
-	arena  []byte // the slots' Raw, from the scanner (SetRawAlloc)
-	room   []byte // the slots' encodings: formsRoom bytes a slot
-	failed error  // the filter failed while this batch was worked on
-	// The context ended before every key was looked up (or confirmed):
-	// none of the batch's verdicts may be yielded, as a key not looked up
-	// would read as a "no".
-	aborted bool
-}
+// batch is a run of slots from one input, worked on by one worker
+// (internal/pipeline).
+type batch = pipeline.Batch[slot]
 
 const (
-	batchSize = 256
 	// formsRoom is the room a key has for the encodings keys.Forms
 	// builds: a PEM block's SPKI (an RSA-4096 key's is 550 bytes) and an
 	// EC point's other form on the largest named curves (a P-521
 	// uncompressed SPKI is 158 bytes); it allocates what does not fit.
 	formsRoom = 640
-	// arenaSize is the size a batch's arena starts at: 256 PEM
-	// certificates' worth fill a few of them, and it keeps what it grew
-	// to.
-	arenaSize = 64 << 10
 	// lookupChunk is how many encodings are looked up between two looks
 	// at the context (an EC key on an explicit curve costs a square root
 	// to decode).
 	lookupChunk = 64
 )
 
-func newBatch() *batch {
-	return &batch{slots: make([]slot, 0, batchSize), done: make(chan struct{}), room: make([]byte, formsRoom*batchSize)}
-}
-
-// inlineBatches keeps the batches of finished inline runs: a batch is
-// 400 KB, and making one for every short Check (a request's, a
-// certificate's, a login's) cost 200 times the key's lookup.
-var inlineBatches = sync.Pool{New: func() any { return newBatch() }}
-
-// reset empties an emitted batch for reuse, keeping its memory.
-func (b *batch) reset() {
-	clear(b.slots)
-	b.slots, b.arena, b.failed, b.aborted = b.slots[:0], b.arena[:0], nil, false
-	b.done = make(chan struct{})
-}
-
-// alloc returns n bytes of the batch's arena, for a key's Raw: memory
-// reused once the batch is emitted, so that reading a key allocates
-// nothing.
-func (b *batch) alloc(n int) []byte {
-	if cap(b.arena)-len(b.arena) < n {
-		b.arena = make([]byte, 0, max(arenaSize, 2*cap(b.arena), n))
-	}
-	end := len(b.arena) + n
-	r := b.arena[len(b.arena):end:end]
-	b.arena = b.arena[:end]
-	return r
-}
+// inlineBatches keeps the batches of finished inline runs.
+var inlineBatches pipeline.Pool[slot]
 
 // run is one Check or AddKeys.
 type run struct {
-	f      *Filter
 	ctx    context.Context
 	opts   CheckOptions
-	decode func(*slot, []byte) // in the workers: read the key's encodings
-	work   func(*run, *batch)  // in the workers, after decode
-	finish func(*slot) error   // in the caller's goroutine, in order, or nil
+	batch  func([][]byte, []bool) // the filter's ProbablyBatch, for lookup
+	decode func(*slot, []byte)    // in the workers: read the key's encodings
+	work   func(*run, *batch)     // in the workers, after decode
+	finish func(*slot) error      // in the caller's goroutine, in order, or nil
 }
 
 // all yields the verdicts of every key of the inputs.
@@ -255,124 +188,33 @@ func (r *run) all(inputs iter.Seq[Input]) iter.Seq[Verdict] {
 				workers = max(workers, 8)
 			}
 		}
-		if workers == 1 {
-			r.inline(inputs, yield)
-			return
-		}
-		r.parallel(inputs, workers, yield)
-	}
-}
-
-// inline runs everything in the caller's goroutine: each batch is worked
-// on and yielded before more is read.
-func (r *run) inline(inputs iter.Seq[Input], yield func(Verdict) bool) {
-	b := inlineBatches.Get().(*batch)
-	rd := &reader{ctx: r.ctx, passphrases: r.opts.Passphrases, b: b, get: func() *batch { return b }}
-	rd.send = func(b *batch) bool {
-		r.guard(b)
-		ok := r.emit(b, yield)
-		b.reset()
-		return ok && r.ctx.Err() == nil
-	}
-	rd.read(inputs)
-	// Not after a panic (yield's): b may be half made. Nor with the
-	// arena a huge key grew.
-	if cap(b.arena) <= 4*arenaSize {
-		b.reset()
-		inlineBatches.Put(b)
-	}
-}
-
-// parallel reads in one goroutine, works on batches in workers and
-// yields the verdicts in order in the caller's goroutine.
-func (r *run) parallel(inputs iter.Seq[Input], workers int, yield func(Verdict) bool) {
-	order := make(chan *batch, 4*workers)
-	todo := make(chan *batch, 4*workers)
-	// Emitted batches go back to the reader; it makes new ones only
-	// while none is free.
-	free := make(chan *batch, 4*workers+2)
-	halted := make(chan struct{})
-	var halt sync.Once
-	go func() {
-		defer close(order)
-		defer close(todo)
-		rd := &reader{ctx: r.ctx, passphrases: r.opts.Passphrases}
-		rd.get = func() *batch {
-			select {
-			case b := <-free:
-				return b
-			default:
-				return newBatch()
-			}
-		}
-		rd.send = func(b *batch) bool {
-			select {
-			case order <- b:
-			case <-halted:
-				return false
-			}
-			select {
-			case todo <- b:
-				return true
-			case <-halted:
-				return false
-			}
-		}
-		rd.b = rd.get()
-		rd.read(inputs)
-	}()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				select {
-				case b, ok := <-todo:
-					if !ok {
-						return
-					}
-					r.guard(b)
-					close(b.done)
-				case <-halted:
+		ins := func(yield func(pipeline.Input) bool) {
+			for in := range inputs {
+				if !yield(pipeline.Input(in)) {
 					return
 				}
 			}
+		}
+		pipeline.Run(ctx, ins, &pipeline.Config[slot]{
+			Workers:     workers,
+			Passphrases: r.opts.Passphrases,
+			Idle:        r.opts.Idle,
+			Room:        formsRoom,
+			Slot:        newSlot,
+			Work:        r.guard,
+			Emit:        func(b *batch) bool { return r.emit(b, yield) },
+			Pool:        &inlineBatches,
 		})
 	}
-	// Whatever ends the loop, no worker touches the filter once this
-	// returns: the caller may close it.
-	defer func() {
-		halt.Do(func() { close(halted) })
-		wg.Wait()
-	}()
-	done := r.ctx.Done()
-	for {
-		var b *batch
-		var ok bool
-		select {
-		case b, ok = <-order:
-		case <-done:
-			return
-		}
-		if !ok {
-			return
-		}
-		select {
-		case <-b.done:
-		case <-done:
-			return
-		}
-		if !r.emit(b, yield) {
-			return
-		}
-		b.reset()
-		select {
-		case free <- b:
-		default:
-		}
-		if r.opts.Idle != nil && len(order) == 0 {
-			r.opts.Idle()
-		}
+}
+
+// newSlot makes the slot of a key found in input, or of the error that
+// kept the input from being read.
+func newSlot(input string, k keys.Key, err error) slot {
+	if err != nil {
+		return slot{Verdict: Verdict{Input: input, Err: err}}
 	}
+	return slot{Verdict: Verdict{Input: input, Index: k.Index, Line: k.Line, Block: k.Block, Offset: k.Offset, Part: k.Part}, key: k}
 }
 
 // guard works on b, turning a fault in the filter's file (cut short while
@@ -381,35 +223,35 @@ func (r *run) guard(b *batch) {
 	defer func() {
 		if rec := recover(); rec != nil {
 			if err, ok := rec.(error); ok && errors.Is(err, ErrFileChanged) {
-				b.failed = err
+				b.Failed = err
 				return
 			}
 			panic(rec)
 		}
 	}()
-	for i := range b.slots {
-		if s := &b.slots[i]; s.Err == nil {
-			r.decode(s, b.room[i*formsRoom:i*formsRoom:(i+1)*formsRoom])
+	for i := range b.Slots {
+		if s := &b.Slots[i]; s.Err == nil {
+			r.decode(s, b.Room[i*formsRoom:i*formsRoom:(i+1)*formsRoom])
 		}
 	}
 	r.work(r, b)
-	for i := range b.slots {
-		b.slots[i].key.Raw = nil // done with it
+	for i := range b.Slots {
+		b.Slots[i].key.Raw = nil // done with it
 	}
 }
 
 // emit finishes and yields b's verdicts in order; it reports false when
 // the run must stop.
 func (r *run) emit(b *batch, yield func(Verdict) bool) bool {
-	if b.aborted {
+	if b.Aborted {
 		return false
 	}
-	if b.failed != nil {
-		yield(Verdict{Input: b.slots[0].Input, Err: b.failed})
+	if b.Failed != nil {
+		yield(Verdict{Input: b.Slots[0].Input, Err: b.Failed})
 		return false
 	}
-	for i := range b.slots {
-		s := &b.slots[i]
+	for i := range b.Slots {
+		s := &b.Slots[i]
 		if r.finish != nil && s.Err == nil {
 			if err := r.finish(s); err != nil {
 				s.Err = err
@@ -422,110 +264,6 @@ func (r *run) emit(b *batch, yield func(Verdict) bool) bool {
 		}
 	}
 	return true
-}
-
-// reader frames the keys of the inputs into batches and sends them.
-type reader struct {
-	ctx         context.Context
-	passphrases []string
-	b           *batch
-	get         func() *batch
-	send        func(*batch) bool
-	stopped     bool
-	// Batches sent so far, and when the scanner last took memory: a DER
-	// object's memory is taken before it is read, and a read may send
-	// the batch (flush, before a read that may wait).
-	sent, allocAt int
-}
-
-func (rd *reader) read(inputs iter.Seq[Input]) {
-	for in := range inputs {
-		rd.input(in)
-		if rd.stopped {
-			return
-		}
-	}
-	rd.flush()
-}
-
-// flush sends the batch being filled, if it holds anything.
-func (rd *reader) flush() {
-	if !rd.stopped && len(rd.b.slots) > 0 {
-		rd.stopped = !rd.send(rd.b)
-		rd.b = rd.get()
-		rd.sent++
-	}
-}
-
-func (rd *reader) add(s slot) {
-	rd.b.slots = append(rd.b.slots, s)
-	if len(rd.b.slots) == batchSize {
-		rd.flush()
-	}
-}
-
-func (rd *reader) input(in Input) {
-	if rd.ctx.Err() != nil {
-		rd.stopped = true
-		return
-	}
-	rc, err := in.Open()
-	if err != nil {
-		rd.add(slot{Verdict: Verdict{Input: in.Name, Err: err}})
-		return
-	}
-	defer rc.Close()
-	sc := scanners.Get().(*keys.Scanner)
-	sc.Reset(&idleReader{r: rc, idle: rd.flush})
-	sc.SetPassphrases(rd.passphrases...)
-	sc.SetRawAlloc(func(n int) []byte {
-		rd.allocAt = rd.sent
-		return rd.b.alloc(n)
-	})
-	done := rd.ctx.Done()
-	for !rd.stopped && sc.Scan() {
-		select {
-		case <-done: // between two keys: a container's can be costly to read
-			rd.stopped = true
-			continue
-		default:
-		}
-		k := sc.Key()
-		if rd.allocAt != rd.sent { // its memory may be a sent batch's
-			k.Raw = bytes.Clone(k.Raw)
-			rd.allocAt = rd.sent
-		}
-		rd.add(slot{Verdict: Verdict{Input: in.Name, Index: k.Index, Line: k.Line, Block: k.Block, Offset: k.Offset, Part: k.Part}, key: k})
-	}
-	if err := sc.Err(); err != nil && !rd.stopped {
-		rd.add(slot{Verdict: Verdict{Input: in.Name, Err: perr.Errorf("reading %s: %w", in.Name, err)}})
-	}
-	sc.Reset(nil)
-	sc.SetRawAlloc(nil)
-	sc.SetPassphrases() // not kept alive in the pool
-	scanners.Put(sc)
-}
-
-// scanners keeps Scanners, and their 64 KiB read buffers, between inputs.
-var scanners = sync.Pool{New: func() any { return keys.NewScanner(nil) }}
-
-// idleReader calls idle before a read that may wait: one after a read
-// that came back short, as a pipe's or a terminal's does when their
-// writer has sent nothing more yet. A regular file's reads come back
-// full to its end, so its keys go out in whole batches.
-type idleReader struct {
-	r     io.Reader
-	idle  func()
-	short bool
-}
-
-func (ir *idleReader) Read(p []byte) (int, error) {
-	if ir.short {
-		ir.idle()
-	}
-	n, err := ir.r.Read(p)
-	ir.short = n < len(p)
-	return n, err
 }
 
 // decodeForLookup reads s's key and, in the same parse, the other
@@ -555,20 +293,6 @@ func decodeForAdd(s *slot, _ []byte) {
 	s.SSHFingerprint, s.Comment = s.key.SSHFingerprint()
 }
 
-// lookups returns the encodings under which a key is looked up, n of
-// them: as given, canonical where it differs, and an EC key's other point
-// form. Contains and Check both look up exactly these.
-func lookups(spki, canonical, other []byte) (e [3][]byte, n int) {
-	e[0], n = spki, 1
-	if canonical != nil && !bytes.Equal(canonical, spki) { // the same memory, mostly: memequal's first test
-		e[n], n = canonical, n+1
-	}
-	if other != nil {
-		e[n], n = other, n+1
-	}
-	return e, n
-}
-
 // lookupScratch is what lookup needs only while it runs, kept from one
 // batch to the next.
 type lookupScratch struct {
@@ -590,9 +314,9 @@ func (r *run) lookup(b *batch) {
 		lookupScratchPool.Put(sc)
 	}()
 	encodings, owners := sc.encodings[:0], sc.owners[:0]
-	for i := range b.slots {
-		if s := &b.slots[i]; s.Err == nil {
-			e, n := lookups(s.spki, s.canonical, s.other)
+	for i := range b.Slots {
+		if s := &b.Slots[i]; s.Err == nil {
+			e, n := lookup.Encodings(s.spki, s.canonical, s.other)
 			for _, enc := range e[:n] {
 				encodings, owners = append(encodings, enc), append(owners, i)
 			}
@@ -603,25 +327,25 @@ func (r *run) lookup(b *batch) {
 	sc.found = found
 	for i := 0; i < len(encodings); i += lookupChunk {
 		if r.ctx.Err() != nil {
-			b.aborted = true
+			b.Aborted = true
 			return
 		}
 		end := min(i+lookupChunk, len(encodings))
-		r.f.ProbablyBatch(encodings[i:end], found[i:end])
+		r.batch(encodings[i:end], found[i:end])
 	}
 	for j, i := range owners {
-		b.slots[i].Probably = b.slots[i].Probably || found[j]
+		b.Slots[i].Probably = b.Slots[i].Probably || found[j]
 	}
 	r.fingerprints(b)
 	if r.opts.Confirm == nil {
 		return
 	}
-	for i := range b.slots {
-		s := &b.slots[i]
+	for i := range b.Slots {
+		s := &b.Slots[i]
 		s.confirmed = true
 		if s.Err == nil && s.Probably {
 			if r.ctx.Err() != nil {
-				b.aborted = true
+				b.Aborted = true
 				return
 			}
 			s.Pwned, s.ConfirmErr = r.opts.Confirm(r.ctx, s.canonical)
@@ -635,22 +359,20 @@ func (r *run) fingerprints(b *batch) {
 	hitsOnly := r.opts.FingerprintHitsOnly
 	var buf []byte
 	if !hitsOnly {
-		buf = make([]byte, 0, 2*fingerprint.Size*len(b.slots))
+		buf = make([]byte, 0, 2*fingerprint.Size*len(b.Slots))
 	}
 	type span struct{ fp, other int }
-	spans := make([]span, len(b.slots))
-	for i := range b.slots {
-		s := &b.slots[i]
+	spans := make([]span, len(b.Slots))
+	for i := range b.Slots {
+		s := &b.Slots[i]
 		if s.Err != nil || (hitsOnly && !s.Probably) {
 			spans[i].fp = -1
 			continue
 		}
-		fp, other, label := reported(s.spki, s.canonical)
 		spans[i].fp, spans[i].other = len(buf), -1
-		buf = fingerprint.Append(buf, fp)
-		if label != "" {
-			spans[i].other = len(buf)
-			buf = fingerprint.Append(buf, other)
+		var label string
+		if buf, label = lookup.AppendFingerprints(buf, s.spki, s.canonical); label != "" {
+			spans[i].other = spans[i].fp + fingerprint.Size
 			s.OtherLabel = label
 		}
 	}
@@ -658,29 +380,12 @@ func (r *run) fingerprints(b *batch) {
 		return
 	}
 	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
-	for i := range b.slots {
-		if s := &b.slots[i]; spans[i].fp >= 0 {
+	for i := range b.Slots {
+		if s := &b.Slots[i]; spans[i].fp >= 0 {
 			s.Fingerprint = all[spans[i].fp : spans[i].fp+fingerprint.Size]
 			if o := spans[i].other; o >= 0 {
 				s.OtherFingerprint = all[o : o+fingerprint.Size]
 			}
 		}
 	}
-}
-
-// reported chooses the fingerprint reported for a key: the canonical
-// encoding's (what the reference implementation stores for a key, and
-// pwnedkeys fingerprints), with the bytes as given beside it where they
-// differ; but for a key with explicit EC parameters (a certificate's
-// SPKI, which the reference hashes as it stands), openssl (x509 -pubkey,
-// pkey -pubin) keeps the parameters and fingerprints the bytes as given:
-// that is reported, and the canonical one is "named curve".
-func reported(spki, canonical []byte) (fp, other []byte, label string) {
-	switch {
-	case bytes.Equal(spki, canonical):
-		return canonical, nil, ""
-	case keys.ExplicitCurve(spki):
-		return spki, canonical, "named curve"
-	}
-	return canonical, spki, "as given"
 }

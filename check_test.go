@@ -440,7 +440,8 @@ func TestCheckDERTrickle(t *testing.T) {
 // to its floor: Key.Forms and Contains on the same certificate.
 func BenchmarkCheckOne(b *testing.B) {
 	cert := testkit.ReadFile(b, filepath.Join(keysDir, "p256.cert.der"))
-	f, _ := New(3, 16)
+	w, _ := New(3, 16)
+	f := readOnly(b, w)
 	in := bytesInput("cert", cert)
 	b.Run("Check", func(b *testing.B) {
 		b.ReportAllocs()

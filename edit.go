@@ -29,19 +29,18 @@ type inPlace struct {
 const pathCheckEvery = 50 * time.Millisecond
 
 func openInPlace(path string) (*Writable, error) {
-	f, err := open(path, true)
-	if err != nil {
+	w := new(Writable)
+	if err := open(path, true, &w.core); err != nil {
 		return nil, err
 	}
-	m := f.mapped
+	m := w.mapped
 	fi, err := m.Stat()
 	if err != nil {
 		m.Close()
 		return nil, err
 	}
 	// The mapping is page-aligned, so the data at offset 24 is word-aligned.
-	n := len(f.data)
-	w := newWritable(f, unsafe.Slice((*uint32)(unsafe.Pointer(&m.Bytes()[offData])), (n+3)/4))
+	w.setWords(unsafe.Pointer(&m.Bytes()[offData]), len(w.data))
 	w.inPlace = &inPlace{m: m, opened: fi, checked: time.Now()}
 	return w, nil
 }
@@ -107,16 +106,15 @@ func (p *inPlace) checkPath() error {
 // have added keys. A header that no longer matches the filter's parameters
 // stops all editing.
 func (p *inPlace) refresh(w *Writable) (err error) {
-	f := w.Filter
 	defer p.m.RecoverFault(debug.SetPanicOnFault(true), &err)
 	h, err := ParseHeader(p.m.Bytes())
-	if err == nil && (h.HashCount != f.hdr.HashCount || h.HashLength != f.hdr.HashLength) {
-		err = perr.Errorf("%w: hash count or length changed from %d, %d to %d, %d", ErrInvalidFile, f.hdr.HashCount, f.hdr.HashLength, h.HashCount, h.HashLength)
+	if err == nil && (h.HashCount != w.hdr.HashCount || h.HashLength != w.hdr.HashLength) {
+		err = perr.Errorf("%w: hash count or length changed from %d, %d to %d, %d", ErrInvalidFile, w.hdr.HashCount, w.hdr.HashLength, h.HashCount, h.HashLength)
 	}
 	if err != nil {
 		return fileChanged{path: p.m.Path(), detail: perr.Text(err)}.err()
 	}
-	f.hdr = h
+	w.hdr = h
 	return nil
 }
 

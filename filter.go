@@ -81,11 +81,18 @@ import (
 
 // Filter is a pkbfv1 bloom filter, for queries. A filter from [Open],
 // [Parse] or [ReadFilter] is read-only: it has no Add. Keys are added to
-// a [Writable] (from [New] or [Edit]), whose Filter answers queries too.
+// a [Writable] (from [New] or [Edit]), which answers queries too.
 //
 // Queries are safe for concurrent use. [Filter.Close] must not run
 // concurrently with other methods; after Close, queries panic.
 type Filter struct {
+	core
+}
+
+// core is what a Filter and a Writable share: the header, the bit data and
+// the file behind them. Each type reads the data its own way: a Filter's
+// never changes, a Writable's words change under Add.
+type core struct {
 	hdr    Header
 	data   []byte        // the bit data, exactly hdr.DataSize() bytes
 	mask   uint64        // m - 1: a position is a hash masked to L bits
@@ -94,14 +101,8 @@ type Filter struct {
 	mapped *mapfile.File // the file behind a filter from Open or Edit, or nil
 	opened Header        // the header when the file was opened
 
-	// The Writable adding keys to this filter, or nil. Its words are data
-	// as 32-bit words, for atomic bit updates: queries load them
-	// atomically, as Add stores them.
-	w     *Writable
-	words []uint32
-
 	// ProbablyBatch's running mean of the bits its keys needed tested in
-	// turn, in 16ths: it sets how deep batches fetch (see probeRounds).
+	// turn, in 16ths: it sets how deep batches fetch (see probe.Depth).
 	batchVisits atomic.Uint32
 }
 
@@ -109,15 +110,19 @@ type Filter struct {
 // the CPU caches (an EPYC core's share of L3 is 16 to 32 MiB).
 const largeFilter = 16 << 20
 
+// init sets c to a filter over data, which must be exactly h.DataSize()
+// bytes.
+func (c *core) init(h Header, data []byte) {
+	c.hdr, c.data = h, data
+	c.mask, c.k = h.Bits()-1, uint64(h.HashCount)
+	c.large = len(data) > largeFilter
+}
+
 // newFilter makes a Filter over data, which must be exactly h.DataSize() bytes.
 func newFilter(h Header, data []byte) *Filter {
-	return &Filter{
-		hdr:   h,
-		data:  data,
-		mask:  h.Bits() - 1,
-		k:     uint64(h.HashCount),
-		large: len(data) > largeFilter,
-	}
+	f := new(Filter)
+	f.init(h, data)
+	return f
 }
 
 // checkDataSize checks that a header's declared data fits this platform's
@@ -139,6 +144,11 @@ func checkDataSize(h Header, have uint64) error {
 // Parse returns a read-only filter over b, a whole pkbfv1 file. It does not
 // copy b: the caller must not modify b while the filter is in use. Errors
 // wrap [ErrInvalidFile].
+//
+// Past 16 MiB of data, where small pages cost a probe a TLB miss, Parse
+// asks Linux to back b's whole 2 MiB pages with huge pages (MADV_HUGEPAGE,
+// MADV_COLLAPSE), as [ReadFilter] does for its own memory: b's bytes and
+// the caller's other memory stay as they are.
 func Parse(b []byte) (*Filter, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
@@ -147,7 +157,11 @@ func Parse(b []byte) (*Filter, error) {
 	if err := checkDataSize(h, uint64(len(b)-headerSize)); err != nil {
 		return nil, err
 	}
-	return newFilter(h, b[offData:len(b):len(b)]), nil
+	data := b[offData:len(b):len(b)]
+	if len(data) > largeFilter {
+		hugemem.Advise(data)
+	}
+	return newFilter(h, data), nil
 }
 
 // Open opens the pkbfv1 file at path read-only. A regular file is mapped
@@ -171,7 +185,11 @@ func Parse(b []byte) (*Filter, error) {
 // (errors.Is(err, fs.ErrNotExist) for a missing file); a malformed one an error
 // wrapping [ErrInvalidFile] that names the file. Open never writes to the file.
 func Open(path string) (*Filter, error) {
-	return open(path, false)
+	f := new(Filter)
+	if err := open(path, false, &f.core); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // openFile opens the filter file at path, for reading or for writing in
@@ -200,14 +218,20 @@ func openFile(path string, writable bool) (*os.File, fs.FileInfo, error) {
 	return file, fi, nil
 }
 
-func open(path string, writable bool) (*Filter, error) {
+// open opens the filter file at path into c, as Open documents, for
+// reading or for editing in place.
+func open(path string, writable bool, c *core) error {
 	file, fi, err := openFile(path, writable)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !fi.Mode().IsRegular() {
 		defer file.Close()
-		return readStream(file, path, fi.Mode())
+		h, data, err := readStream(file, path, fi.Mode())
+		if err == nil {
+			c.init(h, data)
+		}
+		return err
 	}
 	var h Header
 	check := func() (size int, err error) {
@@ -218,17 +242,16 @@ func open(path string, writable bool) (*Filter, error) {
 	m, err := mapfile.Map(file, path, writable, check, fault)
 	if err != nil {
 		file.Close()
-		return nil, err
+		return err
 	}
-	f := newFilter(h, m.Bytes()[offData:m.Size():m.Size()])
-	f.mapped = m
-	f.opened = h
-	return f, nil
+	c.init(h, m.Bytes()[offData:m.Size():m.Size()])
+	c.mapped, c.opened = m, h
+	return nil
 }
 
 // readStream reads a filter from a file that is not a regular file.
-func readStream(file *os.File, path string, mode fs.FileMode) (*Filter, error) {
-	f, err := ReadFilter(file)
+func readStream(file *os.File, path string, mode fs.FileMode) (Header, []byte, error) {
+	h, data, err := readFilter(file)
 	if err == nil {
 		var extra [1]byte
 		if n, _ := io.ReadFull(file, extra[:]); n > 0 {
@@ -242,9 +265,9 @@ func readStream(file *os.File, path string, mode fs.FileMode) (*Filter, error) {
 		if _, ok := err.(*fs.PathError); !ok {
 			err = fileError(path, err)
 		}
-		return nil, err
+		return Header{}, nil, err
 	}
-	return f, nil
+	return h, data, nil
 }
 
 // checkFile validates an open filter file: a regular file whose header is
@@ -282,23 +305,32 @@ func checkFile(file *os.File, path string) (Header, int, error) {
 // stream fails at its end with an error wrapping both [ErrInvalidFile] and
 // [io.ErrUnexpectedEOF]. Read errors from r are returned as they are.
 func ReadFilter(r io.Reader) (*Filter, error) {
-	h, err := readHeader(r)
+	h, data, err := readFilter(r)
 	if err != nil {
 		return nil, err
+	}
+	return newFilter(h, data), nil
+}
+
+// readFilter is ReadFilter, returning the header and the data.
+func readFilter(r io.Reader) (Header, []byte, error) {
+	h, err := readHeader(r)
+	if err != nil {
+		return Header{}, nil, err
 	}
 	want := h.DataSize()
 	if want > dataSizeLimit {
-		return nil, checkDataSize(h, want)
+		return Header{}, nil, checkDataSize(h, want)
 	}
 	data, n, err := declared.ReadInto(r, int(want), hugemem.Alloc)
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return nil, checkDataSize(h, uint64(n))
+		return Header{}, nil, checkDataSize(h, uint64(n))
 	}
 	if err != nil {
-		return nil, err
+		return Header{}, nil, err
 	}
 	hugemem.Settle(data)
-	return newFilter(h, data), nil
+	return h, data, nil
 }
 
 // readHeader reads and parses the header at the start of a stream. Errors
@@ -314,31 +346,25 @@ func readHeader(r io.Reader) (Header, error) {
 	return ParseHeader(hb[:])
 }
 
-// Close releases the file and memory mapping of a filter from [Open] or
-// [Edit]; a filter edited in place is first synced to its file, and
-// Close returns any error met editing it. For other filters Close does
-// nothing. Close is idempotent; after it, queries and adds panic.
-func (f *Filter) Close() error {
-	if f.w != nil {
-		return f.w.close()
-	}
-	return f.release()
-}
+// Close releases the file and memory mapping of a filter from [Open]. For
+// other filters Close does nothing. Close is idempotent; after it, queries
+// panic.
+func (f *Filter) Close() error { return f.release() }
 
 // release unmaps and closes the filter's file, if any, and forgets its data.
-func (f *Filter) release() error {
+func (c *core) release() error {
 	var err error
-	if f.mapped != nil {
-		err = f.mapped.Close()
-		f.mapped = nil
+	if c.mapped != nil {
+		err = c.mapped.Close()
+		c.mapped = nil
 	}
-	f.data, f.words = nil, nil
+	c.data = nil
 	return err
 }
 
-// FileChanged reports whether the file behind a filter from [Open] or
-// [Edit] is still the one that was opened, as far as can be told: the same size,
-// the same parameters, and counters that only went forward, as they do when
+// FileChanged reports whether the file behind a filter from [Open] is
+// still the one that was opened, as far as can be told: the same size, the
+// same parameters, and counters that only went forward, as they do when
 // keys are added in place. Otherwise it returns an error wrapping
 // [ErrFileChanged] that says what changed: the file was truncated, or
 // overwritten in place (copied over, say) with another filter. A file
@@ -365,12 +391,6 @@ func (f *Filter) fileHeader() (h Header, err error) {
 		return Header{}, err
 	}
 	defer m.Unlock()
-	return f.checkedHeader()
-}
-
-// checkedHeader is fileHeader for a caller that holds the file's lock.
-func (f *Filter) checkedHeader() (h Header, err error) {
-	m := f.mapped
 	fi, err := m.Stat()
 	if err != nil {
 		return Header{}, err
@@ -394,20 +414,14 @@ func (f *Filter) checkedHeader() (h Header, err error) {
 	return h, nil
 }
 
-// Header returns the filter's header. For a filter edited in place it is
-// read from the file, so it includes other processes' changes.
-func (f *Filter) Header() Header {
-	if f.w != nil {
-		return f.w.header()
-	}
-	return f.hdr
-}
+// Header returns the filter's header, as it was when the filter was read.
+func (f *Filter) Header() Header { return f.hdr }
 
 // FalsePositiveRate estimates the probability that a key never added to the
 // filter is reported as probably present, from the header alone:
 // (1 - (1 - 1/m)^(k·n))^k for m bits, k hashes and n entries.
 func (f *Filter) FalsePositiveRate() float64 {
-	h := f.Header()
+	h := f.hdr
 	return falsePositiveRate(h.Bits(), uint64(h.HashCount), uint64(h.EntryCount))
 }
 

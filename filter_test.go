@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -505,5 +509,102 @@ func TestOpenLargeDoesNotCopy(t *testing.T) {
 	}
 	if f.Probably([]byte("x")) || f.Header().DataSize() != 1<<30 {
 		t.Error("wrong filter")
+	}
+}
+
+// A Filter and a Writable stand apart (issue 43, item 2): neither holds
+// the other, a Filter holds no words that Add could be setting (so its
+// queries need no branch for them), and each answers queries itself.
+func TestFilterAndWritableStandApart(t *testing.T) {
+	filterT, writableT := reflect.TypeFor[Filter](), reflect.TypeFor[Writable]()
+	// fields lists the types of t's fields, through embedded structs.
+	var fields func(t reflect.Type) []reflect.Type
+	fields = func(t reflect.Type) (all []reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			all = append(all, f.Type)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				all = append(all, fields(f.Type)...)
+			}
+		}
+		return all
+	}
+	for _, ft := range fields(filterT) {
+		if ft == reflect.PointerTo(writableT) || ft == writableT || ft == reflect.TypeFor[[]uint32]() {
+			t.Errorf("Filter has a field of type %v", ft)
+		}
+	}
+	for _, ft := range fields(writableT) {
+		if ft == reflect.PointerTo(filterT) || ft == filterT {
+			t.Errorf("Writable has a field of type %v", ft)
+		}
+	}
+	type querier interface {
+		Probably([]byte) bool
+		Contains([]byte) bool
+		ProbablyBatch([][]byte, []bool)
+		Header() Header
+		WriteTo(io.Writer) (int64, error)
+		WriteFile(string) error
+		Close() error
+	}
+	var _ querier = (*Filter)(nil)
+	var _ querier = (*Writable)(nil)
+}
+
+// The root package reads in one sitting (issue 43, item 3): at most 3,000
+// lines of non-test Go, no file over 600, and at most 60 exported names
+// (a method name counted once, whatever the types that have it; 56 when
+// this was written). The machinery of batches and checks is under
+// internal/.
+func TestRootReadsInOneSitting(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	total, names := 0, map[string]bool{}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := fset.File(f.Pos()).LineCount()
+		total += lines
+		if lines > 600 {
+			t.Errorf("%s is %d lines, more than 600", name, lines)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				names[d.Name.Name] = d.Name.IsExported()
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						names[s.Name.Name] = s.Name.IsExported()
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							names[n.Name] = n.IsExported()
+						}
+					}
+				}
+			}
+		}
+	}
+	exported := 0
+	for _, e := range names {
+		if e {
+			exported++
+		}
+	}
+	if total > 3000 {
+		t.Errorf("the root package is %d lines, more than 3,000", total)
+	}
+	if exported > 60 {
+		t.Errorf("the root package exports %d names, more than 60", exported)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/internal/probe"
 )
 
 // The pkbfv1 file layout. Every integer is big-endian.
@@ -171,12 +172,12 @@ func magicHint(b []byte) string {
 // definition behind [Filter.Probably], for tools and tests that inspect a
 // filter bit by bit. Bit p is data byte p/8 under mask 0x80>>(p%8).
 func (h Header) Positions(dst []uint64, spki []byte) []uint64 {
-	h1, h2 := hashes(spki)
+	h1, h2 := probe.Hashes(spki)
 	mask := uint64(1)<<(h.HashLength&63) - 1
 	x, y := h1, h2
 	for i := range uint64(h.HashCount) {
 		dst = append(dst, x&mask)
-		x, y = step(x, y, i)
+		x, y = probe.Step(x, y, i)
 	}
 	return dst
 }

@@ -2,17 +2,15 @@ package pkbf
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"io/fs"
 	"math"
 	"os"
 	"runtime/debug"
-	"sync/atomic"
 	"time"
-	"unsafe"
 
+	"github.com/pkbf/pkbf/internal/bitwords"
 	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
 )
@@ -114,7 +112,7 @@ func mergeData(ctx context.Context, w io.Writer, ins []*mergeInput, size uint64)
 				return err
 			}
 			if i > 0 {
-				orBytes(acc[:n], dst)
+				bitwords.Or(acc[:n], dst)
 			}
 		}
 		if _, err := w.Write(acc[:n]); err != nil {
@@ -128,22 +126,6 @@ func mergeData(ctx context.Context, w io.Writer, ins []*mergeInput, size uint64)
 		}
 	}
 	return nil
-}
-
-// orBytes sets dst to dst OR src, a word at a time; they have one length.
-func orBytes(dst, src []byte) {
-	n := min(len(dst), len(src)) &^ 7
-	if n > 0 && uintptr(unsafe.Pointer(&dst[0]))%8 == 0 && uintptr(unsafe.Pointer(&src[0]))%8 == 0 {
-		d := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[0])), n/8)
-		s := unsafe.Slice((*uint64)(unsafe.Pointer(&src[0])), n/8)
-		for i := range d {
-			d[i] |= s[i]
-		}
-		dst, src = dst[n:], src[n:]
-	}
-	for i := range min(len(dst), len(src)) {
-		dst[i] |= src[i]
-	}
 }
 
 // mergeInput is one of Merge's input files, open and (a regular file)
@@ -244,26 +226,22 @@ func (in *mergeInput) close() {
 // On a filter edited in place, Union takes the file's exclusive flock(2)
 // as Add does, and returns an error from the file as Add does.
 func (w *Writable) Union(g *Filter) (err error) {
-	f := w.Filter
 	gh := g.Header()
-	if f.hdr.HashCount != gh.HashCount || f.hdr.HashLength != gh.HashLength {
+	if w.hdr.HashCount != gh.HashCount || w.hdr.HashLength != gh.HashLength {
 		return perr.Errorf("union of filters with hash count %d and length %d, and %d and %d: only filters with the same parameters combine",
-			f.hdr.HashCount, f.hdr.HashLength, gh.HashCount, gh.HashLength)
-	}
-	if g == f {
-		return nil
+			w.hdr.HashCount, w.hdr.HashLength, gh.HashCount, gh.HashLength)
 	}
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if f.words == nil {
+	if w.words == nil {
 		panic("pkbf: Union on a closed filter")
 	}
 	if g.mapped != nil {
 		defer g.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
 		defer g.mapped.ReadingAll()()
 	}
-	if f.mapped != nil {
+	if w.mapped != nil {
 		var fault error
 		defer func() {
 			if fault != nil {
@@ -273,7 +251,7 @@ func (w *Writable) Union(g *Filter) (err error) {
 				}
 			}
 		}()
-		defer f.mapped.RecoverFault(debug.SetPanicOnFault(true), &fault)
+		defer w.mapped.RecoverFault(debug.SetPanicOnFault(true), &fault)
 	}
 	if w.inPlace != nil {
 		if !w.inPlace.lock(w, true) {
@@ -281,7 +259,7 @@ func (w *Writable) Union(g *Filter) (err error) {
 		}
 		defer w.inPlace.unlock()
 	}
-	changed := unionWords(f.words, g.data)
+	changed := bitwords.OrAtomic(w.words, g.data)
 	if !changed && gh.EntryCount == 0 {
 		return nil
 	}
@@ -290,28 +268,6 @@ func (w *Writable) Union(g *Filter) (err error) {
 		return w.inPlace.err
 	}
 	return nil
-}
-
-// unionWords ORs src, a filter's data, into words, the same filter's
-// data as 32-bit words (which Add sets atomically), and reports whether
-// any bit was newly set.
-func unionWords(words []uint32, src []byte) (changed bool) {
-	or := func(i int, x uint32) {
-		if x&^atomic.LoadUint32(&words[i]) != 0 {
-			atomic.OrUint32(&words[i], x)
-			changed = true
-		}
-	}
-	full := len(src) / 4
-	for i := range full {
-		or(i, binary.NativeEndian.Uint32(src[4*i:]))
-	}
-	if tail := src[4*full:]; len(tail) > 0 {
-		var w [4]byte
-		copy(w[:], tail)
-		or(full, binary.NativeEndian.Uint32(w[:]))
-	}
-	return changed
 }
 
 // EstimateEntries estimates how many distinct keys were added to a filter
@@ -336,5 +292,5 @@ func (f *Filter) EstimateEntries() float64 {
 		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
 		defer f.mapped.ReadingAll()()
 	}
-	return f.Header().EstimateEntries(onesCount(f.data))
+	return f.hdr.EstimateEntries(onesCount(f.data))
 }

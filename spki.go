@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/pkbf/pkbf/internal/fingerprint"
+	"github.com/pkbf/pkbf/internal/lookup"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -42,17 +43,38 @@ func (f *Filter) Contains(spki []byte) bool {
 		return true
 	}
 	var buf [256]byte // room for the other forms of most keys
-	canonical, other, err := keys.Forms(buf[:0], spki)
-	if err != nil {
-		return false
-	}
-	e, n := lookups(spki, canonical, other)
+	e, n := lookupForms(buf[:0], spki)
 	for _, enc := range e[1:n] { // e[0] is spki, tried above
 		if f.Probably(enc) {
 			return true
 		}
 	}
 	return false
+}
+
+// Contains is [Filter.Contains] on the filter being written.
+func (w *Writable) Contains(spki []byte) bool {
+	if w.Probably(spki) {
+		return true
+	}
+	var buf [256]byte
+	e, n := lookupForms(buf[:0], spki)
+	for _, enc := range e[1:n] { // e[0] is spki, tried above
+		if w.Probably(enc) {
+			return true
+		}
+	}
+	return false
+}
+
+// lookupForms returns the encodings Contains looks spki up under, n of
+// them, spki first, built in buf's spare capacity.
+func lookupForms(buf, spki []byte) ([3][]byte, int) {
+	canonical, other, err := keys.Forms(buf, spki)
+	if err != nil {
+		return [3][]byte{spki}, 1
+	}
+	return lookup.Encodings(spki, canonical, other)
 }
 
 // CheckKey returns the verdict on the one key in data, anything [SPKI]
@@ -72,40 +94,81 @@ func (f *Filter) Contains(spki []byte) bool {
 // safe for concurrent use and does no I/O: confirm a hit with package
 // pwnedkeys.
 func (f *Filter) CheckKey(data []byte) Verdict {
-	k := keys.ParseKey(data)
-	buf := formsBuffers.Get().(*[]byte)
-	defer formsBuffers.Put(buf)
-	spki, canonical, other, err := k.Forms((*buf)[:0])
-	formsErr := err
-	switch {
-	case spki == nil:
-		return Verdict{Err: err}
-	case err != nil:
-		canonical, other = spki, nil // looked up as given only
+	var c keyCheck
+	if v, done := c.start(data); done {
+		return v
 	}
-	e, n := lookups(spki, canonical, other)
-	hit, err := f.probablyAny(e[:n])
+	defer c.done()
+	return c.finish(f.probablyAny(c.encodings()))
+}
+
+// CheckKey is [Filter.CheckKey] on the filter being written.
+func (w *Writable) CheckKey(data []byte) Verdict {
+	var c keyCheck
+	if v, done := c.start(data); done {
+		return v
+	}
+	defer c.done()
+	return c.finish(w.probablyAny(c.encodings()))
+}
+
+// keyCheck is CheckKey's work around the lookups a Filter and a Writable
+// make their own way (no interface: the encodings stay off the heap).
+type keyCheck struct {
+	k                      keys.Key
+	buf                    *[]byte
+	spki, canonical, other []byte
+	formsErr               error
+	e                      [3][]byte
+	n                      int
+}
+
+// start reads the key and its encodings; done reports that v is the
+// verdict already (a key that could not be read).
+func (c *keyCheck) start(data []byte) (v Verdict, done bool) {
+	c.k = keys.ParseKey(data)
+	c.buf = formsBuffers.Get().(*[]byte)
+	c.spki, c.canonical, c.other, c.formsErr = c.k.Forms((*c.buf)[:0])
+	switch {
+	case c.spki == nil:
+		c.done()
+		return Verdict{Err: c.formsErr}, true
+	case c.formsErr != nil:
+		c.canonical, c.other = c.spki, nil // looked up as given only
+	}
+	c.e, c.n = lookup.Encodings(c.spki, c.canonical, c.other)
+	return Verdict{}, false
+}
+
+func (c *keyCheck) encodings() [][]byte { return c.e[:c.n] }
+
+// done gives the encodings' buffer back.
+func (c *keyCheck) done() {
+	if c.buf != nil {
+		formsBuffers.Put(c.buf)
+		c.buf = nil
+	}
+}
+
+// finish makes the verdict from the lookups' answer.
+func (c *keyCheck) finish(hit bool, err error) Verdict {
 	switch {
 	case err != nil:
 		return Verdict{Err: err}
-	case !hit && formsErr != nil:
+	case !hit && c.formsErr != nil:
 		// Not as given, and its other encodings unknown: no "no".
-		return Verdict{Err: formsErr}
+		return Verdict{Err: c.formsErr}
 	case !hit:
 		return Verdict{}
 	}
 	v := Verdict{Probably: true}
-	fp, otherFP, label := reported(spki, canonical)
-	both := fingerprint.Append(make([]byte, 0, 2*fingerprint.Size), fp)
-	if label != "" {
-		both = fingerprint.Append(both, otherFP)
-	}
+	both, label := lookup.AppendFingerprints(make([]byte, 0, 2*fingerprint.Size), c.spki, c.canonical)
 	all := string(both)
 	v.Fingerprint = all[:fingerprint.Size]
 	if label != "" {
 		v.OtherFingerprint, v.OtherLabel = all[fingerprint.Size:], label
 	}
-	v.SSHFingerprint, v.Comment = k.SSHFingerprint()
+	v.SSHFingerprint, v.Comment = c.k.SSHFingerprint()
 	return v
 }
 
@@ -118,6 +181,19 @@ func (f *Filter) probablyAny(encs [][]byte) (hit bool, err error) {
 	}
 	for _, e := range encs {
 		if f.probably(e) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// probablyAny is [Filter.probablyAny] on the filter being written.
+func (w *Writable) probablyAny(encs [][]byte) (hit bool, err error) {
+	if w.mapped != nil {
+		defer w.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
+	}
+	for _, e := range encs {
+		if w.probably(e) {
 			return true, nil
 		}
 	}

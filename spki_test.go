@@ -106,7 +106,7 @@ func TestCheckKeyAgreesWithCheck(t *testing.T) {
 		if len(verdicts) != 1 {
 			continue // a bundle, a file of lines: not one key
 		}
-		want, got := verdicts[0], f.CheckKey(data)
+		want, got := verdicts[0], readOnly(t, f).CheckKey(data)
 		switch {
 		case (want.Err != nil) != (got.Err != nil):
 			t.Errorf("%s: Check's error %v, CheckKey's %v", path, want.Err, got.Err)
@@ -147,7 +147,7 @@ func TestCheckKeySSHFingerprint(t *testing.T) {
 	if err != nil {
 		t.Skipf("ssh-keygen: %v", err)
 	}
-	v := f.CheckKey(data)
+	v := readOnly(t, f).CheckKey(data)
 	if fields := strings.Fields(string(out)); !v.Probably || len(fields) < 3 || v.SSHFingerprint != fields[1] || !strings.HasPrefix(v.Comment, fields[2]) {
 		t.Fatalf("CheckKey: %+v; ssh-keygen -l: %s", v, out)
 	}
@@ -163,14 +163,16 @@ func TestCheckKeyAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, _ := New(4, 16)
+		w, _ := New(4, 16)
+		f := readOnly(t, w)
 		contains := testing.AllocsPerRun(100, func() { f.Contains(spki) })
 		if allocs := testing.AllocsPerRun(100, func() { f.CheckKey(data) }); allocs != contains {
 			t.Errorf("CheckKey of %s, not in the filter: %v allocations, Contains %v", name, allocs, contains)
 		}
-		if _, err := f.AddKey(data); err != nil {
+		if _, err := w.AddKey(data); err != nil {
 			t.Fatal(err)
 		}
+		f = readOnly(t, w)
 		if allocs := testing.AllocsPerRun(100, func() { f.CheckKey(data) }); allocs != contains+1 {
 			t.Errorf("CheckKey of %s, in the filter: %v allocations, want %v", name, allocs, contains+1)
 		}

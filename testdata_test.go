@@ -33,7 +33,7 @@ func buildExampleFilter(t *testing.T) *Filter {
 			t.Fatalf("AddKey(%s): %v", name, err)
 		}
 	}
-	return f.Filter
+	return readOnly(t, f)
 }
 
 // TestExampleFilterFile checks that testdata/example.pkbf is what

@@ -14,6 +14,7 @@ import (
 	"github.com/pkbf/pkbf/internal/hugemem"
 	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/internal/probe"
 )
 
 // Limits on the parameters of filters this package creates. Reading accepts
@@ -43,28 +44,30 @@ func checkParameters(hashCount, hashLength int) error {
 }
 
 // Writable is a filter keys are added to: in memory, from [New], or in
-// its file, in place, from [Edit]. Its [Filter] answers queries, also
-// while keys are being added. Its methods are safe for concurrent use,
-// but Close, which must not run concurrently with the others.
+// its file, in place, from [Edit]. It answers queries too, also while keys
+// are being added: its data changes under them, so its queries load it
+// atomically, where a [Filter]'s never changes. Its methods are safe for
+// concurrent use, but Close, which must not run concurrently with the
+// others.
 type Writable struct {
-	*Filter
+	core
+	words []uint32 // the data as 32-bit words, which Add sets atomically
 
 	mu      sync.Mutex // serializes changes, and header reads with them
 	edited  bool       // the revision was raised in this editing session
 	inPlace *inPlace   // the file being edited in place, or nil
 }
 
-// newWritable makes f writable: words become its data's 32-bit words.
-func newWritable(f *Filter, words []uint32) *Writable {
-	w := &Writable{Filter: f}
-	f.w, f.words = w, words
-	return w
+// setWords gives w its data's 32-bit words: n bytes from p, rounded up to
+// whole words.
+func (w *Writable) setWords(p unsafe.Pointer, n int) {
+	w.words = unsafe.Slice((*uint32)(p), (n+3)/4)
 }
 
 // New returns an empty in-memory filter with the given hash count
 // (1 to 255) and hash length (3 to 40): revision 0, update time the Unix
 // epoch, no entries. Add keys with [Writable.AddKey] or [Writable.Add] and
-// save it with [Filter.WriteFile] or [Filter.WriteTo].
+// save it with [Writable.WriteFile] or [Writable.WriteTo].
 func New(hashCount, hashLength int) (*Writable, error) {
 	if err := checkParameters(hashCount, hashLength); err != nil {
 		return nil, err
@@ -72,8 +75,10 @@ func New(hashCount, hashLength int) (*Writable, error) {
 	h := Header{Updated: time.Unix(0, 0).UTC(), HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
 	n := int(h.DataSize())
 	data := hugemem.Alloc((n + 3) &^ 3) // whole words; huge pages when large
-	words := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(data))), len(data)/4)
-	return newWritable(newFilter(h, data[:n:n]), words), nil
+	w := new(Writable)
+	w.init(h, data[:n:n])
+	w.setWords(unsafe.Pointer(unsafe.SliceData(data)), n)
+	return w, nil
 }
 
 // Add adds spki, a DER SubjectPublicKeyInfo, to the filter, as the
@@ -133,19 +138,18 @@ func (w *Writable) stopOnFault(fault *error, added *bool, err *error) {
 }
 
 func (w *Writable) add(spki []byte) (added bool) {
-	f := w.Filter
-	h1, h2 := hashes(spki)
+	h1, h2 := probe.Hashes(spki)
 	// Past the L2 cache, first load all the key's words, before the lock.
 	// The loads overlap, where the locked ORs below cannot, and bring the
 	// lines into the cache for them; and a key whose bits are all set
 	// already changes nothing, so it needs no lock at all.
-	if len(f.data) > warmBeforeLock && f.loadAll(h1, h2) {
+	if len(w.data) > warmBeforeLock && w.loadAll(h1, h2) {
 		return false
 	}
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if f.words == nil {
+	if w.words == nil {
 		panic("pkbf: Add on a closed filter")
 	}
 	if w.inPlace != nil {
@@ -158,13 +162,13 @@ func (w *Writable) add(spki []byte) (added bool) {
 	// file lock across processes), so no bit changes between the load and
 	// the OR; if none was clear, the key was already probably present.
 	x, y := h1, h2
-	for i := range f.k {
-		wd, m := wordBit(x & f.mask)
-		if atomic.LoadUint32(&f.words[wd])&m == 0 {
-			atomic.OrUint32(&f.words[wd], m)
+	for i := range w.k {
+		wd, m := wordBit(x & w.mask)
+		if atomic.LoadUint32(&w.words[wd])&m == 0 {
+			atomic.OrUint32(&w.words[wd], m)
 			added = true
 		}
-		x, y = step(x, y, i)
+		x, y = probe.Step(x, y, i)
 	}
 	if !added {
 		return false
@@ -200,9 +204,9 @@ func (w *Writable) err() error {
 	return w.inPlace.err
 }
 
-// header is Header for a Writable's filter: read from the file when
-// edited in place.
-func (w *Writable) header() Header {
+// Header returns the filter's header. For a filter edited in place it is
+// read from the file, so it includes other processes' changes.
+func (w *Writable) Header() Header {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.inPlace != nil && w.inPlace.lock(w, false) {
@@ -211,8 +215,11 @@ func (w *Writable) header() Header {
 	return w.hdr
 }
 
-// close is Close for a Writable's filter.
-func (w *Writable) close() error {
+// Close releases the file and memory mapping of a filter from [Edit],
+// after syncing it to its file, and returns any error met editing it. For
+// a filter in memory Close does nothing. Close is idempotent; after it,
+// queries and adds panic.
+func (w *Writable) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var err error
@@ -220,33 +227,56 @@ func (w *Writable) close() error {
 		err = w.inPlace.sync(w)
 		w.inPlace = nil
 	}
-	if rerr := w.Filter.release(); err == nil {
+	if rerr := w.release(); err == nil {
 		err = rerr
 	}
+	w.words = nil
 	return err
 }
 
 // WriteTo writes the filter, header and data, to w: a consistent snapshot,
 // as adds wait until it is done. It implements io.WriterTo.
-func (f *Filter) WriteTo(w io.Writer) (n int64, err error) {
-	if wr := f.w; wr != nil {
-		wr.mu.Lock()
-		defer wr.mu.Unlock()
-		if wr.inPlace != nil {
-			if !wr.inPlace.lock(wr, false) {
-				return 0, wr.inPlace.err
-			}
-			defer wr.inPlace.unlock()
+func (w *Writable) WriteTo(dst io.Writer) (n int64, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inPlace != nil {
+		if !w.inPlace.lock(w, false) {
+			return 0, w.inPlace.err
 		}
+		defer w.inPlace.unlock()
 	}
-	if f.data == nil {
+	return w.writeTo(dst)
+}
+
+// WriteFile writes the filter to path atomically, as [Filter.WriteFile]
+// does, a consistent snapshot as [Writable.WriteTo] writes it.
+func (w *Writable) WriteFile(path string) error {
+	return writeFileAtomic(path, func(dst io.Writer) error { _, err := w.WriteTo(dst); return err })
+}
+
+// WriteTo writes the filter, header and data, to w. It implements
+// io.WriterTo.
+func (f *Filter) WriteTo(w io.Writer) (n int64, err error) { return f.writeTo(w) }
+
+// WriteFile writes the filter to path atomically: to a temporary file in
+// the same directory, synced to disk, then renamed over path. Readers never
+// see a half-written filter, a failure (a full disk, say) leaves any old
+// file as it was, and readers that have the old file open keep their view
+// of it. A new file gets mode 0644; an existing one keeps its mode.
+func (f *Filter) WriteFile(path string) error {
+	return writeFileAtomic(path, func(w io.Writer) error { _, err := f.WriteTo(w); return err })
+}
+
+// writeTo writes the header and the data to w.
+func (c *core) writeTo(w io.Writer) (n int64, err error) {
+	if c.data == nil {
 		return 0, perr.New("WriteTo on a closed filter")
 	}
-	if f.mapped != nil {
-		defer f.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
-		defer f.mapped.ReadingAll()()
+	if c.mapped != nil {
+		defer c.mapped.RecoverFault(debug.SetPanicOnFault(true), &err)
+		defer c.mapped.ReadingAll()()
 	}
-	hdr, err := f.hdr.AppendBinary(nil)
+	hdr, err := c.hdr.AppendBinary(nil)
 	if err != nil {
 		return 0, err
 	}
@@ -255,20 +285,8 @@ func (f *Filter) WriteTo(w io.Writer) (n int64, err error) {
 	if err != nil {
 		return n, err
 	}
-	m, err = w.Write(f.data)
+	m, err = w.Write(c.data)
 	return n + int64(m), err
-}
-
-// WriteFile writes the filter to path atomically: to a temporary file in
-// the same directory, synced to disk, then renamed over path. Readers never
-// see a half-written filter, a failure (a full disk, say) leaves any old
-// file as it was, and readers that have the old file open keep their view
-// of it. A new file gets mode 0644; an existing one keeps its mode.
-func (f *Filter) WriteFile(path string) error {
-	return writeFileAtomic(path, func(w io.Writer) error {
-		_, err := f.WriteTo(w)
-		return err
-	})
 }
 
 // writeFileAtomic is mapfile.WriteAtomic, with createHook after the sync
@@ -332,7 +350,7 @@ var createHook = func(stage string) {}
 // big to rewrite. Changes made by [Writable.Add] go straight to the file
 // (which is mapped into memory) under an exclusive flock(2) each, so the
 // reference implementation and other processes can work on the same file;
-// they are durable after [Writable.Sync] or [Filter.Close]. Editing in
+// they are durable after [Writable.Sync] or [Writable.Close]. Editing in
 // place needs a Unix system. Errors are those of [Open], and of reserving
 // disk space for a sparse file.
 func Edit(path string) (*Writable, error) { return openInPlace(path) }

@@ -124,14 +124,29 @@ func TestReferenceSemanticsInMemory(t *testing.T) {
 	}
 	checkHeader(t, "second key", f.Header(), 1, 2, start, time.Now())
 	// Written and read back, the header is the same.
-	g := writeAndOpen(t, f.Filter)
+	g := writeAndOpen(t, f)
 	if g.Header() != f.Header() || !g.Probably([]byte("a")) || !g.Probably([]byte("b")) {
 		t.Errorf("read back %+v, want %+v with both keys", g.Header(), f.Header())
 	}
 }
 
+// readOnly returns a read-only copy of w, for the tests of what only a
+// Filter does.
+func readOnly(t testing.TB, w *Writable) *Filter {
+	t.Helper()
+	var b bytes.Buffer
+	if _, err := w.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // writeAndOpen writes f to a file with WriteFile and opens that file.
-func writeAndOpen(t *testing.T, f *Filter) *Filter {
+func writeAndOpen(t *testing.T, f interface{ WriteFile(string) error }) *Filter {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "f.pkbf")
 	if err := f.WriteFile(path); err != nil {
@@ -179,7 +194,7 @@ func TestRoundTripFalsePositives(t *testing.T) {
 	if int(f.Header().EntryCount) != added || added < n-2*n*rate {
 		t.Fatalf("%d adds returned true, count %d, want nearly %d", added, f.Header().EntryCount, n)
 	}
-	g := writeAndOpen(t, f.Filter)
+	g := writeAndOpen(t, f)
 	for _, key := range keys {
 		if !g.Probably(key) {
 			t.Fatalf("false negative for %q", key)

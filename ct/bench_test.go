@@ -40,7 +40,7 @@ func BenchmarkScan(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		l, _ := NewStatic(srv.URL, StaticOptions{})
+		l, _ := Open(context.Background(), srv.URL, Options{Kind: Static})
 		head, err := l.Head(context.Background())
 		if err != nil {
 			b.Fatal(err)
@@ -64,7 +64,7 @@ func BenchmarkScan(b *testing.B) {
 		return time.Since(start)
 	}
 	scan := func() time.Duration {
-		l, err := NewStatic(srv.URL, StaticOptions{})
+		l, err := Open(context.Background(), srv.URL, Options{Kind: Static})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,10 +12,20 @@
 // kept across runs, compared with the signed tree head's root), and the
 // tree head's signature is verified when the log's key is given.
 //
-// A [Scan] reads a log from where its state file says the last run
-// stopped to the log's current size, hands each entry's certificate to
-// the library's [pkbf.Filter.Check], and reports every probable hit with
-// the entry's index, timestamp, serial, subject, issuer and fingerprint.
+// [Open] opens a log with its kind's client, asking the log its kind
+// unless the options say it. A [Scan] reads a log from where its state
+// file says the last run stopped to the log's current size, checks the
+// key of each entry's certificate with the library's
+// [pkbf.Filter.CheckKey], and reports every probable hit with the
+// entry's index, timestamp, serial, subject, issuer and fingerprint:
+//
+//	log, err := ct.Open(ctx, "https://log.example/2026h1/", ct.Options{Key: logKey})
+//	if err != nil {
+//		return err
+//	}
+//	res, err := (&ct.Scan{Log: log, Filter: filter, State: "scan.json",
+//		Report: func(h ct.Hit) error { _, err := os.Stdout.Write(h.AppendJSON(nil)); return err },
+//	}).Run(ctx)
 package ct
 
 import (
@@ -53,6 +63,8 @@ type Head struct {
 type Log interface {
 	// URL names the log: its monitoring prefix or RFC 6962 URL.
 	URL() string
+	// Kind is the log's API.
+	Kind() Kind
 	// Head returns the log's current tree head, its signature verified
 	// when the log's key was given.
 	Head(ctx context.Context) (Head, error)

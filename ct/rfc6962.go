@@ -3,13 +3,11 @@ package ct
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
-	"net/http"
 	"sort"
 	"sync"
 
@@ -35,37 +33,9 @@ type rfc6962Log struct {
 	parallel int
 }
 
-// RFC6962Options are the settings of an RFC 6962 log's client.
-type RFC6962Options struct {
-	// Key is the log's public key: the tree head's signature is
-	// verified with it.
-	Key crypto.PublicKey
-	// HTTPClient makes the requests (nil: a client with Transport's
-	// retries, that waits a minute at most for an answer's headers);
-	// UserAgent names the scanner to the log.
-	HTTPClient *http.Client
-	UserAgent  string
-	// Batch is the entries asked for in one get-entries (0: 256; logs
-	// may answer fewer), Parallel the requests in flight (0: 4).
-	Batch    int
-	Parallel int
-	// Limits bound each response, through HTTPClient or the default.
-	Limits Limits
-}
-
-// NewRFC6962 returns the RFC 6962 log at url (its prefix, before /ct/v1/).
-func NewRFC6962(url string, opts RFC6962Options) (Log, error) {
-	if opts.Batch <= 0 {
-		opts.Batch = 256
-	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = 4
-	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = defaultClient()
-	}
-	hc = opts.Limits.client(hc)
+// newRFC6962 returns the RFC 6962 log at url (its prefix, before
+// /ct/v1/).
+func newRFC6962(url string, opts Options) (Log, error) {
 	jo := jsonclient.Options{UserAgent: opts.UserAgent, Logger: quietLogger{}}
 	if opts.Key != nil {
 		der, err := x509.MarshalPKIXPublicKey(opts.Key)
@@ -74,7 +44,7 @@ func NewRFC6962(url string, opts RFC6962Options) (Log, error) {
 		}
 		jo.PublicKeyDER = der
 	}
-	c, err := client.New(url, hc, jo)
+	c, err := client.New(url, opts.HTTPClient, jo)
 	if err != nil {
 		return nil, fmt.Errorf("RFC 6962 log %s: %w", url, err)
 	}
@@ -87,6 +57,8 @@ type quietLogger struct{}
 func (quietLogger) Printf(string, ...any) {}
 
 func (l *rfc6962Log) URL() string { return l.url }
+
+func (l *rfc6962Log) Kind() Kind { return RFC6962 }
 
 func (l *rfc6962Log) Head(ctx context.Context) (Head, error) {
 	sth, err := l.c.GetSTH(ctx)

@@ -6,15 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"iter"
 	"os"
 	"slices"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/mapfile"
 )
 
 // A Scan checks a log's entries against a filter, from where its state
@@ -34,8 +31,6 @@ type Scan struct {
 	// log's current one: so that the workers of a cluster, each scanning
 	// a range, check their entries against one tree.
 	Head *Head
-	// Workers is how many goroutines check keys (0: GOMAXPROCS).
-	Workers int
 	// SaveEvery is how often the state is saved during a run (0: 10 s).
 	SaveEvery time.Duration
 
@@ -65,29 +60,37 @@ type Hit struct {
 	// Serial (hex), Subject and Issuer are the certificate's, as far as
 	// they can be read.
 	Serial, Subject, Issuer string
-	// Verdict is Filter.Check's, with the key's fingerprints.
+	// Verdict is Filter.CheckKey's on the entry's key, with the key's
+	// fingerprints; its Input is the log's URL.
 	Verdict pkbf.Verdict
 }
 
-// AppendJSON appends the hit as one JSON object, as pkbf-ct --json
-// prints it: log, index, timestamp, precertificate, serial, subject,
-// issuer, fingerprint (and fingerprint_other where the key's encoding in
-// the certificate is not its canonical one), probably.
+// AppendJSON appends the hit as one JSON object and a newline, as
+// pkbf-ct --json prints it: the object pkbf check --json prints for the
+// key ([pkbf.Verdict.AppendJSON], with source and file the log's URL:
+// fingerprint, fingerprint_as_given or fingerprint_named_curve where the
+// key's encoding in the certificate is not the one named, probably),
+// followed by the entry's fields: log, index (the entry's, numbered from
+// 0 as the log numbers them), timestamp, precertificate, serial, subject
+// and issuer.
 func (h *Hit) AppendJSON(b []byte) []byte {
-	j, _ := json.Marshal(struct {
-		Log              string `json:"log"`
-		Index            int64  `json:"index"`
-		Timestamp        string `json:"timestamp"`
-		Precert          bool   `json:"precertificate"`
-		Serial           string `json:"serial"`
-		Subject          string `json:"subject"`
-		Issuer           string `json:"issuer"`
-		Fingerprint      string `json:"fingerprint"`
-		OtherFingerprint string `json:"fingerprint_other,omitempty"`
-		Probably         bool   `json:"probably"`
-	}{h.Log, h.Index, h.Timestamp.Format(time.RFC3339Nano), h.Precert, h.Serial, h.Subject, h.Issuer,
-		h.Verdict.Fingerprint, h.Verdict.OtherFingerprint, true})
-	return append(b, j...)
+	v := h.Verdict
+	v.Input = h.Log
+	start := len(b)
+	b = v.AppendJSON(b)
+	obj := bytes.TrimRight(b[start:], "\n")
+	b = b[:start+len(obj)-1] // without its closing brace
+	entry, _ := json.Marshal(struct {
+		Log       string `json:"log"`
+		Index     int64  `json:"index"`
+		Timestamp string `json:"timestamp"`
+		Precert   bool   `json:"precertificate"`
+		Serial    string `json:"serial"`
+		Subject   string `json:"subject"`
+		Issuer    string `json:"issuer"`
+	}{h.Log, h.Index, h.Timestamp.Format(time.RFC3339Nano), h.Precert, h.Serial, h.Subject, h.Issuer})
+	b = append(append(b, ','), entry[1:]...)
+	return append(b, '\n')
 }
 
 // A Result says what a run did.
@@ -113,14 +116,20 @@ type state struct {
 	read bool // from the state file
 }
 
-// snapshot is the log's verification state when the reader had read up
-// to (not including) at. The reader runs ahead of the verdicts; the state
-// saved is the latest snapshot the verdicts have passed.
-type snapshot struct {
-	at   int64
-	data []byte
+// A batch is what the scan's reader hands the checker: entries in log
+// order, then, where the log keeps a verification state, that state as of
+// the batch's end (nil: none), and the error that ended the reading, if
+// one did. Nothing in it is shared: the reader lets go of a batch when it
+// sends it.
+type batch struct {
+	entries []Entry
+	verify  []byte
+	err     error
 }
 
+// snapshotEvery is how many entries a batch holds at most: batches end
+// at the multiples of it (and at the scan's end), where the log's
+// verification state is taken.
 const snapshotEvery = 256
 
 // Run scans, until the tree head's size, an error, or ctx's end; it
@@ -129,6 +138,11 @@ const snapshotEvery = 256
 // state's next entry, or From) outside the tree head, or a tree head smaller
 // than the last run's, is an error naming both sizes; the state is then
 // left as it was.
+//
+// One pipeline: a goroutine reads the log (fetching, parsing and checking
+// tiles or entries against the tree is most of a scan's work) and sends
+// batches of entries; Run's goroutine checks each entry's key with
+// [pkbf.Filter.CheckKey], reports hits and saves the state.
 func (s *Scan) Run(ctx context.Context) (Result, error) {
 	st, err := s.load()
 	if err != nil {
@@ -165,150 +179,28 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 		return res, s.save(&st)
 	}
 
-	entries, saveVerify := s.Log.Entries(ctx, head, st.Next, st.Verify)
-	var (
-		mu        sync.Mutex
-		snapshots []snapshot
-		readErr   error
-		held      [][]Entry // the batches given to Check whose verdicts may not all have come
-		fed       = st.Next // the entries before it were given to Check
-		fedAll    bool      // the reader is done, and everything it read was given to Check
-	)
-	// The log is read in a goroutine of its own, a batch of entries at a
-	// time: fetching, parsing and checking tiles against the tree is most
-	// of a scan's work, and the keys' checks run beside it.
-	batches := make(chan []Entry, 8)
-	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
+	readCtx, cancel := context.WithCancel(ctx)
+	entries, saveVerify := s.Log.Entries(readCtx, head, st.Next, st.Verify)
+	batches := make(chan batch, 8)
+	go s.read(readCtx, entries, saveVerify, st.Next, end, batches)
 	defer func() {
 		cancel()
 		for range batches { // the reader is done with the Log when Run returns
 		}
 	}()
-	go func() {
-		defer close(batches)
-		batch := make([]Entry, 0, snapshotEvery)
-		send := func() bool {
-			if len(batch) == 0 {
-				return true
-			}
-			select {
-			case batches <- batch:
-				batch = make([]Entry, 0, snapshotEvery)
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
-		snap := func(at int64) {
-			if saveVerify == nil {
-				return
-			}
-			data, err := saveVerify()
-			mu.Lock()
-			if err == nil && (len(snapshots) == 0 || snapshots[len(snapshots)-1].at < at) {
-				snapshots = append(snapshots, snapshot{at, data})
-				if len(snapshots) > 256 {
-					snapshots = slices.Delete(snapshots, 0, 128)
-				}
-			}
-			mu.Unlock()
-		}
-		next := st.Next
-		for e, err := range entries {
-			if err != nil {
-				if !errors.Is(err, errNotInTree) {
-					snap(next) // the log's state as of the entries read: the next run's start
-				}
-				mu.Lock()
-				readErr = err
-				mu.Unlock()
-				send()
-				return
-			}
-			if e.Index >= end {
-				break
-			}
-			if e.Index != next {
-				mu.Lock()
-				readErr = fmt.Errorf("%s: the log gave entry %d where entry %d was due", s.Log.URL(), e.Index, next)
-				mu.Unlock()
-				send()
-				return
-			}
-			batch = append(batch, e)
-			next++
-			if next%snapshotEvery == 0 || next == end {
-				snap(next)
-			}
-			if len(batch) == snapshotEvery && !send() {
-				return
-			}
-		}
-		send()
-	}()
-	inputs := func(yield func(pkbf.Input) bool) {
-		for batch := range batches {
-			mu.Lock()
-			held = append(held, batch)
-			mu.Unlock()
-			for _, e := range batch {
-				spki, err := e.leafSPKI()
-				open := func() (io.ReadCloser, error) { return bytesReader(spki), nil }
-				if err != nil {
-					open = func() (io.ReadCloser, error) { return nil, err }
-				}
-				if !yield(pkbf.Input{Name: strconv.FormatInt(e.Index, 10), Open: open}) {
-					return
-				}
-				mu.Lock()
-				fed = e.Index + 1
-				mu.Unlock()
-			}
-		}
-		mu.Lock()
-		fedAll = true
-		mu.Unlock()
-	}
-	// entry returns the entry at index, which was given to Check, and lets
-	// go of the batches before it: verdicts come in order.
-	entry := func(index int64) (Entry, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		for len(held) > 0 && held[0][len(held[0])-1].Index < index {
-			held[0] = nil
-			held = held[1:]
-		}
-		if len(held) == 0 || held[0][0].Index > index {
-			return Entry{}, false
-		}
-		return held[0][index-held[0][0].Index], true
-	}
+
 	reported := map[int64]bool{} // hits reported, this run or before
 	for _, i := range st.Reported {
 		reported[i] = true
 	}
-	// saveAt saves the state once the entries before done are done: from
-	// the latest verification snapshot at or before it (a log with no
-	// verification state resumes at done itself), with the hits already
-	// reported from there on.
-	saveAt := func(done int64) error {
-		next, data := done, []byte(nil)
+	// done: the entries before it are checked. resume, resumeVerify: the
+	// latest place, at or before done, where the log's verification state
+	// is known (a log without one resumes at done itself).
+	done, resume, resumeVerify := st.Next, st.Next, st.Verify
+	save := func() error {
+		next, verify := done, []byte(nil)
 		if saveVerify != nil {
-			next = -1
-			mu.Lock()
-			for i := len(snapshots) - 1; i >= 0; i-- {
-				if snapshots[i].at <= done {
-					next, data = snapshots[i].at, snapshots[i].data
-					break
-				}
-			}
-			mu.Unlock()
-		}
-		if next < st.Next || (next == st.Next && saveVerify != nil && data == nil) {
-			// Nothing newer to resume from: the same place, with the
-			// hits reported since.
-			next, data = st.Next, st.Verify
+			next, verify = resume, resumeVerify
 		}
 		var keep []int64
 		for i := range reported {
@@ -317,56 +209,38 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 			}
 		}
 		slices.Sort(keep)
-		st.Next, st.Verify, st.Reported = next, data, keep
+		st.Next, st.Verify, st.Reported = next, verify, keep
 		return s.save(&st)
 	}
-	unchecked := func(index int64, err error) {
-		res.Unchecked++
-		if s.Unchecked != nil {
-			s.Unchecked(index, err)
-		}
-	}
 
-	var stopErr error
-	done := st.Next // the entries before it have their verdicts
+	var stopErr, readErr error
 	lastSave, lastProgress := time.Now(), time.Now()
-	// Each entry is one input holding one SPKI: one verdict.
-	for v := range s.Filter.Check(ctx, inputs, pkbf.CheckOptions{Workers: s.Workers, FingerprintHitsOnly: true}) {
-		index, err := strconv.ParseInt(v.Input, 10, 64)
-		if err != nil || index < done {
-			stopErr = fmt.Errorf("a verdict about %q, not an entry due", v.Input)
+scan:
+	for {
+		var b batch
+		var ok bool
+		select {
+		case b, ok = <-batches:
+		case <-ctx.Done():
+			break scan
+		}
+		if !ok {
 			break
 		}
-		if errors.Is(v.Err, pkbf.ErrFileChanged) {
-			stopErr = v.Err
-			break
-		}
-		for gap := done; gap < index; gap++ {
-			unchecked(gap, errNoCertificate)
-		}
-		done = index + 1
-		switch {
-		case v.Err != nil:
-			unchecked(index, v.Err)
-		case v.Probably && !reported[index]:
-			e, ok := entry(index)
-			if !ok {
-				stopErr = fmt.Errorf("a verdict about entry %d, which is not in flight", index)
-				break
+		for _, e := range b.entries {
+			if ctx.Err() != nil { // between two entries, whatever is in flight
+				break scan
 			}
-			h := Hit{Log: s.Log.URL(), Index: index, Timestamp: time.UnixMilli(e.Timestamp).UTC(), Precert: e.Precert, Verdict: v}
-			h.Serial, h.Subject, h.Issuer = e.details()
-			if s.Report != nil {
-				stopErr = s.Report(h)
+			if stopErr = s.check(e, reported, &res); stopErr != nil {
+				break scan
 			}
-			if stopErr == nil {
-				res.Hits++
-				reported[index] = true
-			}
-		default:
-			entry(index)
+			done = e.Index + 1
 		}
-		if stopErr != nil {
+		if b.verify != nil {
+			resume, resumeVerify = done, b.verify
+		}
+		if b.err != nil {
+			readErr = b.err
 			break
 		}
 		now := time.Now()
@@ -375,41 +249,22 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 			lastProgress = now
 		}
 		if s.State != "" && now.Sub(lastSave) >= s.saveEvery() {
-			if stopErr = saveAt(done); stopErr != nil {
+			if stopErr = save(); stopErr != nil {
 				break
 			}
 			lastSave = now
 		}
 	}
-	// Check ran out of inputs, not cut short: every entry given to it has
-	// its verdict, and those that had none had no key.
-	checked := stopErr == nil && ctx.Err() == nil
-	cancel()
-	mu.Lock()
-	rerr, given, all := readErr, fed, fedAll
-	if errors.Is(rerr, errNotInTree) {
-		snapshots = nil // nothing read this run is trusted
+	if errors.Is(readErr, errNotInTree) { // nothing read this run is trusted
+		done, resume, resumeVerify = st.Next, st.Next, st.Verify
 	}
-	mu.Unlock()
-	if checked && all {
-		for gap := done; gap < given; gap++ {
-			unchecked(gap, errNoCertificate)
-		}
-		done = max(done, given)
-	}
-	if errors.Is(rerr, errNotInTree) {
-		done = st.Next
-	}
-	finished := done >= end
 	res.Entries = done - res.Start
+	res.Next = done
 	if s.State != "" {
-		if err := saveAt(done); err != nil && stopErr == nil {
+		if err := save(); err != nil && stopErr == nil {
 			stopErr = err
 		}
-	}
-	res.Next = st.Next
-	if s.State == "" {
-		res.Next = done
+		res.Next = st.Next
 	}
 	if s.Progress != nil {
 		s.Progress(res.Entries, done, end)
@@ -417,10 +272,10 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 	switch {
 	case stopErr != nil:
 		return res, stopErr
-	case rerr != nil:
-		return res, stopped(parent, rerr) // ctx is cancelled by now, whatever happened
-	case !finished:
-		if err := parent.Err(); err != nil {
+	case readErr != nil:
+		return res, stopped(ctx, readErr)
+	case done < end:
+		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		return res, fmt.Errorf("%s: the scan stopped at entry %d of %d", s.Log.URL(), done, end)
@@ -428,9 +283,90 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-var errNoCertificate = errors.New("no certificate in the entry")
+// check checks the key of one entry and reports it if it is a hit not
+// reported before. An error stops the scan: the filter's file failed, or
+// Report refused the hit (which then counts as not reported).
+func (s *Scan) check(e Entry, reported map[int64]bool, res *Result) error {
+	spki, err := e.leafSPKI()
+	var v pkbf.Verdict
+	if err == nil {
+		v = s.Filter.CheckKey(spki)
+		err = v.Err
+	}
+	switch {
+	case errors.Is(err, pkbf.ErrFileChanged):
+		return err
+	case err != nil:
+		res.Unchecked++
+		if s.Unchecked != nil {
+			s.Unchecked(e.Index, err)
+		}
+	case v.Probably && !reported[e.Index]:
+		v.Input = s.Log.URL()
+		h := Hit{Log: v.Input, Index: e.Index, Timestamp: time.UnixMilli(e.Timestamp).UTC(), Precert: e.Precert, Verdict: v}
+		h.Serial, h.Subject, h.Issuer = e.details()
+		if s.Report != nil {
+			if err := s.Report(h); err != nil {
+				return err
+			}
+		}
+		res.Hits++
+		reported[e.Index] = true
+	}
+	return nil
+}
 
-func bytesReader(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
+// read sends the log's entries from next to end in batches that end
+// where the log's verification state is taken, each with that state; an
+// error ends the last batch. It closes out when done, and stops when ctx
+// ends.
+func (s *Scan) read(ctx context.Context, entries iter.Seq2[Entry, error], saveVerify func() ([]byte, error), next, end int64, out chan<- batch) {
+	defer close(out)
+	b := batch{entries: make([]Entry, 0, snapshotEvery)}
+	send := func() bool {
+		select {
+		case out <- b:
+			b = batch{entries: make([]Entry, 0, snapshotEvery)}
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	snap := func() {
+		if saveVerify != nil {
+			if data, err := saveVerify(); err == nil {
+				b.verify = data
+			}
+		}
+	}
+	for e, err := range entries {
+		switch {
+		case err != nil:
+			if !errors.Is(err, errNotInTree) {
+				snap() // the log's state as of the entries read: the next run's start
+			}
+			b.err = err
+		case e.Index >= end:
+		case e.Index != next:
+			b.err = fmt.Errorf("%s: the log gave entry %d where entry %d was due", s.Log.URL(), e.Index, next)
+		default:
+			b.entries = append(b.entries, e)
+			next++
+			if next%snapshotEvery != 0 && next != end {
+				continue
+			}
+			snap()
+			if !send() {
+				return
+			}
+			continue
+		}
+		break
+	}
+	if len(b.entries) > 0 || b.err != nil {
+		send()
+	}
+}
 
 func (s *Scan) saveEvery() time.Duration {
 	if s.SaveEvery > 0 {
@@ -478,8 +414,5 @@ func (s *Scan) save(st *state) error {
 	if err != nil {
 		return err
 	}
-	return mapfile.WriteAtomic(s.State, func(w io.Writer) error {
-		_, err := w.Write(append(b, '\n'))
-		return err
-	}, nil)
+	return writeAtomic(s.State, append(b, '\n'))
 }

@@ -45,14 +45,14 @@ func testLogsThrough(t *testing.T, fx *cttest.Fixture, wrap func(http.Handler) h
 	t.Cleanup(rfc.Close)
 	return map[string]func() Log{
 		"static": func() Log {
-			l, err := NewStatic(static.URL, StaticOptions{Parallel: 4})
+			l, err := Open(context.Background(), static.URL, Options{Kind: Static, Parallel: 4})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return l
 		},
 		"rfc6962": func() Log {
-			l, err := NewRFC6962(rfc.URL, RFC6962Options{Key: rs.Key.Public(), Batch: 64, Parallel: 3})
+			l, err := Open(context.Background(), rfc.URL, Options{Kind: RFC6962, Key: rs.Key.Public(), Batch: 64, Parallel: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +243,7 @@ func TestRFC6962Verification(t *testing.T) {
 	srv := httptest.NewServer(rs)
 	defer srv.Close()
 	open := func() Log {
-		l, err := NewRFC6962(srv.URL, RFC6962Options{Key: rs.Key.Public(), Batch: 100})
+		l, err := Open(context.Background(), srv.URL, Options{Kind: RFC6962, Key: rs.Key.Public(), Batch: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,7 +443,7 @@ func TestFailureNamesEntry(t *testing.T) {
 				defer srv.Close()
 				url = srv.URL
 			}
-			l, err := NewStatic(url, StaticOptions{})
+			l, err := Open(context.Background(), url, Options{Kind: Static})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"net/http"
 	"strings"
 
 	"filippo.io/sunlight"
@@ -23,38 +22,10 @@ type staticLog struct {
 	c      *sunlight.Client
 }
 
-// StaticOptions are the settings of a Static CT log's client.
-type StaticOptions struct {
-	// Key is the log's public key: the checkpoint's signature is
-	// verified with it. Without one, the checkpoint is read unverified
-	// (its tiles are still checked against its root hash).
-	Key crypto.PublicKey
-	// HTTPClient makes the requests (nil: a client with Transport's
-	// retries, that waits a minute at most for an answer's headers);
-	// UserAgent names the scanner to the log, with a contact (an email
-	// address or a +https:// URL), as Sunlight requires.
-	HTTPClient *http.Client
-	UserAgent  string
-	// Parallel bounds the requests in flight (0: 8).
-	Parallel int
-	// Limits bound each response, through HTTPClient or the default.
-	Limits Limits
-}
-
-// NewStatic returns the Static CT log at monitoringPrefix: an http(s) URL,
-// or file:// (gzip+file:// when the data tiles are stored gzipped, as a
-// Sunlight log's local directory has them).
-func NewStatic(monitoringPrefix string, opts StaticOptions) (Log, error) {
-	if opts.Parallel == 0 {
-		opts.Parallel = 8
-	}
-	if opts.UserAgent == "" {
-		opts.UserAgent = "pkbf-ct (+https://github.com/pkbf/pkbf)"
-	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = defaultClient()
-	}
-	opts.HTTPClient = opts.Limits.client(opts.HTTPClient)
+// newStatic returns the Static CT log at monitoringPrefix: an http(s)
+// URL, or file:// (gzip+file:// when the data tiles are stored gzipped,
+// as a Sunlight log's local directory has them).
+func newStatic(monitoringPrefix string, opts Options) (Log, error) {
 	c, err := sunlight.NewClient(&sunlight.ClientConfig{
 		MonitoringPrefix: monitoringPrefix,
 		PublicKey:        opts.Key,
@@ -70,6 +41,8 @@ func NewStatic(monitoringPrefix string, opts StaticOptions) (Log, error) {
 
 func (l *staticLog) URL() string { return l.prefix }
 
+func (l *staticLog) Kind() Kind { return Static }
+
 func (l *staticLog) Head(ctx context.Context) (Head, error) {
 	read, limited, release := abortOnLimit(ctx)
 	defer release()
@@ -84,15 +57,21 @@ func (l *staticLog) Head(ctx context.Context) (Head, error) {
 	if err = limited(err); err != nil {
 		return Head{}, stopped(ctx, fmt.Errorf("%s: reading the checkpoint: %w", l.prefix, err))
 	}
-	text, _, ok := strings.Cut(string(b), "\n\n")
-	if !ok {
-		return Head{}, fmt.Errorf("%s: the checkpoint is not a signed note", l.prefix)
-	}
-	cp, err := torchwood.ParseCheckpoint(text + "\n")
+	cp, err := parseCheckpoint(b)
 	if err != nil {
 		return Head{}, fmt.Errorf("%s: %w", l.prefix, err)
 	}
 	return Head{Size: cp.N, Root: cp.Hash[:]}, nil
+}
+
+// parseCheckpoint reads the checkpoint of a signed note, its signatures
+// unread.
+func parseCheckpoint(b []byte) (torchwood.Checkpoint, error) {
+	text, _, ok := strings.Cut(string(b), "\n\n")
+	if !ok {
+		return torchwood.Checkpoint{}, errors.New("the checkpoint is not a signed note")
+	}
+	return torchwood.ParseCheckpoint(text + "\n")
 }
 
 func tree(h Head) (tlog.Tree, error) {

@@ -213,7 +213,7 @@ func TestSunlightLog(t *testing.T) {
 		want[fmt.Sprintf("%x", c.SerialNumber.Bytes())] = true
 	}
 	open := func() Log {
-		l, err := NewStatic(monitor, StaticOptions{Key: key})
+		l, err := Open(context.Background(), monitor, Options{Kind: Static, Key: key})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +287,7 @@ func TestSunlightLog(t *testing.T) {
 	// changes no verdict.
 	for _, planted := range []bool{false, true} {
 		swapped := swapPrecerts(t, data, fx.Precert(planted))
-		l, err := NewStatic(swapped, StaticOptions{Key: key})
+		l, err := Open(context.Background(), swapped, Options{Kind: Static, Key: key})
 		if err != nil {
 			t.Fatal(err)
 		}

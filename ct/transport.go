@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pkbf/pkbf/internal/retryafter"
+	"github.com/pkbf/pkbf/retryafter"
 )
 
 // Transport is an http.RoundTripper for scanning logs: it paces requests

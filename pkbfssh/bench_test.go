@@ -34,7 +34,7 @@ func BenchmarkPublicKeyCallback(b *testing.B) {
 	ek, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	_, edk, _ := ed25519.GenerateKey(rand.Reader)
 	w, _ := pkbf.New(12, 20)
-	f := w.Filter
+	f := w
 	next := func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) { return nil, nil }
 	cb := pkbfssh.PublicKeyCallback(f, next)
 	for _, k := range []struct {

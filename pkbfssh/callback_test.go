@@ -139,7 +139,7 @@ func TestPublicKeyCallbackWithSSH(t *testing.T) {
 		}
 		return nil, errors.New("not authorized")
 	}
-	wrapped := pkbfssh.PublicKeyCallback(w.Filter, inner)
+	wrapped := pkbfssh.PublicKeyCallback(w, inner)
 	port := goSSHServer(t, func(conn ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
 		p, err := wrapped(conn, key)
 		if errors.Is(err, pkbfssh.ErrCompromised) {

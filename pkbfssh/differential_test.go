@@ -44,7 +44,7 @@ func (k *sshKey) line() string { return k.typ + " " + base64.StdEncoding.EncodeT
 // corpusKeys makes the corpus's keys with ssh-keygen, and a filter holding
 // the compromised ones; security keys come from testdata (ssh-keygen
 // needs the hardware to make one).
-func corpusKeys(t *testing.T) ([]*sshKey, *pkbf.Filter) {
+func corpusKeys(t *testing.T) ([]*sshKey, *pkbf.Writable) {
 	dir := t.TempDir()
 	run := func(args ...string) string {
 		out, err := exec.Command("ssh-keygen", args...).CombinedOutput()
@@ -111,7 +111,7 @@ func corpusKeys(t *testing.T) ([]*sshKey, *pkbf.Filter) {
 	cert("cert-ok", caOK, false, "-t", "ed25519")
 	cert("cert-key-bad", caOK, true, "-t", "rsa", "-b", "1024")
 	cert("cert-ca-bad", caBad, true, "-t", "ecdsa", "-b", "384")
-	return ks, w.Filter
+	return ks, w
 }
 
 // blobString replaces the first SSH string of a blob (its type name).

@@ -62,9 +62,11 @@ func ExpandPath(pattern string, u *user.User) string {
 
 // ReadFile reads the authorized_keys file at path for user u as sshd
 // does: a regular file only, opened without blocking; never a file u
-// could not read (its mode bits, and those of every directory of its
-// resolved path, are checked for u's uid and groups: an ACL that denies
-// what the mode bits allow is not seen); with sshd's
+// could not read (on Linux, pkbf running as root opens it with u's
+// filesystem uid, gid and groups and no capability, so the kernel decides;
+// elsewhere, or when pkbf may not take u's rights, the mode bits of the
+// file and of every directory of its resolved path are checked for u's
+// uid and groups, a check a racing symlink swap can pass); with sshd's
 // StrictModes checks on the resolved path unless opts.IgnoreModes; at
 // most opts.MaxSize bytes and opts.Timeout. A missing file gives an error
 // that is errors.Is fs.ErrNotExist; every other error names the file.

@@ -17,15 +17,18 @@ import (
 	"github.com/pkbf/pkbf/internal/perr"
 )
 
-// A user's file is read with pkbf's rights, after checking that the user
-// could read it: the mode bits of the file and the search bits of every
-// directory of its resolved path, for the user's uid, gid and groups, as
-// the kernel would check them for a process of the user. A helper process
-// under the user's uid would follow ACLs too, but costs a fork and exec
-// per file on every login (pkbf authorized-keys takes about 6 ms in all);
-// switching a thread's fsuid is Linux-only. What the mode bits allow and
-// an ACL denies is the one difference, and it is only ever the user's own
-// setting.
+// A user's file is opened with the user's rights. On Linux, pkbf running
+// as root opens it on a thread of its own that has taken the user's
+// filesystem uid, gid and groups (setfsuid, setfsgid, setgroups: per
+// thread, as sshd's temporarily_use_uid), so that the kernel decides, once,
+// on the path as it resolves it then: mode bits, ACLs, /proc's ptrace
+// checks. The thread is never given back to the scheduler: it ends with its
+// goroutine. Where pkbf cannot take the user's rights (another system, or a
+// command user that is neither root nor the user), it checks the mode bits
+// of the file and the search bits of every directory of its resolved path
+// for the user's uid, gid and groups instead; that check walks the path
+// again after the open, so a user who swaps a directory at the right moment
+// can pass it with a file only the command user can read.
 
 // ids are a user's credentials, as the kernel checks them.
 type ids struct {
@@ -75,16 +78,10 @@ func readFile(path string, u *user.User, opts Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, perr.Errorf("%s is not a regular file", path) // a FIFO or device is never opened
-	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	file, err := openAsUser(path, id, u.Username)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
-	file := os.NewFile(uintptr(fd), path)
 	defer file.Close()
 	fi, err := file.Stat()
 	if err != nil {
@@ -96,20 +93,11 @@ func readFile(path string, u *user.User, opts Options) ([]byte, error) {
 	if fi.Size() > opts.MaxSize {
 		return nil, perr.Errorf("%s is %d bytes, over the limit of %d", path, fi.Size(), opts.MaxSize)
 	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, err
-	}
-	if real, err = filepath.Abs(real); err != nil {
-		return nil, err
-	}
-	if rfi, err := os.Stat(real); err != nil || !os.SameFile(fi, rfi) {
-		return nil, perr.Errorf("%s changed while it was read", path)
-	}
-	if err := mayRead(real, fi, id, u.Username); err != nil {
-		return nil, err
-	}
 	if !opts.IgnoreModes {
+		real, err := resolved(path, fi)
+		if err != nil {
+			return nil, err
+		}
 		if err := safePath(real, fi, id.uid, u.HomeDir); err != nil {
 			return nil, err
 		}
@@ -122,6 +110,60 @@ func readFile(path string, u *user.User, opts Options) ([]byte, error) {
 		return nil, perr.Errorf("%s grew over the limit of %d bytes", path, opts.MaxSize)
 	}
 	return b, nil
+}
+
+// openRegular opens path, with the rights of the calling thread, if it is
+// a regular file: a FIFO or device is never opened, and the open does not
+// block.
+func openRegular(path string) (*os.File, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, perr.Errorf("%s is not a regular file", path)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// resolved returns the absolute path with its symlinks resolved of the
+// file fi opened at path, or an error if that names another file now.
+func resolved(path string, fi fs.FileInfo) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return "", err
+	}
+	if rfi, err := os.Stat(real); err != nil || !os.SameFile(fi, rfi) {
+		return "", perr.Errorf("%s changed while it was read", path)
+	}
+	return real, nil
+}
+
+// openChecked opens path with pkbf's rights, for the user id, name whose
+// rights pkbf cannot take: only a regular file, and only if the mode bits
+// let the user read it (mayRead).
+func openChecked(path string, id ids, name string) (*os.File, error) {
+	file, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := file.Stat()
+	if err == nil {
+		var real string
+		if real, err = resolved(path, fi); err == nil {
+			err = mayRead(real, fi, id, name)
+		}
+	}
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	return file, nil
 }
 
 // mayRead checks that the user could read the file at the resolved path

@@ -30,6 +30,9 @@ type Key struct {
 	SPKI []byte
 	// CA is the key that signed a certificate, or nil for a plain key.
 	CA *Key
+	// Principals are a certificate's valid principals (user or host
+	// names), as sshd reads them; nil for a plain key.
+	Principals []string
 }
 
 // Filter is what a key is looked up in: a *pkbf.Filter, or a *pkbf.Live
@@ -277,11 +280,11 @@ func parseBlob(blob []byte, allowCert bool) (*Key, *keyType, error) {
 	k := &Key{Type: plain.name, SPKI: spki}
 	sum := sha256.Sum256(canon)
 	if t.cert {
-		ca, err := parseCert(&s)
+		ca, principals, err := parseCert(&s)
 		if err != nil {
 			return nil, nil, err
 		}
-		k.Type, k.CA = t.canonical(true).name, ca
+		k.Type, k.CA, k.Principals = t.canonical(true).name, ca, principals
 	}
 	if !s.Empty() {
 		return nil, nil, noKeyf("%s key blob has %d bytes after its fields", t.name, len(s))
@@ -290,28 +293,43 @@ func parseBlob(blob []byte, allowCert bool) (*Key, *keyType, error) {
 	return k, t, nil
 }
 
+// maxPrincipals is the most principals sshd reads from a certificate
+// (SSHKEY_CERT_MAX_PRINCIPALS): one more makes it refuse the certificate.
+const maxPrincipals = 256
+
 // parseCert reads the fields of a certificate after its key
-// (PROTOCOL.certkeys) and returns its CA key; the signature is left
-// unchecked.
-func parseCert(s *cryptobyte.String) (*Key, error) {
+// (PROTOCOL.certkeys) and returns its CA key and its principals, read as
+// sshd's cert_parse reads them; the signature is left unchecked.
+func parseCert(s *cryptobyte.String) (*Key, []string, error) {
 	var serial, after, before uint64
 	var certType uint32
-	var ca, sig []byte
+	var packed, ca, sig []byte
 	if !s.ReadUint64(&serial) || !s.ReadUint32(&certType) {
-		return nil, noKeyf("certificate is cut short before its key id")
+		return nil, nil, noKeyf("certificate is cut short before its key id")
 	}
-	if _, ok := readCString(s); !ok || !skipString(s) || !s.ReadUint64(&after) || !s.ReadUint64(&before) ||
+	if _, ok := readCString(s); !ok || !readString(s, &packed) || !s.ReadUint64(&after) || !s.ReadUint64(&before) ||
 		!skipString(s) || !skipString(s) || !skipString(s) || !readString(s, &ca) || !readString(s, &sig) {
-		return nil, noKeyf("certificate is cut short")
+		return nil, nil, noKeyf("certificate is cut short")
 	}
 	if certType != 1 && certType != 2 {
-		return nil, noKeyf("certificate of type %d, neither user (1) nor host (2)", certType)
+		return nil, nil, noKeyf("certificate of type %d, neither user (1) nor host (2)", certType)
+	}
+	principals := []string{}
+	for p := cryptobyte.String(packed); !p.Empty(); {
+		name, ok := readCString(&p)
+		if !ok {
+			return nil, nil, noKeyf("certificate's principals are cut short or hold a NUL byte")
+		}
+		if len(principals) == maxPrincipals {
+			return nil, nil, noKeyf("certificate has over %d principals: sshd refuses it", maxPrincipals)
+		}
+		principals = append(principals, string(name))
 	}
 	k, _, err := parseBlob(ca, false)
 	if err != nil {
-		return nil, perr.Kind(ErrNoKey, perr.Errorf("certificate's CA key: %w", err))
+		return nil, nil, perr.Kind(ErrNoKey, perr.Errorf("certificate's CA key: %w", err))
 	}
-	return k, nil
+	return k, principals, nil
 }
 
 // readString reads an SSH string: a 32-bit length and that many bytes.

@@ -20,8 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pkbf/pkbf/internal/retryafter"
 	"github.com/pkbf/pkbf/keys"
+	"github.com/pkbf/pkbf/retryafter"
 )
 
 // DefaultBaseURL is the pwnedkeys API endpoint a zero Client uses.

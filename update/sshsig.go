@@ -34,8 +34,12 @@ const SignatureNamespace = "pkbf"
 //	             string hash_algorithm, string H(message)
 //
 // Where OpenSSH and this reader differ, this one is stricter: OpenSSH
-// takes a version of 0 as well as 1, this reader only 1.
+// takes a version of 0 as well as 1, this reader only 1; OpenSSH takes a
+// security key's signature made without a touch (user-presence flag
+// clear) unless the allowed signer says verify-required, this reader
+// never.
 const (
+	skUserPresent = 0x01 // the flags bit of a security key's signature
 	sshsigMagic   = "SSHSIG"
 	sshsigVersion = 1
 	sshsigBegin   = "-----BEGIN SSH SIGNATURE-----\n"
@@ -93,6 +97,14 @@ func parseSSHSig(armored []byte) (*sshSig, error) {
 	if err := ssh.Unmarshal(sigB, &sig); err != nil {
 		return nil, perr.Errorf("the SSH signature's signature field: %v", err)
 	}
+	// A security key's signature carries its flags and counter after the
+	// signature proper (PROTOCOL.u2f); any other's carries nothing there.
+	switch sk := strings.HasPrefix(key.Type(), "sk-"); {
+	case sk && len(sig.Rest) != 5:
+		return nil, perr.Errorf("the SSH signature's security-key fields are %d bytes, not 5 (flags, counter)", len(sig.Rest))
+	case !sk && len(sig.Rest) > 0:
+		return nil, perr.Errorf("the SSH signature has %d bytes after the signature in its signature field", len(sig.Rest))
+	}
 	switch string(alg) {
 	case "sha256", "sha512":
 	default:
@@ -137,6 +149,10 @@ func (s *sshSig) verify(digest []byte, signers []ssh.PublicKey) (ssh.PublicKey, 
 		// As OpenSSH: an RSA signature in SSHSIG is rsa-sha2-512 or -256, never SHA-1.
 		return nil, perr.Errorf("the signature's RSA algorithm is %q; rsa-sha2-512 or rsa-sha2-256 is accepted", s.sig.Format)
 	}
+	if strings.HasPrefix(s.key.Type(), "sk-") && s.sig.Rest[0]&skUserPresent == 0 {
+		// Stricter than ssh-keygen -Y verify, which takes it.
+		return nil, perr.Errorf("the security-key signature by %s was made without a touch (its user-presence flag is clear): refused", ssh.FingerprintSHA256(signer))
+	}
 	signed := cryptobyte.NewBuilder(nil)
 	signed.AddBytes([]byte(sshsigMagic))
 	for _, field := range [][]byte{[]byte(s.namespace), nil, []byte(s.hashAlg), digest} {
@@ -155,7 +171,9 @@ func (s *sshSig) verify(digest []byte, signers []ssh.PublicKey) (ssh.PublicKey, 
 // ParseSignerKeys reads the public keys a signature may be made with:
 // one or more lines in authorized_keys form ("ssh-ed25519 AAAA...
 // comment", a .pub file), blank lines and # comments skipped. A line that
-// is not a key is an error naming it; so is a file without a key.
+// is not a key is an error naming it; so is a line marked cert-authority
+// (certificates are not read), and a file without a key. Other options on
+// a line are ignored.
 func ParseSignerKeys(b []byte) ([]ssh.PublicKey, error) {
 	var keys []ssh.PublicKey
 	for n, line := range strings.Split(string(b), "\n") {
@@ -163,9 +181,16 @@ func ParseSignerKeys(b []byte) ([]ssh.PublicKey, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line))
+		k, _, options, _, err := ssh.ParseAuthorizedKey([]byte(line))
 		if err != nil {
 			return nil, perr.Errorf("line %d is not an SSH public key: %v", n+1, err)
+		}
+		for _, o := range options {
+			if strings.EqualFold(o, "cert-authority") {
+				// ssh-keygen -Y verify then takes only certificates the key
+				// signed, never a plain signature by it: neither does pkbf.
+				return nil, perr.Errorf("line %d is a certificate authority (cert-authority): certificates are not read; give the signing key itself", n+1)
+			}
 		}
 		keys = append(keys, k)
 	}

@@ -3,7 +3,9 @@ package update
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
 	"errors"
@@ -78,9 +80,15 @@ func (s signer) sign(t *testing.T, msg []byte, ns string, args ...string) []byte
 // by key under the pkbf namespace.
 func oracleVerifies(t *testing.T, sig, msg []byte, key ssh.PublicKey) bool {
 	t.Helper()
+	return oracleVerifiesLine(t, sig, msg, append([]byte("publisher "), ssh.MarshalAuthorizedKey(key)...))
+}
+
+// oracleVerifiesLine is oracleVerifies with the allowed_signers line given.
+func oracleVerifiesLine(t *testing.T, sig, msg, line []byte) bool {
+	t.Helper()
 	dir := t.TempDir()
 	allowed, sigFile := filepath.Join(dir, "allowed_signers"), filepath.Join(dir, "sig")
-	os.WriteFile(allowed, append([]byte("publisher "), ssh.MarshalAuthorizedKey(key)...), 0o644)
+	os.WriteFile(allowed, line, 0o644)
 	os.WriteFile(sigFile, sig, 0o644)
 	cmd := exec.Command(sshKeygen(t), "-Y", "verify", "-f", allowed, "-I", "publisher", "-n", SignatureNamespace, "-s", sigFile)
 	cmd.Stdin = bytes.NewReader(msg)
@@ -110,30 +118,58 @@ func verifySig(sig, msg []byte, keys []ssh.PublicKey) error {
 // signatures ssh-keygen will not make.
 func sshsigBlob(t *testing.T, key ssh.AlgorithmSigner, alg, ns, reserved string, version uint32, msg []byte, trailing []byte) []byte {
 	t.Helper()
-	digest := sha512.Sum512(msg)
-	str := func(b *cryptobyte.Builder, v []byte) {
-		b.AddUint32LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(v) })
-	}
-	signed := cryptobyte.NewBuilder(nil)
-	signed.AddBytes([]byte("SSHSIG"))
-	str(signed, []byte(ns))
-	str(signed, nil)
-	str(signed, []byte("sha512"))
-	str(signed, digest[:])
-	sig, err := key.SignWithAlgorithm(rand.Reader, signed.BytesOrPanic(), alg)
+	sig, err := key.SignWithAlgorithm(rand.Reader, sshsigSigned(ns, msg), alg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sshsigArmor(key.PublicKey().Marshal(), ns, reserved, version, ssh.Marshal(sig), trailing)
+}
+
+// sshsigSigned is the data an SSHSIG signature of msg signs (SHA-512).
+func sshsigSigned(ns string, msg []byte) []byte {
+	digest := sha512.Sum512(msg)
+	signed := cryptobyte.NewBuilder(nil)
+	signed.AddBytes([]byte("SSHSIG"))
+	for _, v := range [][]byte{[]byte(ns), nil, []byte("sha512"), digest[:]} {
+		signed.AddUint32LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(v) })
+	}
+	return signed.BytesOrPanic()
+}
+
+// sshsigArmor builds and armors an SSHSIG blob from its fields, with
+// trailing bytes after it.
+func sshsigArmor(pub []byte, ns, reserved string, version uint32, sig, trailing []byte) []byte {
 	blob := cryptobyte.NewBuilder(nil)
 	blob.AddBytes([]byte("SSHSIG"))
 	blob.AddUint32(version)
-	str(blob, key.PublicKey().Marshal())
-	str(blob, []byte(ns))
-	str(blob, []byte(reserved))
-	str(blob, []byte("sha512"))
-	str(blob, ssh.Marshal(sig))
+	for _, v := range [][]byte{pub, []byte(ns), []byte(reserved), []byte("sha512"), sig} {
+		blob.AddUint32LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(v) })
+	}
 	blob.AddBytes(trailing)
 	return armor(blob.BytesOrPanic())
+}
+
+// skSig signs msg as a FIDO security key with an Ed25519 key would
+// (PROTOCOL.u2f: the key signs SHA-256 of the application, the flags, a
+// counter and SHA-256 of the signed data), with the flags given. It
+// returns the signature and the sk-ssh-ed25519 public key.
+func skSig(t *testing.T, msg []byte, flags byte) ([]byte, ssh.PublicKey) {
+	t.Helper()
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	const app = "ssh:"
+	wire := ssh.Marshal(struct{ Type, Key, App string }{"sk-ssh-ed25519@openssh.com", string(pub), app})
+	key, err := ssh.ParsePublicKey(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appHash, dataHash := sha256.Sum256([]byte(app)), sha256.Sum256(sshsigSigned("pkbf", msg))
+	tbs := append(append(appHash[:], flags, 0, 0, 0, 7), dataHash[:]...)
+	sig := ssh.Marshal(struct {
+		Format, Blob string
+		Flags        byte
+		Counter      uint32
+	}{"sk-ssh-ed25519@openssh.com", string(ed25519.Sign(priv, tbs)), flags, 7})
+	return sshsigArmor(wire, "pkbf", "", 1, sig, nil), key
 }
 
 // armor wraps a blob as ssh-keygen does.
@@ -162,13 +198,23 @@ func privateKey(t *testing.T, s signer) ssh.AlgorithmSigner {
 // Signatures made by the real ssh-keygen -Y sign (Ed25519, ECDSA, RSA;
 // SHA-512 and SHA-256) verify; every hostile one is refused with an
 // error saying why, and ssh-keygen -Y verify, the oracle, agrees on each
-// (the one named disagreement: OpenSSH takes version 0, pkbf does not).
+// (the named disagreements, where pkbf is stricter: OpenSSH takes version
+// 0, and a security key's signature made without a touch).
 func TestSSHSignatureDifferential(t *testing.T) {
 	dir := t.TempDir()
 	ed, ec, rsa := newSigner(t, dir, "ed25519"), newSigner(t, dir, "ecdsa", "-b", "256"), newSigner(t, dir, "rsa", "-b", "2048")
 	msg := makeFilter(t, 1, 1e9, 12, "signed")
 	other := makeFilter(t, 2, 1e9, 12, "signed", "more")
 	edSig := ed.sign(t, msg, "pkbf")
+	edSigner := privateKey(t, ed)
+	plain, err := edSigner.Sign(rand.Reader, sshsigSigned("pkbf", msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.Rest = []byte("junk")
+	junkSig := sshsigArmor(ed.pub.Marshal(), "pkbf", "", 1, ssh.Marshal(plain), nil)
+	skTouched, skTouchedKey := skSig(t, msg, 1)
+	skUntouched, skUntouchedKey := skSig(t, msg, 0)
 	type sigCase struct {
 		name   string
 		sig    []byte
@@ -199,6 +245,10 @@ func TestSSHSignatureDifferential(t *testing.T) {
 		{"reserved field set", sshsigBlob(t, privateKey(t, ed), "", "pkbf", "x", 1, msg, nil), msg, ed.pub, "", true},
 		{"version 2", sshsigBlob(t, privateKey(t, ed), "", "pkbf", "", 2, msg, nil), msg, ed.pub, "version 2", false},
 		{"version 0 (OpenSSH takes it)", sshsigBlob(t, privateKey(t, ed), "", "pkbf", "", 0, msg, nil), msg, ed.pub, "version 0", true},
+		// Red-team finding 10.
+		{"junk after the signature in its field", junkSig, msg, ed.pub, "4 bytes after the signature", false},
+		{"security key, touched", skTouched, msg, skTouchedKey, "", true},
+		{"security key, not touched (OpenSSH takes it)", skUntouched, msg, skUntouchedKey, "made without a touch", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -295,6 +345,22 @@ func TestUpdateSignature(t *testing.T) {
 	opts.Force = false
 	if res, err := Update(context.Background(), ts.URL+"/filter.pkbf", path, opts); err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), v2) {
 		t.Fatalf("the next signed revision: %+v, %v", res, err)
+	}
+}
+
+// Red-team finding 10: a signer line "cert-authority KEY" was read as
+// KEY, so a plain signature by the CA key verified; ssh-keygen -Y verify
+// takes only certificates such a key signed. The line is refused now.
+func TestSignerCertAuthorityRefused(t *testing.T) {
+	ed := newSigner(t, t.TempDir(), "ed25519")
+	msg := makeFilter(t, 1, 1e9, 12, "signed")
+	sig := ed.sign(t, msg, "pkbf")
+	line := append([]byte("cert-authority "), ed.line...)
+	if oracleVerifiesLine(t, sig, msg, append([]byte("publisher "), line...)) {
+		t.Error("ssh-keygen -Y verify takes a plain signature by a cert-authority key; the test expects it not to")
+	}
+	if _, err := ParseSignerKeys(line); err == nil || !strings.Contains(err.Error(), "line 1 is a certificate authority (cert-authority)") {
+		t.Errorf("ParseSignerKeys: %v, want the cert-authority line refused", err)
 	}
 }
 

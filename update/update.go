@@ -5,7 +5,11 @@
 // programs reading the filter ([pkbf.Open], [pkbf.OpenLive], pkbf serve)
 // only ever see the complete old file or the complete new one.
 //
-// Update keeps three files beside the filter FILTER, in the same directory:
+// Update keeps three files beside the filter FILTER, in the same directory,
+// mode 0600, never opened through a symbolic link (and refuses a directory
+// that a user other than root and its own can write, or that such a user
+// owns: checked for FILTER's directory and, if FILTER is a link, for the
+// directory of the file it leads to):
 //   - .FILTER.download: the download in progress. An update stopped by a
 //     signal, a crash or a broken connection leaves it, and the next update
 //     resumes it (with an HTTP Range request, if the server's file is still
@@ -13,29 +17,42 @@
 //     valid, and removed when it is refused.
 //   - .FILTER.update.json: what the server said of the installed file (its
 //     ETag and Last-Modified), for the next conditional request. Losing it
-//     costs one full download.
+//     costs one full download. A URL with a user or a query is kept
+//     without them, by its SHA-256.
 //   - .FILTER.update.lock: the lock that keeps two updates of FILTER from
 //     running at once (flock(2); the second waits for the first).
 //
 // Update installs only a filter that proves itself. It is fetched over
-// https (plain http only with [Options.AllowHTTP], never with
-// credentials), and refused if its header's entry count does not fit the
-// bits set in it ([ErrImplausibleFill]), if it lacks bits the installed
-// filter of the same parameters has set ([ErrDropsBits]), or if it does
-// not match the digest or the SSH signature an operator pins it to
-// ([ErrNotAuthentic]). Only then is it renamed into place.
+// https (plain http only with [Options.AllowHTTP] and a pin given, never
+// with credentials), and refused if its header's entry count does not fit
+// the bits set in it ([ErrImplausibleFill]), if it has fewer hashes, a
+// shorter hash length or fewer entries than the installed filter
+// ([ErrWeaker]), if it lacks bits the installed filter has set, compared
+// in place or, for a longer hash length, folded onto the installed length
+// ([ErrDropsBits]), if its revision or time would lock later filters out
+// ([ErrLockIn]), if it answers yes for most keys ([ErrSaturated]), if it
+// is older than [Options.MaxAge] ([ErrStale]), or if it does not match
+// the digest or the SSH signature an operator pins it to
+// ([ErrNotAuthentic]). Only then is it renamed into place. The comparison
+// proves that every key the installed filter reports is still reported
+// only when the hash count and length are the installed ones: a key's
+// probes beyond those (more hashes, the new bit of a longer length)
+// cannot be checked against the installed bits, so a filter with more
+// hashes or a longer length is refused unpinned ([ErrUnverifiable]).
 //
 // Update never replaces what it did not make: a file at FILTER that is not
 // a readable pkbfv1 filter is refused before any request (unless
 // [Options.ReplaceInvalid]), and a directory, FIFO, socket or device is
 // refused always. A symbolic link at FILTER is followed: the file it leads
 // to is replaced, in its own directory, and the three files above sit
-// beside that file.
+// beside that file. A new filter is installed with mode 0644, a
+// replacement with the mode of the file it replaced.
 package update
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -58,7 +75,7 @@ import (
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
-	"github.com/pkbf/pkbf/internal/retryafter"
+	"github.com/pkbf/pkbf/retryafter"
 )
 
 // Defaults of Options' zero values.
@@ -106,15 +123,21 @@ type Options struct {
 	// never appear in errors or in Logf's messages, and are not sent to
 	// another host, nor over http: an http URL with a Header is refused.
 	Header http.Header
-	// AllowHTTP lets the filter, digest and signature URLs, and the
-	// redirects they lead to, be plain http. Without it they must be
-	// https (ErrPlainHTTP). Over http only a pin (SHA256, SHA256URL or
-	// SignatureURL) makes a filter trustworthy.
+	// AllowHTTP lets the filter and signature URLs, and the redirects
+	// they lead to, be plain http. Without it they must be https
+	// (ErrPlainHTTP). It needs SHA256 or SignatureURL (ErrPlainHTTP
+	// otherwise): over http only a pin that does not travel the same path
+	// makes a filter trustworthy.
 	AllowHTTP bool
 	// SHA256 pins the filter to one file: its SHA-256 digest in hex.
 	SHA256 string
 	// SHA256URL pins the filter to the digest published at this URL
-	// (FILTER.sha256, say): a bare digest or sha256sum's output.
+	// (FILTER.sha256, say): a bare digest or sha256sum's output. It must
+	// be https, and so must its redirects, whatever AllowHTTP says. It
+	// proves the filter arrived as the digest's host published it: on the
+	// filter's own host that guards against a corrupt transfer or a
+	// mirror, not against that host; on another host, that a second
+	// server agrees.
 	SHA256URL string
 	// SignatureURL pins the filter to a detached SSH signature published
 	// at this URL, as ssh-keygen -Y sign -n pkbf makes it (FILTER.sig),
@@ -123,10 +146,18 @@ type Options struct {
 	SignatureURL string
 	SignerKeys   []ssh.PublicKey
 	// Force installs the server's filter even if it is older than the
-	// installed one, has its header but other bits, or lacks bits the
-	// installed one of the same parameters has set. It never installs one
+	// installed one, has its header but other bits, is weaker (fewer
+	// hashes, a shorter hash length, fewer entries), lacks bits the
+	// installed one has set, has a revision or time that would lock later
+	// filters out (ErrLockIn), or is saturated (ErrSaturated). It never installs one
 	// that fails the fill check or a pin.
 	Force bool
+	// MaxAge, if set, refuses a filter whose header's update time is more
+	// than MaxAge ago (ErrStale): a server that keeps serving an old
+	// filter, signed or not, is noticed. The server's current filter is
+	// checked whether it is installed now or was already (a 304), so a
+	// stale installed filter is an error too. Force does not override it.
+	MaxAge time.Duration
 	// ReplaceInvalid lets Update replace a file at the filter's path that
 	// is not a readable pkbfv1 filter (a file cut short, say). Without it
 	// such a file is refused before any request (ErrNotFilter).
@@ -227,6 +258,11 @@ func Update(ctx context.Context, rawURL, path string, opts Options) (Result, err
 		return Result{}, perr.Errorf("update: %w", err)
 	}
 	up.path = target
+	for _, dir := range []string{filepath.Dir(path), filepath.Dir(target)} {
+		if err := checkDir(dir); err != nil {
+			return Result{}, err
+		}
+	}
 	up.setDefaults()
 	ctx, cancel := context.WithTimeoutCause(ctx, up.opts.MaxTime, errMaxTime)
 	defer cancel()
@@ -278,7 +314,7 @@ func (o *Options) check() error {
 	for _, v := range []struct {
 		name  string
 		value int64
-	}{{"MaxSize", o.MaxSize}, {"Stall", int64(o.Stall)}, {"MinRate", o.MinRate}, {"RateWindow", int64(o.RateWindow)}, {"MaxTime", int64(o.MaxTime)}} {
+	}{{"MaxSize", o.MaxSize}, {"MaxAge", int64(o.MaxAge)}, {"Stall", int64(o.Stall)}, {"MinRate", o.MinRate}, {"RateWindow", int64(o.RateWindow)}, {"MaxTime", int64(o.MaxTime)}} {
 		if v.value < 0 {
 			return perr.Errorf("update: Options.%s is negative; 0 means the default", v.name)
 		}
@@ -296,7 +332,11 @@ func (up *updater) deadline(ctx context.Context, err error) error {
 	if context.Cause(ctx) != errMaxTime {
 		return err
 	}
-	return up.errorf("gave up after %s, the time an update may take (%v); the download so far is kept for the next update", up.opts.MaxTime, err)
+	kept := ""
+	if fi, serr := os.Lstat(up.download); serr == nil && fi.Size() > 0 {
+		kept = "; the download so far is kept for the next update"
+	}
+	return up.errorf("gave up after %s, the time an update may take (%v)%s", up.opts.MaxTime, unretry(err), kept)
 }
 
 // updater is one Update call.
@@ -370,6 +410,9 @@ func defaultClient() *http.Client {
 // own policy, or the default of at most 10 redirects).
 func redirectPolicy(next func(*http.Request, []*http.Request) error, h http.Header, allowHTTP bool) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
+			return &permanentError{perr.Errorf("redirected to %s, not an http or https URL: refused", redactURL(req.URL))}
+		}
 		if req.URL.Scheme != "https" && !allowHTTP {
 			return perr.Kind(ErrPlainHTTP, perr.Errorf("redirected to %s, plain http: refused (anyone on the path could replace the filter)", redactURL(req.URL)))
 		}
@@ -385,7 +428,7 @@ func redirectPolicy(next func(*http.Request, []*http.Request) error, h http.Head
 			return next(req, via)
 		}
 		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
+			return &permanentError{errors.New("stopped after 10 redirects")}
 		}
 		return nil
 	}
@@ -394,7 +437,9 @@ func redirectPolicy(next func(*http.Request, []*http.Request) error, h http.Head
 // lockUpdate takes the update lock of path, waiting for another update to
 // finish (or ctx to end), and returns its release.
 func lockUpdate(ctx context.Context, lockPath, path string, logf func(string, ...any)) (func(), error) {
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	// 0600: a user who could open it could hold a shared lock and stop
+	// every update.
+	f, err := openSideFile(lockPath, os.O_RDWR)
 	if err != nil {
 		return nil, perr.Errorf("update: the lock beside %s: %w", path, err)
 	}
@@ -460,10 +505,33 @@ type state struct {
 	PartialLastModified string `json:"partial_last_modified,omitempty"`
 }
 
-// loadState reads the state file; an unreadable one is no state.
+// openSideFile opens (creating it if need be) one of the files Update
+// keeps beside the filter: never through a symbolic link, only a regular
+// file, and readable by its owner alone (an older one is made so).
+func openSideFile(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|os.O_CREATE|oNoFollow, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &fs.PathError{Op: "open", Path: path, Err: errors.New("not a regular file")}
+	}
+	if err == nil && fi.Mode().Perm() != 0o600 {
+		err = f.Chmod(0o600)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// loadState reads the state file; an unreadable one (or a link) is no
+// state.
 func loadState(path string) state {
 	var st state
-	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &st) == nil {
+	if b, err := readNoFollow(path); err == nil && json.Unmarshal(b, &st) == nil {
 		if st.PartialURL == "" { // written before the partial had a URL of its own
 			st.PartialURL = st.URL
 		}
@@ -472,9 +540,39 @@ func loadState(path string) state {
 	return state{}
 }
 
+// readNoFollow reads a small file, not through a symbolic link.
+func readNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxSmallFile))
+}
+
+// saveState writes the state file, mode 0600, through a new temporary
+// file renamed over it: a link planted there is replaced, not followed.
 func (up *updater) saveState() {
 	b, _ := json.MarshalIndent(up.state, "", "  ")
-	if err := os.WriteFile(up.statePath, append(b, '\n'), 0o644); err != nil {
+	dir, base := filepath.Split(up.statePath)
+	err := func() error {
+		f, err := os.CreateTemp(dir, base+".*")
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(append(b, '\n'))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(f.Name(), up.statePath)
+		}
+		if err != nil {
+			os.Remove(f.Name())
+		}
+		return err
+	}()
+	if err != nil {
 		up.logf("could not save %s: %v (the next update downloads the whole filter)", up.statePath, err)
 	}
 }
@@ -508,7 +606,7 @@ func (up *updater) run(ctx context.Context) (Result, error) {
 		if re.after > 0 {
 			wait = re.after
 		}
-		up.logf("%v; retrying in %s (%d of %d)", err, wait.Round(time.Millisecond), attempt+1, up.opts.Retries)
+		up.logf("%v; retrying in %s (%d of %d)", re.err, wait.Round(time.Millisecond), attempt+1, up.opts.Retries)
 		if serr := up.opts.sleep(ctx, wait); serr != nil {
 			if context.Cause(ctx) == errMaxTime {
 				return up.res, up.deadline(ctx, err)
@@ -530,9 +628,36 @@ func (e *retryError) Unwrap() error { return e.err }
 
 func retry(err error) error { return &retryError{err: err} }
 
+// unretry is err without its retryError wrapper, so that the error it
+// holds is worded as itself (one prefix) where it is quoted.
+func unretry(err error) error {
+	if re, ok := err.(*retryError); ok {
+		return re.err
+	}
+	return err
+}
+
+// permanentError is a refusal no retry would mend (a redirect to a
+// scheme that is not http or https, too many redirects).
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
 // where names the URL in messages: without its query or user
 // information, which may hold credentials.
 func (up *updater) where() string { return redactURL(up.url) }
+
+// stateURL is how the state file names a URL: as it is, or, when it
+// holds credentials (a user, a query), without them and with the SHA-256
+// of the whole URL, so that the file tells one URL from another without
+// keeping a password or a token.
+func stateURL(u *url.URL) string {
+	if u.User == nil && u.RawQuery == "" && u.Fragment == "" {
+		return u.String()
+	}
+	return fmt.Sprintf("%s (credentials not kept; URL sha256 %x)", redactURL(u), sha256.Sum256([]byte(u.String())))
+}
 
 func redactURL(u *url.URL) string {
 	c := *u
@@ -560,7 +685,7 @@ func (up *updater) attempt(ctx context.Context) error {
 	case have > 0:
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
 		req.Header.Set("If-Range", firstSet(up.state.PartialETag, up.state.PartialLastModified))
-	case up.old != nil && up.state.URL == up.url.String() && up.state.Header == headerHex(*up.old) &&
+	case up.old != nil && up.state.URL == stateURL(up.url) && up.state.Header == headerHex(*up.old) &&
 		(!up.pinned() || up.state.Verified == up.pinID()):
 		// The installed file is the one the server described: its time is
 		// the server's Last-Modified (a file put there by other means has
@@ -583,7 +708,7 @@ func (up *updater) attempt(ctx context.Context) error {
 	switch code := resp.StatusCode; {
 	case code == http.StatusNotModified && conditional:
 		up.res.New, up.res.Size = *up.old, up.oldInfo.Size()
-		return nil
+		return up.checkAge(*up.old, "the installed filter, which the server says is current,")
 	case code == http.StatusNotModified:
 		return up.errorf("%s to a request that was not conditional: the server did not send a filter (nothing installed can be current: none is known to come from it)", resp.Status)
 	case code == http.StatusOK: // the whole file, even if a range was asked for
@@ -614,13 +739,15 @@ func (up *updater) attempt(ctx context.Context) error {
 	if err := up.fetchPins(ctx); err != nil {
 		return err
 	}
-	up.state.PartialURL = up.url.String()
+	up.state.PartialURL = stateURL(up.url)
 	up.state.PartialETag, up.state.PartialLastModified = strongETag(resp.Header.Get("ETag")), resp.Header.Get("Last-Modified")
 	up.saveState()
 	if err := up.receive(ctx, cancel, resp, have); err != nil {
 		var re *retryError
 		if !errors.As(err, &re) && ctx.Err() == nil {
 			os.Remove(up.download) // refused: nothing to resume
+			up.state.PartialURL, up.state.PartialETag, up.state.PartialLastModified = "", "", ""
+			up.saveState()
 		}
 		return err
 	}
@@ -640,6 +767,10 @@ func (up *updater) clientError(where string, err error) error {
 	var ue *url.Error
 	if errors.Is(err, ErrPlainHTTP) && errors.As(err, &ue) {
 		return perr.Errorf("update from %s: %w", where, ue.Err) // the refusal's own words, and its kind
+	}
+	var pe *permanentError
+	if errors.As(err, &pe) {
+		return perr.Errorf("update from %s: %w", where, pe.err)
 	}
 	return retry(perr.Errorf("update from %s: %v", where, redact(err)))
 }
@@ -664,11 +795,15 @@ func strongETag(etag string) string {
 // partialSize is the size of a partial download that can be resumed: one
 // whose response had a validator to resume it under.
 func (up *updater) partialSize() int64 {
-	fi, err := os.Stat(up.download)
+	fi, err := os.Lstat(up.download)
 	if err != nil {
 		return 0
 	}
-	if up.state.PartialURL != up.url.String() || up.state.PartialETag == "" && up.state.PartialLastModified == "" {
+	if !fi.Mode().IsRegular() { // a link or worse: not ours
+		os.Remove(up.download)
+		return 0
+	}
+	if up.state.PartialURL != stateURL(up.url) || up.state.PartialETag == "" && up.state.PartialLastModified == "" {
 		os.Remove(up.download)
 		return 0
 	}
@@ -713,7 +848,7 @@ func redact(err error) error {
 // receive writes the body to the download file, from byte have, checking
 // sizes as it goes.
 func (up *updater) receive(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, have int64) error {
-	file, err := os.OpenFile(up.download, os.O_WRONLY|os.O_CREATE, 0o644)
+	file, err := openSideFile(up.download, os.O_WRONLY)
 	if err != nil {
 		return perr.Errorf("update: %w", err)
 	}
@@ -914,7 +1049,7 @@ func (up *updater) install(resp *http.Response) error {
 	up.res.New, up.res.Size = h, fi.Size()
 	lastModified := resp.Header.Get("Last-Modified")
 	remember := func() {
-		up.state = state{URL: up.url.String(), ETag: resp.Header.Get("ETag"), LastModified: lastModified, Header: headerHex(h)}
+		up.state = state{URL: stateURL(up.url), ETag: resp.Header.Get("ETag"), LastModified: lastModified, Header: headerHex(h)}
 		if up.pinned() {
 			up.state.Verified = up.pinID()
 		}
@@ -928,6 +1063,10 @@ func (up *updater) install(resp *http.Response) error {
 			up.saveState()
 		}
 	}()
+	if err := up.checkAge(h, "the filter"); err != nil {
+		os.Remove(up.download)
+		return err
+	}
 	old := up.old
 	if old != nil {
 		switch {
@@ -956,14 +1095,30 @@ func (up *updater) install(resp *http.Response) error {
 				ErrOlder, h.Revision, formatTime(h), old.Revision, formatTime(*old), up.path)
 		}
 	}
-	sameParams := old != nil && old.HashCount == h.HashCount && old.HashLength == h.HashLength
-	if _, err := up.verify(h, sameParams); err != nil {
+	if !up.opts.Force {
+		if err := up.checkLockIn(old, h); err != nil {
+			os.Remove(up.download)
+			return err
+		}
+	}
+	if old != nil && !up.opts.Force {
+		if err := up.checkWeaker(*old, h); err != nil {
+			os.Remove(up.download)
+			return err
+		}
+	}
+	// With at least the installed filter's hashes and length, every bit the
+	// installed one has set must answer in the new one.
+	compare := old != nil && h.HashCount >= old.HashCount && h.HashLength >= old.HashLength
+	if _, err := up.verify(h, compare); err != nil {
 		return err
 	}
+	mode := fs.FileMode(0o644) // the download's 0600 kept it from other users until now
 	if old != nil {
-		if err := os.Chmod(up.download, up.oldInfo.Mode().Perm()); err != nil {
-			return perr.Errorf("update: %w", err)
-		}
+		mode = up.oldInfo.Mode().Perm()
+	}
+	if err := os.Chmod(up.download, mode); err != nil {
+		return perr.Errorf("update: %w", err)
 	}
 	if err := os.Rename(up.download, up.path); err != nil {
 		return perr.Errorf("update: %w", err)
@@ -990,7 +1145,10 @@ func (up *updater) verify(h pkbf.Header, compare bool) (scanned, error) {
 	}
 	signer, err := up.checkPins(s)
 	if err == nil {
-		err = up.checkFill(h, s.set)
+		err = up.checkFill(h, s)
+	}
+	if err == nil && !up.opts.Force {
+		err = up.checkSaturated(h, s.set)
 	}
 	if err == nil && s.compared && s.dropped > 0 && !up.opts.Force {
 		err = perr.Kind(ErrDropsBits, up.errorf("the filter lacks %d of the bits set in the installed filter %s (revision %d -> %d): keys it reports would stop being reported; not replaced (force installs it)",

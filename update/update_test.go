@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/internal/testkit"
 )
 
@@ -27,7 +28,13 @@ import (
 // the given revision and update time.
 func makeFilter(t testing.TB, rev uint32, updated int64, l int, keys ...string) []byte {
 	t.Helper()
-	f, err := pkbf.New(3, l)
+	return makeFilterK(t, 3, rev, updated, l, keys...)
+}
+
+// makeFilterK is makeFilter with k hashes.
+func makeFilterK(t testing.TB, k int, rev uint32, updated int64, l int, keys ...string) []byte {
+	t.Helper()
+	f, err := pkbf.New(k, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -854,4 +861,80 @@ func TestTimesPastSigned(t *testing.T) {
 	if !errors.Is(err, ErrOlder) || !strings.Contains(err.Error(), "9223372036854775813 seconds after 1970") {
 		t.Fatalf("%v, want ErrOlder with the installed time in seconds", err)
 	}
+}
+
+// Red-team finding 11, the messages: a retry's warning and a deadline's
+// error carry the prefix once (as the command prints them, through
+// perr.Errorf); the deadline says a download is kept only when there is
+// one; a redirect to file:// is called what it is and, like too many
+// redirects, not retried; and a download refused for good leaves no
+// partial URL in the state.
+func TestUpdateMessages(t *testing.T) {
+	body := makeFilter(t, 1, 1e9, 12, "a")
+	t.Run("retry warning", func(t *testing.T) {
+		s, ts := newServer(t, body)
+		s.statuses = []int{http.StatusServiceUnavailable}
+		opts := fastOpts(nil)
+		var logged []string
+		opts.Logf = func(format string, args ...any) { logged = append(logged, perr.Errorf(format, args...).Error()) }
+		if _, err := Update(context.Background(), ts.URL, filepath.Join(t.TempDir(), "filter.pkbf"), opts); err != nil {
+			t.Fatal(err)
+		}
+		if len(logged) != 1 || strings.Count(logged[0], "pkbf:") != 1 || !strings.Contains(logged[0], "503 Service Unavailable; retrying in") {
+			t.Errorf("warnings %q, want one with the prefix once", logged)
+		}
+	})
+	t.Run("deadline before any byte", func(t *testing.T) {
+		ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+		defer ts.Close()
+		opts := fastOpts(nil)
+		opts.MaxTime = 200 * time.Millisecond
+		_, err := Update(context.Background(), ts.URL, filepath.Join(t.TempDir(), "filter.pkbf"), opts)
+		if err == nil || !strings.Contains(err.Error(), "gave up after 200ms") || strings.Count(err.Error(), "pkbf:") != 1 || strings.Contains(err.Error(), "kept") {
+			t.Errorf("%v, want the deadline, one prefix, and no download said kept", err)
+		}
+	})
+	for _, c := range []struct{ name, want string }{
+		{"redirect to file", "not an http or https URL: refused"},
+		{"redirect loop", "stopped after 10 redirects"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var hits atomic.Int64
+			var ts *httptest.Server
+			ts = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				if c.name == "redirect to file" {
+					http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
+					return
+				}
+				http.Redirect(w, r, ts.URL+"/again", http.StatusFound)
+			}))
+			defer ts.Close()
+			_, err := Update(context.Background(), ts.URL, filepath.Join(t.TempDir(), "filter.pkbf"), fastOpts(nil))
+			if err == nil || !strings.Contains(err.Error(), c.want) || errors.Is(err, ErrPlainHTTP) || strings.Count(err.Error(), "pkbf:") != 1 {
+				t.Errorf("%v, want %q", err, c.want)
+			}
+			if want := map[string]int64{"redirect to file": 1, "redirect loop": 10}[c.name]; hits.Load() != want {
+				t.Errorf("%d requests, want %d (no retries)", hits.Load(), want)
+			}
+		})
+	}
+	t.Run("refused download leaves no partial URL", func(t *testing.T) {
+		long := append(bytes.Clone(body), 0)
+		ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("ETag", `"x"`)
+			w.(http.Flusher).Flush() // no Content-Length: the header's size is checked as the body comes
+			w.Write(long)
+		}))
+		defer ts.Close()
+		dir := t.TempDir()
+		_, err := Update(context.Background(), ts.URL, filepath.Join(dir, "filter.pkbf"), fastOpts(nil))
+		if err == nil || !strings.Contains(err.Error(), "sends more than the") {
+			t.Fatalf("%v, want the long body refused", err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, ".filter.pkbf.update.json")); bytes.Contains(b, []byte("partial")) {
+			t.Errorf("the state keeps the refused download's URL:\n%s", b)
+		}
+		checkFiles(t, dir, false)
+	})
 }

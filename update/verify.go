@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -18,12 +19,13 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
-	"github.com/pkbf/pkbf/internal/retryafter"
+	"github.com/pkbf/pkbf/retryafter"
 )
 
 // ErrNotAuthentic is wrapped by the error Update returns when the
@@ -44,6 +46,123 @@ var ErrImplausibleFill = perr.New("the server's filter has not the bits set that
 // the installed one has set, so that keys it reports would stop being
 // reported, and Options.Force is not set.
 var ErrDropsBits = perr.New("the server's filter lacks bits the installed one has set")
+
+// ErrWeaker is wrapped by the error Update returns when the server's
+// filter has fewer hashes (k), a shorter hash length (L) or a lower entry
+// count than the installed one, and Options.Force is not set. Such a
+// filter cannot be checked against the installed one's bits (its first
+// k' probes are a subset of the installed k, and its positions mod 2^L'
+// merge the installed ones), and a genuine newer filter never has it.
+var ErrWeaker = perr.New("the server's filter is weaker than the installed one")
+
+// ErrUnverifiable is wrapped by the error Update returns when the
+// server's filter has more hashes or a longer hash length than the
+// installed one, no pin (Options.SHA256, SHA256URL or SignatureURL)
+// proves it, and Options.Force is not set: the installed bits check only
+// part of each key's new probes, so a server could leave a key out.
+var ErrUnverifiable = perr.New("the server's filter cannot be checked against the installed one")
+
+// checkWeaker refuses a filter h with fewer hashes, a shorter hash length
+// or fewer entries than the installed filter old.
+func (up *updater) checkWeaker(old, h pkbf.Header) error {
+	var what []string
+	if h.HashCount < old.HashCount {
+		what = append(what, fmt.Sprintf("hash count %d -> %d", old.HashCount, h.HashCount))
+	}
+	if h.HashLength < old.HashLength {
+		what = append(what, fmt.Sprintf("hash length %d -> %d", old.HashLength, h.HashLength))
+	}
+	if h.EntryCount < old.EntryCount {
+		what = append(what, fmt.Sprintf("entry count %d -> %d", old.EntryCount, h.EntryCount))
+	}
+	if len(what) == 0 {
+		if up.pinned() || h.HashCount == old.HashCount && h.HashLength == old.HashLength {
+			return nil
+		}
+		// More hashes or a longer length: the installed bits vouch only for
+		// the new filter's first probes of each key, folded; a server that
+		// knows the keys can leave a later probe clear and pass every check.
+		return perr.Kind(ErrUnverifiable, up.errorf("the filter has other parameters than the installed filter %s (hash count %d -> %d, hash length %d -> %d): its bits cannot all be checked against the installed ones; pin it (a signature, or a digest from another source) or force it; not replaced",
+			up.path, old.HashCount, h.HashCount, old.HashLength, h.HashLength))
+	}
+	return perr.Kind(ErrWeaker, up.errorf("the filter is weaker than the installed filter %s (revision %d -> %d): %s; a genuine newer filter has as many hashes, bits and entries, and fewer cannot be checked against the installed bits; not replaced (force installs it)",
+		up.path, old.Revision, h.Revision, strings.Join(what, ", ")))
+}
+
+// ErrLockIn is wrapped by the error Update returns when the server's
+// filter has an update time in the future (beyond MaxClockSkew) or a
+// revision that no publisher reaches by counting (MaxRevision, or more
+// than MaxRevisionJump above the installed one), and Options.Force is
+// not set: installed, it would make every later genuine filter look
+// older ([ErrOlder]).
+var ErrLockIn = perr.New("the server's filter has a revision or time no later filter could follow")
+
+// The bounds of ErrLockIn.
+const (
+	MaxClockSkew    = 24 * time.Hour
+	MaxRevision     = 1<<31 - 1
+	MaxRevisionJump = 1 << 16
+)
+
+// checkLockIn refuses a header that would lock later filters out.
+func (up *updater) checkLockIn(old *pkbf.Header, h pkbf.Header) error {
+	var what string
+	switch now := time.Now(); {
+	case unixTime(h) > uint64(now.Add(MaxClockSkew).Unix()):
+		what = fmt.Sprintf("its update time %s is more than %s after this machine's clock (%s)", formatTime(h), MaxClockSkew, now.UTC().Format(time.RFC3339))
+	case h.Revision > MaxRevision:
+		what = fmt.Sprintf("its revision %d is above %d", h.Revision, MaxRevision)
+	case old != nil && h.Revision > old.Revision && h.Revision-old.Revision > MaxRevisionJump:
+		what = fmt.Sprintf("its revision %d is more than %d above the installed %d", h.Revision, MaxRevisionJump, old.Revision)
+	default:
+		return nil
+	}
+	return perr.Kind(ErrLockIn, up.errorf("%s: installed, it would make every later filter look older; not installed (force installs it)", what))
+}
+
+// ErrStale is wrapped by the error Update returns when the server's
+// filter was last updated more than Options.MaxAge ago.
+var ErrStale = perr.New("the server's filter is older than the maximum age")
+
+// checkAge refuses a header updated more than Options.MaxAge ago; what
+// names the filter.
+func (up *updater) checkAge(h pkbf.Header, what string) error {
+	if up.opts.MaxAge == 0 {
+		return nil
+	}
+	age := time.Since(h.Updated)
+	if unixTime(h) <= uint64(time.Now().Unix()) && age > up.opts.MaxAge {
+		ago := age.Round(time.Second).String()
+		if age >= 48*time.Hour {
+			ago = fmt.Sprintf("%d days", age/(24*time.Hour))
+		}
+		return perr.Kind(ErrStale, up.errorf("%s was updated %s (revision %d), %s ago, more than the maximum age of %s: the publisher has stopped, or the server keeps an old filter", what, formatTime(h), h.Revision, ago, up.opts.MaxAge))
+	}
+	return nil
+}
+
+// ErrSaturated is wrapped by the error Update returns when the server's
+// filter answers "probably" for more than MaxFalseYes of the keys it does
+// not hold (its fill ratio to the power of its hash count), and
+// Options.Force is not set: every gate that reads it would refuse nearly
+// every key. An all-ones filter claiming 2^32-1 entries passes the fill
+// check; this refuses it.
+var ErrSaturated = perr.New("the server's filter answers yes for most keys")
+
+// MaxFalseYes is the highest false-positive rate Update installs without
+// Options.Force.
+const MaxFalseYes = 0.5
+
+// checkSaturated refuses a filter whose false-positive rate, with set of
+// its bits set, is above MaxFalseYes.
+func (up *updater) checkSaturated(h pkbf.Header, set uint64) error {
+	rate := math.Pow(float64(set)/float64(h.Bits()), float64(h.HashCount))
+	if rate <= MaxFalseYes {
+		return nil
+	}
+	return perr.Kind(ErrSaturated, up.errorf("the filter has %d of %d bits set: with %d hashes it answers \"probably\" for %.0f%% of the keys it does not hold, above %.0f%%; not installed (force installs it)",
+		set, h.Bits(), h.HashCount, 100*rate, 100*MaxFalseYes))
+}
 
 // maxSmallFile bounds a digest file or signature a server sends.
 const maxSmallFile = 64 << 10
@@ -86,6 +205,12 @@ func (up *updater) checkPinOptions() error {
 			return err
 		}
 	}
+	if o.SHA256URL != "" && !strings.HasPrefix(strings.ToLower(o.SHA256URL), "https:") {
+		return perr.Kind(ErrPlainHTTP, perr.Errorf("update: the digest URL %s is plain http: a digest fetched over it is no pin (anyone on the path could replace it with the digest of their filter); give the digest itself, or a signature", redactURL(mustURL(o.SHA256URL))))
+	}
+	if o.AllowHTTP && o.SHA256 == "" && o.SignatureURL == "" {
+		return perr.Kind(ErrPlainHTTP, perr.New("update: plain http is allowed only with a pin that does not travel with the filter: a SHA-256 digest given (not a digest URL) or a signature by a key given"))
+	}
 	return nil
 }
 
@@ -107,7 +232,7 @@ func (up *updater) fetchPins(ctx context.Context) error {
 	}
 	if raw := up.opts.SHA256URL; raw != "" {
 		u, _ := up.checkURL(raw)
-		b, err := up.fetchSmall(ctx, u)
+		b, err := up.fetchSmall(ctx, u, true)
 		if err != nil {
 			return err
 		}
@@ -122,7 +247,7 @@ func (up *updater) fetchPins(ctx context.Context) error {
 	}
 	if raw := up.opts.SignatureURL; raw != "" {
 		u, _ := up.checkURL(raw)
-		b, err := up.fetchSmall(ctx, u)
+		b, err := up.fetchSmall(ctx, u, false)
 		if err != nil {
 			return err
 		}
@@ -137,9 +262,25 @@ func (up *updater) fetchPins(ctx context.Context) error {
 
 // fetchSmall gets a small file (a digest, a signature) from u, with the
 // client and the manners of the filter's own requests: credentials only to
-// the filter's host over https, 429 and 5xx retried.
-func (up *updater) fetchSmall(ctx context.Context, u *url.URL) ([]byte, error) {
+// the filter's host over https, 429 and 5xx retried, and a file not whole
+// within Options.Stall retried. With httpsOnly, a redirect to plain http
+// is refused whatever Options.AllowHTTP says.
+func (up *updater) fetchSmall(ctx context.Context, u *url.URL, httpsOnly bool) ([]byte, error) {
 	where := redactURL(u)
+	// A few KiB: all of it within Options.Stall, or it is retried.
+	ctx, cancel := context.WithTimeoutCause(ctx, up.opts.Stall, errSmallSlow)
+	defer cancel()
+	b, err := up.fetchSmallWithin(ctx, u, where, httpsOnly)
+	if context.Cause(ctx) == errSmallSlow { // with an error, or a body cut off as if whole
+		return nil, retry(perr.Errorf("update from %s: not whole within %s (the stall limit): too slow", where, up.opts.Stall))
+	}
+	return b, err
+}
+
+// errSmallSlow is the cause of a small file's context that ran out.
+var errSmallSlow = errors.New("small file too slow")
+
+func (up *updater) fetchSmallWithin(ctx context.Context, u *url.URL, where string, httpsOnly bool) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, perr.Errorf("update from %s: %v", where, err)
@@ -153,6 +294,9 @@ func (up *updater) fetchSmall(ctx context.Context, u *url.URL) ([]byte, error) {
 		return nil, up.clientError(where, err)
 	}
 	defer resp.Body.Close()
+	if httpsOnly && resp.Request.URL.Scheme != "https" {
+		return nil, perr.Kind(ErrPlainHTTP, perr.Errorf("update from %s: redirected to %s, plain http: refused (a digest fetched over it is no pin)", where, redactURL(resp.Request.URL)))
+	}
 	switch code := resp.StatusCode; {
 	case code == http.StatusOK:
 	case code == http.StatusTooManyRequests || code >= 500:
@@ -221,6 +365,8 @@ func parseDigestFile(b []byte, name string) ([]byte, error) {
 // scanned is what one reading of a complete download found.
 type scanned struct {
 	set      uint64 // bits set in its data
+	folded   uint64 // bits set in its data folded onto hash length foldedTo
+	foldedTo uint8  // the installed hash length, if shorter; else 0
 	compared bool   // whether dropped was counted
 	dropped  uint64 // bits set in the installed filter and not in it
 	sha256   []byte // its SHA-256, if pinned to one
@@ -250,6 +396,10 @@ func (up *updater) scan(h pkbf.Header, compare bool) (scanned, error) {
 		return s, perr.Errorf("update: %w", err)
 	}
 	defer nf.Close()
+	// With the installed hash length the bits compare in place; with a
+	// longer one, foldDropped compares them after this pass.
+	fold := compare && h.HashLength != up.old.HashLength
+	compare = compare && !fold
 	var of *os.File
 	if compare {
 		if of, err = os.Open(up.path); err != nil {
@@ -290,6 +440,13 @@ func (up *updater) scan(h pkbf.Header, compare bool) (scanned, error) {
 		left -= n
 	}
 	s.compared = compare
+	if fold {
+		if s.dropped, s.folded, err = up.foldDropped(h.DataSize(), up.old.DataSize()); err != nil {
+			return s, err
+		}
+		s.foldedTo = up.old.HashLength
+		s.compared = true
+	}
 	if sum256 != nil {
 		s.sha256 = sum256.Sum(nil)
 	}
@@ -297,6 +454,49 @@ func (up *updater) scan(h pkbf.Header, compare bool) (scanned, error) {
 		s.sigHash = sumSig.Sum(nil)
 	}
 	return s, nil
+}
+
+// foldDropped counts the bits set in the installed filter that the
+// download, of a longer hash length, lacks once folded onto it. A probe
+// at bit p of the download is at bit p mod 2^L of the installed filter
+// (hash length L ≥ 3): both put bit p in byte p/8 under mask 0x80>>(p%8),
+// so byte i of the download's data answers for byte i mod oldSize of the
+// installed data, and the installed byte must be covered by the OR of
+// the download's bytes that fold onto it. It also returns the bits set in
+// the folded data: what a filter of the download's keys at the installed
+// length has set. newSize and oldSize are the data sizes, powers of two
+// with oldSize < newSize.
+func (up *updater) foldDropped(newSize, oldSize uint64) (dropped, folded uint64, err error) {
+	nf, err := os.Open(up.download)
+	if err != nil {
+		return 0, 0, perr.Errorf("update: %w", err)
+	}
+	defer nf.Close()
+	of, err := os.Open(up.path)
+	if err != nil {
+		return 0, 0, perr.Errorf("update: %w", err)
+	}
+	defer of.Close()
+	n := min(scanChunk, oldSize)
+	nb, ob, acc := make([]byte, n), make([]byte, n), make([]byte, n)
+	for off := uint64(0); off < oldSize; off += n {
+		clear(acc)
+		for slice := off; slice < newSize; slice += oldSize {
+			if _, err := nf.ReadAt(nb, int64(pkbf.HeaderSize+slice)); err != nil {
+				return 0, 0, perr.Errorf("update: reading %s: %w", up.download, err)
+			}
+			for i := range acc {
+				acc[i] |= nb[i]
+			}
+		}
+		if _, err := of.ReadAt(ob, int64(pkbf.HeaderSize+off)); err != nil {
+			return 0, 0, perr.Errorf("update: reading %s: %w", up.path, err)
+		}
+		set, d := countBits(acc, ob)
+		folded += set
+		dropped += d
+	}
+	return dropped, folded, nil
 }
 
 // countBits returns the bits set in b and, if old is as long as b, the
@@ -429,11 +629,30 @@ func countedFill(k uint8, r float64) float64 {
 }
 
 // checkFill refuses a filter whose bits set do not fit its entry count.
-func (up *updater) checkFill(h pkbf.Header, set uint64) error {
+// For a filter longer than the installed one, its data folded onto the
+// installed length must fit too: folded, a genuine filter is the filter
+// of the same keys at that length, while one made by writing the
+// installed data twice (and claiming twice the entries, to pass the first
+// check) folds back to the installed data alone.
+func (up *updater) checkFill(h pkbf.Header, s scanned) error {
+	if err := up.checkFillOf(h, s.set, ""); err != nil {
+		return err
+	}
+	if s.foldedTo == 0 {
+		return nil
+	}
+	short := h
+	short.HashLength = s.foldedTo
+	return up.checkFillOf(short, s.folded, fmt.Sprintf(" folded onto the installed hash length %d", short.HashLength))
+}
+
+// checkFillOf refuses set bits that do not fit the entry count of h; how
+// says how the data was read.
+func (up *updater) checkFillOf(h pkbf.Header, set uint64, how string) error {
 	lo, hi := fillBounds(h)
 	if set >= lo && set <= hi {
 		return nil
 	}
-	return perr.Kind(ErrImplausibleFill, up.errorf("the filter has %d of %d bits set, where %d entries with %d hashes each set %d to %d: its header does not describe its data (an empty or altered filter?); not installed",
-		set, h.Bits(), h.EntryCount, h.HashCount, lo, hi))
+	return perr.Kind(ErrImplausibleFill, up.errorf("the filter%s has %d of %d bits set, where %d entries with %d hashes each set %d to %d: its header does not describe its data (an empty or altered filter?); not installed",
+		how, set, h.Bits(), h.EntryCount, h.HashCount, lo, hi))
 }

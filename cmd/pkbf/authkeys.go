@@ -59,19 +59,9 @@ const maxLoggedLines = 10
 
 func runAuthKeys(args []string, stdout, stderr io.Writer) int {
 	c, fl := authKeysCommand(stdout, stderr)
-	// Flags only before FILTER: the arguments after it come from sshd's
-	// tokens, which a user name could make look like flags.
-	if err := c.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			c.printUsage(stdout)
-			return exitOK
-		}
-		_, code := c.fail(c.flagError(err))
+	rest, code, ok := parseSSHDArgs(c, args, stdout)
+	if !ok {
 		return code
-	}
-	rest := c.Args()
-	if len(rest) > 1 && rest[1] == "--" {
-		rest = append(rest[:1:1], rest[2:]...)
 	}
 	if len(rest) < 2 || len(rest) > 5 || len(rest) == 3 {
 		_, code := c.fail("want FILTER USER, and optionally KEYTYPE KEY and FINGERPRINT (sshd's %u %t %k %f)")
@@ -119,6 +109,27 @@ func runAuthKeys(args []string, stdout, stderr io.Writer) int {
 		return a.noFilter(stdout, open, err, u, fl)
 	}
 	return a.print(stdout, out)
+}
+
+// parseSSHDArgs parses the flags of a command sshd runs, which come only
+// before FILTER: the arguments after it come from sshd's tokens, which a
+// user name could make look like flags. It returns FILTER and the
+// arguments after it (a "--" after FILTER dropped), or ok false and the
+// exit code.
+func parseSSHDArgs(c *command, args []string, stdout io.Writer) (rest []string, code int, ok bool) {
+	if err := c.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.printUsage(stdout)
+			return nil, exitOK, false
+		}
+		_, code := c.fail(c.flagError(err))
+		return nil, code, false
+	}
+	rest = c.Args()
+	if len(rest) > 1 && rest[1] == "--" {
+		rest = append(rest[:1:1], rest[2:]...)
+	}
+	return rest, 0, true
 }
 
 // noFilter handles a filter that cannot be read, or was cut short while

@@ -102,14 +102,18 @@ stops and leaves OUT as it was.`,
 A new filter is streamed to .FILTER.download beside FILTER, checked (its
 header, its size against the server's and the limit) and compared with the
 installed one, then renamed over it, so programs reading FILTER see the old
-file or the new one, never a part. An older filter is refused unless
---force. So is one with the installed filter's parameters that lacks bits
-it has set (keys do not stop being compromised). One whose entry count
-does not fit the bits set in it (an empty filter claiming thousands of
-keys) is refused always, and so is one that fails its pin: --sha256 (a
-digest, or a digest file's URL) or --signature with --signer-key (an SSH
-signature the publisher made with ssh-keygen -Y sign -n pkbf FILTER). URLs
-must be https unless --allow-http; credentials never go over http. A
+file or the new one, never a part. Refused unless --force: an older
+filter; one with fewer hashes, a shorter hash length or fewer entries than
+the installed one; one that lacks bits it has set (keys do not stop being
+compromised; a longer filter is folded onto the installed length to
+compare); a time or revision far ahead; one that answers yes for most
+keys. Refused always: one whose entry count does not fit the bits set in
+it (an empty filter claiming thousands of keys), one older than --max-age,
+and one that fails its pin: --sha256 (a digest, or a digest file's https
+URL) or --signature with --signer-key (an SSH signature the publisher made
+with ssh-keygen -Y sign -n pkbf FILTER). URLs must be https unless
+--allow-http, which needs --sha256 HEX or --signature; credentials never
+go over http. FILTER's directory must be writable by its owner only. A
 download cut short is resumed (HTTP Range) by the retries and by the next
 run. Request headers (credentials) come from --header-file or
 $PKBF_UPDATE_HEADER, never the command line, and are never printed;
@@ -167,6 +171,27 @@ In sshd_config:
 			flags:      func(o, e io.Writer) *command { c, _ := authKeysCommand(o, e); return c },
 			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 				return runAuthKeys(args, stdout, stderr)
+			},
+		},
+		{
+			name: "authorized-principals", synopsis: "authorized-principals [flags] FILTER [--] USER KEYTYPE KEY",
+			summary: "Print a certificate's user unless its key or CA key is compromised, for sshd.",
+			help: `sshd's AuthorizedPrincipalsCommand, for certificates signed by a CA of
+TrustedUserCAKeys (sshd never runs the AuthorizedKeysCommand for those):
+KEYTYPE and KEY are the certificate (sshd's %t %k). Print USER when the
+certificate names USER among its principals and FILTER probably holds
+neither the certified key nor the CA key that signed it; otherwise print
+nothing, so sshd refuses the certificate, and log why on standard error and
+in syslog (auth facility). When FILTER cannot be read, --fail closed (the
+default) prints nothing and exits 1; --fail open prints USER unchecked.
+Flags come before FILTER. In sshd_config:
+  TrustedUserCAKeys /etc/ssh/user_ca.pub
+  AuthorizedPrincipalsCommand /usr/local/bin/pkbf authorized-principals /var/lib/pkbf/pwnedkeys.pkbf -- %u %t %k
+  AuthorizedPrincipalsCommandUser root`,
+			flagsFirst: true,
+			flags:      func(o, e io.Writer) *command { c, _ := authPrincipalsCommand(o, e); return c },
+			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+				return runAuthPrincipals(args, stdout, stderr)
 			},
 		},
 		{

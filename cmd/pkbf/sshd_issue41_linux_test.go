@@ -95,7 +95,7 @@ func TestSSHDIssue41(t *testing.T) {
 	os.Symlink(secret, authorized)
 	s.loginAs(port, clean, "nobody")
 	if strings.Contains(log.String(), "Accepted publickey for nobody") || !waitFor(func() bool {
-		return strings.Contains(log.String(), "user nobody may not read "+secret)
+		return strings.Contains(log.String(), "user nobody may not read "+authorized)
 	}) {
 		t.Errorf("a symlink to a root-only file: sshd's log:\n%s", log.String())
 	}

@@ -27,11 +27,12 @@ const updateHeaderEnv = "PKBF_UPDATE_HEADER"
 
 func updateCommand(stdout, stderr io.Writer) *command {
 	c := newCommand("update", "update [--sha256 HEX|URL] [--signature URL --signer-key FILE] [--allow-http] [--force] [--header-file FILE] [flags] URL FILTER", stdout, stderr)
-	c.Bool("force", false, "install the server's filter even if it is older than the installed one, has its header but other bits, or lacks bits the installed one has set (never one that fails a pin or the fill check)")
+	c.Bool("force", false, "install the server's filter even if it is older than the installed one, has its header but other bits, has fewer hashes, bits or entries, lacks bits the installed one has set, has a time or revision far ahead, or answers yes for most keys (never one that fails a pin or the fill check)")
 	c.String("sha256", "", "pin the filter to a SHA-256 digest: `HEX`, or the URL of a digest file published beside it (FILTER.sha256)")
 	c.String("signature", "", "pin the filter to the SSH signature at `URL` (ssh-keygen -Y sign -n pkbf FILTER makes FILTER.sig); needs --signer-key")
 	c.String("signer-key", "", "the public key(s) the signature must be made with: a .pub `FILE`, one key a line")
-	c.Bool("allow-http", false, "allow plain http URLs and redirects (credentials are never sent over http); pin the filter with --sha256 or --signature")
+	c.Bool("allow-http", false, "allow plain http URLs and redirects (credentials are never sent over http); needs --sha256 HEX or --signature")
+	c.Duration("max-age", 0, "refuse a filter whose header says it was updated more than `D` ago (0: no limit), installed already or not")
 	c.Bool("replace-invalid", false, "replace a file at FILTER that is not a readable filter (a directory, FIFO or device is never replaced)")
 	c.String("header-file", "", "read request headers (\"Name: value\" lines, credentials) from `FILE`; else from $"+updateHeaderEnv)
 	c.Var(newSizeFlag(update.DefaultMaxSize), "max-size", "refuse a filter larger than `SIZE` (bytes, or with KiB, MiB, GiB, TiB)")
@@ -57,6 +58,7 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 		bad  bool
 	}{
 		{"max-size", get("max-size").(int64) < 1},
+		{"max-age", get("max-age").(time.Duration) < 0},
 		{"retries", get("retries").(int) < 0},
 		{"stall", get("stall").(time.Duration) <= 0},
 		{"min-rate", get("min-rate").(int64) < 1},
@@ -65,7 +67,7 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	} {
 		if f.bad {
 			what := "positive"
-			if f.name == "retries" {
+			if f.name == "retries" || f.name == "max-age" {
 				what = "0 or more"
 			}
 			_, code := c.fail(fmt.Sprintf("--%s %s: must be %s", f.name, c.Lookup(f.name).Value, what))
@@ -115,7 +117,7 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	opts := update.Options{
 		Client: updateClient, Header: header, Force: get("force").(bool), ReplaceInvalid: get("replace-invalid").(bool),
 		AllowHTTP: get("allow-http").(bool), SHA256: sha256Hex, SHA256URL: sha256URL, SignatureURL: sigURL, SignerKeys: signers,
-		MaxSize: get("max-size").(int64), Retries: retries, Stall: get("stall").(time.Duration),
+		MaxSize: get("max-size").(int64), MaxAge: get("max-age").(time.Duration), Retries: retries, Stall: get("stall").(time.Duration),
 		MinRate: get("min-rate").(int64), RateWindow: get("rate-window").(time.Duration), MaxTime: get("max-time").(time.Duration),
 		Progress: func(d, t int64) { done.Store(d); total.Store(t) },
 		Logf:     func(format string, args ...any) { scr.warnf("%s", message(perr.Errorf(format, args...))) },
@@ -129,10 +131,14 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	prog.stop()
 	switch {
 	case errors.Is(err, context.Canceled):
-		scr.errorf("interrupted: %s was not changed; the download so far is kept, and the next update resumes it", path)
+		kept := ""
+		if res.Received > 0 {
+			kept = "; the download so far is kept, and the next update resumes it"
+		}
+		scr.errorf("interrupted: %s was not changed%s", path, kept)
 		return exitSignaled
 	case errors.Is(err, update.ErrPlainHTTP) && !get("allow-http").(bool) && len(header) == 0 && !strings.Contains(rawURL, "@"):
-		scr.errorf("%s (--allow-http with --sha256 or --signature)", message(err))
+		scr.errorf("%s (--allow-http with --sha256 HEX or --signature)", message(err))
 		return exitTrouble
 	case errors.Is(err, update.ErrNotFilter):
 		scr.errorf("%s; give --replace-invalid to replace it", message(err))

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -215,6 +216,7 @@ func TestUpdateRefusals(t *testing.T) {
 		{"min-rate 0", []string{"update", "--min-rate", "0", ts.URL, notes}, "--min-rate 0: must be positive"},
 		{"rate-window 0", []string{"update", "--rate-window", "0s", ts.URL, notes}, "--rate-window 0s: must be positive"},
 		{"max-time -1h", []string{"update", "--max-time", "-1h", ts.URL, notes}, "--max-time -1h0m0s: must be positive"},
+		{"max-age -1h", []string{"update", "--max-age", "-1h", ts.URL, notes}, "--max-age -1h0m0s: must be 0 or more"},
 	} {
 		r := runWith(t, nil, c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "pkbf: warning: pkbf:") || strings.Contains(r.stderr, "error: pkbf:") {
@@ -283,8 +285,11 @@ func TestUpdateForgedFilterRefused(t *testing.T) {
 	}{
 		{"https", []string{"update", ts.URL, p}, "has 0 of 65536 bits set, where 5000 entries with 4 hashes each set"},
 		{"https --force", []string{"update", "--force", ts.URL, p}, "its header does not describe its data"},
-		{"http --allow-http", []string{"update", "--allow-http", plain.URL, p}, "has 0 of 65536 bits set"},
-		{"http", []string{"update", plain.URL, p}, "is plain http: anyone on the path could replace the filter; use https, or allow http and pin the filter (--allow-http with --sha256 or --signature)"},
+		{"http --allow-http", []string{"update", "--allow-http", "--sha256", fmt.Sprintf("%x", sha256.Sum256(forged)), plain.URL, p}, "has 0 of 65536 bits set"},
+		{"http", []string{"update", plain.URL, p}, "is plain http: anyone on the path could replace the filter; use https, or allow http and pin the filter (--allow-http with --sha256 HEX or --signature)"},
+		// Red-team finding 2: no pin, or a digest fetched over http, is no pin.
+		{"http --allow-http without a pin", []string{"update", "--allow-http", plain.URL, p}, "plain http is allowed only with a pin that does not travel with the filter"},
+		{"http --allow-http --sha256 http URL", []string{"update", "--allow-http", "--sha256", plain.URL + "/f.sha256", plain.URL, p}, "is plain http: a digest fetched over it is no pin"},
 	} {
 		before := hits.Load()
 		r := runWith(t, nil, c.args...)
@@ -294,7 +299,7 @@ func TestUpdateForgedFilterRefused(t *testing.T) {
 		if !bytes.Equal(testkit.ReadFile(t, p), genuine) {
 			t.Fatalf("%s: the installed filter changed", c.name)
 		}
-		if c.name == "http" && hits.Load() != before {
+		if strings.HasPrefix(c.name, "http") && !strings.HasPrefix(c.name, "https") && c.name != "http --allow-http" && hits.Load() != before {
 			t.Errorf("a request was made over plain http")
 		}
 	}
@@ -410,5 +415,32 @@ func TestUpdatePins(t *testing.T) {
 		if _, err := os.Stat(p); (err == nil) != (c.code == 0) {
 			t.Errorf("%s: installed: %v", c.name, err == nil)
 		}
+	}
+}
+
+// --max-age refuses a filter last updated longer ago than it (red-team
+// finding 9), and lets a fresh one in.
+func TestUpdateMaxAgeFlag(t *testing.T) {
+	body := publishedFilter(t, 1, 12, 10)
+	binary.BigEndian.PutUint64(body[10:], 1e9) // updated 2001-09-09
+	var mu sync.Mutex
+	ts := tlsServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.Write(body)
+	}))
+	p := filepath.Join(t.TempDir(), "f.pkbf")
+	r := runWith(t, nil, "update", "--max-age", "720h", ts.URL, p)
+	if r.code != 2 || !strings.Contains(r.stderr, "the filter was updated 2001-09-09T01:46:40Z (revision 1)") || !strings.Contains(r.stderr, "more than the maximum age of 720h0m0s") {
+		t.Fatalf("%+v, want the stale filter refused", r)
+	}
+	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("the stale filter was installed")
+	}
+	mu.Lock()
+	body = publishedFilter(t, 2, 12, 10)
+	mu.Unlock()
+	if r := runWith(t, nil, "update", "--max-age", "720h", ts.URL, p); r.code != 0 || !strings.HasPrefix(r.stdout, "updated: ") {
+		t.Fatalf("a fresh filter: %+v", r)
 	}
 }

@@ -18,9 +18,10 @@ func init() {
 	beam.RegisterType(reflect.TypeOf((*CTRange)(nil)).Elem())
 }
 
-// CTLog is a Static CT log (c2sp.org/static-ct-api) to scan: its
-// monitoring prefix, and its public key (PKIX DER) when the checkpoint's
-// signature is to be verified.
+// CTLog is a CT log to scan: its URL (a Static CT log's monitoring
+// prefix), and its public key (PKIX DER) when the tree head's signature
+// is to be verified. Its kind is asked of the log (ct.Open); only Static
+// CT logs can be scanned in ranges (see CTRanges).
 type CTLog struct {
 	Prefix string
 	Key    []byte
@@ -32,6 +33,7 @@ type CTLog struct {
 // the same tree.
 type CTRange struct {
 	Prefix   string
+	Kind     string // the log's ct.Kind, as ct.Open found it when the pipeline was built
 	Key      []byte
 	From, To int64
 	TreeSize int64
@@ -44,15 +46,18 @@ type CTRange struct {
 // of work CTCheck spreads over the workers. Only Static CT logs: an RFC
 // 6962 log's get-entries prove nothing about a range short of the tree's
 // end, and pkbf-ct, which checks a whole log's entries against its tree
-// head, scans those.
+// head, scans those: an RFC 6962 log is an error that says so.
 func CTRanges(ctx context.Context, s beam.Scope, log CTLog, from, size int64) (beam.PCollection, error) {
 	s = s.Scope("pkbf.CTRanges")
 	if size <= 0 {
 		size = 1 << 16
 	}
-	l, err := openCTLog(log.Prefix, log.Key)
+	l, err := openCTLog(ctx, log.Prefix, "", log.Key)
 	if err != nil {
 		return beam.PCollection{}, err
+	}
+	if l.Kind() != ct.Static {
+		return beam.PCollection{}, fmt.Errorf("%s is an RFC 6962 log: its entries can be checked against its tree head only by a scan to the tree's end; scan it with pkbf-ct", log.Prefix)
 	}
 	head, err := l.Head(ctx)
 	if err != nil {
@@ -60,7 +65,7 @@ func CTRanges(ctx context.Context, s beam.Scope, log CTLog, from, size int64) (b
 	}
 	var ranges []any
 	for lo := from; lo < head.Size; lo += size {
-		ranges = append(ranges, CTRange{Prefix: log.Prefix, Key: log.Key, From: lo, To: min(lo+size, head.Size), TreeSize: head.Size, Root: head.Root})
+		ranges = append(ranges, CTRange{Prefix: log.Prefix, Kind: string(l.Kind()), Key: log.Key, From: lo, To: min(lo+size, head.Size), TreeSize: head.Size, Root: head.Root})
 	}
 	if len(ranges) == 0 {
 		return beam.CreateList(s, []CTRange{}), nil
@@ -68,8 +73,9 @@ func CTRanges(ctx context.Context, s beam.Scope, log CTLog, from, size int64) (b
 	return beam.Reshuffle(s, beam.Create(s, ranges...)), nil
 }
 
-func openCTLog(prefix string, key []byte) (ct.Log, error) {
-	var opts ct.StaticOptions
+// openCTLog opens the log at prefix, of kind ("": asked of the log).
+func openCTLog(ctx context.Context, prefix string, kind ct.Kind, key []byte) (ct.Log, error) {
+	opts := ct.Options{Kind: kind}
 	if len(key) > 0 {
 		k, err := x509.ParsePKIXPublicKey(key)
 		if err != nil {
@@ -77,7 +83,7 @@ func openCTLog(prefix string, key []byte) (ct.Log, error) {
 		}
 		opts.Key = k
 	}
-	return ct.NewStatic(prefix, opts)
+	return ct.Open(ctx, prefix, opts)
 }
 
 var (
@@ -87,8 +93,8 @@ var (
 )
 
 // CTCheck scans each range of ranges (from CTRanges) with pkbf-ct's
-// scanner (package ct: tiles checked against the range's tree head, keys
-// by Filter.Check) against the filter at filterPath, and returns a
+// scanner (package ct: tiles checked against the range's tree head, each
+// key by Filter.CheckKey) against the filter at filterPath, and returns a
 // PCollection<string> of the hits' JSON lines, as pkbf-ct --json prints
 // them. Entries read, hits and entries whose key could not be read are
 // counted in ct_entries, ct_hits and ct_unchecked. A range that cannot be
@@ -110,16 +116,16 @@ func (fn *ctCheckFn) Setup(ctx context.Context) error {
 }
 
 func (fn *ctCheckFn) ProcessElement(ctx context.Context, r CTRange, emit func(string)) error {
-	l, err := openCTLog(r.Prefix, r.Key)
+	l, err := openCTLog(ctx, r.Prefix, ct.Kind(r.Kind), r.Key)
 	if err != nil {
 		return err
 	}
 	head := ct.Head{Size: r.TreeSize, Root: r.Root, Verified: len(r.Key) > 0}
 	var line []byte
-	res, err := (&ct.Scan{Log: l, Filter: fn.filter, Head: &head, From: r.From, To: r.To, Workers: 1,
+	res, err := (&ct.Scan{Log: l, Filter: fn.filter, Head: &head, From: r.From, To: r.To,
 		Report: func(h ct.Hit) error {
 			line = h.AppendJSON(line[:0])
-			emit(string(line))
+			emit(string(line[:len(line)-1])) // textio adds the newline
 			return nil
 		},
 		Unchecked: func(int64, error) { ctUnchecked.Inc(ctx, 1) },

@@ -75,3 +75,17 @@ func TestCTCheckMatchesPkbfCT(t *testing.T) {
 		t.Errorf("ct_hits %d, want %d", c, len(planted))
 	}
 }
+
+// Issue 43, item 4: CTRanges asks the log its kind (ct.Open, as pkbf-ct
+// does) instead of taking every URL for a Static CT log; an RFC 6962 log
+// is refused with an error that says what it is and what scans it.
+func TestCTRangesKnowsRFC6962(t *testing.T) {
+	fx := cttest.NewFixture(t, 100, 10, 7)
+	srv := httptest.NewServer(cttest.NewRFC6962Server(t, fx))
+	defer srv.Close()
+	_, s := beam.NewPipelineWithRoot()
+	_, err := CTRanges(context.Background(), s, CTLog{Prefix: srv.URL}, 0, 0)
+	if err == nil || !strings.Contains(err.Error(), srv.URL+" is an RFC 6962 log") || !strings.Contains(err.Error(), "pkbf-ct") {
+		t.Errorf("CTRanges on an RFC 6962 log: %v", err)
+	}
+}

@@ -213,8 +213,18 @@ func (fn *buildFn) AddInput(p *partial, file fileio.ReadableFile) (*partial, err
 	return p, nil
 }
 
+// MergeAccumulators adds b's bits to a's: Union reads a read-only
+// filter, so b goes through its encoding, one copy of its data.
 func (fn *buildFn) MergeAccumulators(a, b *partial) (*partial, error) {
-	return a, a.w.Union(b.w.Filter)
+	enc, err := encodePartial(b)
+	if err != nil {
+		return nil, err
+	}
+	g, err := pkbf.Parse(enc)
+	if err != nil {
+		return nil, err
+	}
+	return a, a.w.Union(g)
 }
 
 func (fn *buildFn) ExtractOutput(p *partial) ([]byte, error) { return encodePartial(p) }

@@ -46,3 +46,17 @@ func Settle(b []byte) {
 		unix.Madvise(hugeRange(b), unix.MADV_COLLAPSE)
 	}
 }
+
+// Advise asks Linux to back the whole huge pages inside b, memory that
+// another part of the program allocated and filled (a filter handed to
+// Parse), with transparent huge pages, now: MADV_HUGEPAGE, then
+// MADV_COLLAPSE. Only the backing changes, never a byte of b, and only
+// for b's own huge pages. Best effort: where the kernel says no (before
+// 6.1, memory it cannot collapse), b stays as it was.
+func Advise(b []byte) {
+	if len(b) >= 4*hugePage {
+		r := hugeRange(b)
+		unix.Madvise(r, unix.MADV_HUGEPAGE)
+		unix.Madvise(r, unix.MADV_COLLAPSE)
+	}
+}

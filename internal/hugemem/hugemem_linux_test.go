@@ -53,3 +53,20 @@ func TestAlloc(t *testing.T) {
 		}
 	}
 }
+
+// Advise changes the backing of memory it did not allocate, never its
+// bytes, small or large, aligned or not.
+func TestAdviseKeepsBytes(t *testing.T) {
+	for _, n := range []int{0, 1, 4*hugePage - 1, 4*hugePage + 12345, 9 * hugePage} {
+		b := make([]byte, n+1)[1:] // not aligned to anything
+		for i := range b {
+			b[i] = byte(i*7 + 1)
+		}
+		Advise(b)
+		for i := range b {
+			if b[i] != byte(i*7+1) {
+				t.Fatalf("Advise of %d bytes changed byte %d", n, i)
+			}
+		}
+	}
+}

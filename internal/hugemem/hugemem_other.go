@@ -7,3 +7,6 @@ func Alloc(n int) []byte { return make([]byte, n) }
 
 // Settle does nothing here.
 func Settle([]byte) {}
+
+// Advise does nothing here.
+func Advise([]byte) {}

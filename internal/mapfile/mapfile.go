@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -43,17 +44,24 @@ func Open(path string, writable bool) (*os.File, error) {
 // check runs first, under the file's lock (exclusive when writable,
 // shared otherwise, as the reference implementation takes them), and
 // returns the size to map: the header read there is consistent with the
-// data mapped. A writable mapping has the file's disk space reserved
+// data mapped. A reader waits at most [SharedLockWait] for its shared
+// lock, then goes on without it (see [File.Lock]). A writable mapping has the file's disk space reserved
 // first (see [Reserve]) and reaches to the end of the last 32-bit word,
 // which is inside the file's last page. Where the file cannot be mapped,
 // a read-only File reads it into memory instead; writable mappings need a
 // Unix system (errors.ErrUnsupported elsewhere). fault is the error a
 // fault inside the mapping becomes (see [File.CatchFault]).
 func Map(file *os.File, path string, writable bool, check func() (size int, err error), fault error) (*File, error) {
-	if err := lock(file, writable); err != nil {
+	if writable {
+		if err := lock(file, true); err != nil {
+			return nil, err
+		}
+		defer unlock(file)
+	} else if held, err := lockShared(file); err != nil {
 		return nil, err
+	} else if held {
+		defer unlock(file)
 	}
-	defer unlock(file)
 	size, err := check()
 	if err != nil {
 		return nil, err
@@ -82,8 +90,44 @@ func (m *File) Mapped() bool { return m.mapped }
 func (m *File) Stat() (fs.FileInfo, error) { return m.file.Stat() }
 
 // Lock takes the file's flock(2), shared or exclusive; Unlock releases it.
-// Where there is no flock they do nothing.
-func (m *File) Lock(exclusive bool) error { return lock(m.file, exclusive) }
+// Where there is no flock they do nothing. An exclusive lock is waited
+// for. A shared lock is waited for at most [SharedLockWait]; after that
+// Lock returns nil without it (Unlock then releases nothing): anyone who
+// can open the file can hold its lock, and a reader in a gate (sshd's
+// command, a server's reload) must not wait on them for ever. A reader
+// without the lock may see a writer's change half made; the header's
+// magic, hash count and length, which decide what is mapped, never change
+// in place.
+func (m *File) Lock(exclusive bool) error {
+	if exclusive {
+		return lock(m.file, true)
+	}
+	_, err := lockShared(m.file)
+	return err
+}
+
+// SharedLockWait bounds how long a reader waits for a shared lock that
+// another process's exclusive lock holds up.
+const SharedLockWait = time.Second
+
+// lockShared takes file's shared flock(2), trying again with growing
+// pauses for up to SharedLockWait while another process holds it
+// exclusively, and reports whether it holds it.
+func lockShared(file *os.File) (held bool, err error) {
+	pause := time.Millisecond
+	for start := time.Now(); ; {
+		switch ok, err := tryLockShared(file); {
+		case err != nil:
+			return false, err
+		case ok:
+			return true, nil
+		case time.Since(start) >= SharedLockWait:
+			return false, nil
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
 
 // Unlock releases the lock Lock took.
 func (m *File) Unlock() { unlock(m.file) }

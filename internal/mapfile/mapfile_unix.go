@@ -83,8 +83,14 @@ func lock(file *os.File, exclusive bool) error {
 
 func unlock(file *os.File) { unix.Flock(int(file.Fd()), unix.LOCK_UN) }
 
-func tryLock(file *os.File) (bool, error) {
-	err := unix.Flock(int(file.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+func tryLock(file *os.File) (bool, error) { return flockNB(file, unix.LOCK_EX) }
+
+func tryLockShared(file *os.File) (bool, error) { return flockNB(file, unix.LOCK_SH) }
+
+// flockNB takes file's flock(2) how without waiting, and reports whether
+// it did: not when another process holds a lock in the way.
+func flockNB(file *os.File, how int) (bool, error) {
+	err := unix.Flock(int(file.Fd()), how|unix.LOCK_NB)
 	switch {
 	case err == nil:
 		return true, nil

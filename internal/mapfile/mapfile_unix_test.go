@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -170,5 +171,59 @@ func TestRenameNoReplace(t *testing.T) {
 	}
 	if _, err := os.Stat(a); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("old name after a rename: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// F3 of the sshd attack report: anyone who can open a filter read-only
+// can hold its flock(2) exclusively; a reader (Map, Lock(false)) then
+// goes on without the lock after SharedLockWait instead of waiting for
+// ever. The watchdog only catches the hang: its bound is no assertion on
+// how long the reader took.
+func TestReadersDoNotWaitForeverOnAHeldLock(t *testing.T) {
+	content := []byte("0123456789abcdef")
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := os.Open(path) // as `flock -x FILTER sleep 40` does
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := unix.Flock(int(holder.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		file, err := Open(path, false)
+		if err != nil {
+			done <- err
+			return
+		}
+		m, err := Map(file, path, false, func() (int, error) { return len(content), nil }, errFault)
+		if err != nil {
+			file.Close()
+			done <- err
+			return
+		}
+		defer m.Close()
+		if string(m.Bytes()) != string(content) {
+			done <- errors.New("mapped " + string(m.Bytes()))
+			return
+		}
+		if err := m.Lock(false); err != nil {
+			done <- err
+			return
+		}
+		m.Unlock()
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a reader is still waiting for the shared lock another process holds exclusively")
 	}
 }

@@ -35,3 +35,19 @@ func BenchmarkLines(b *testing.B) {
 		Lines(&addrs[0], len(addrs))
 	}
 }
+
+// Keys touches nothing either, whatever the keys: empty, nil, longer
+// than its 16 lines, at any alignment.
+func TestKeys(t *testing.T) {
+	data := make([]byte, 4096)
+	keys := [][]byte{nil, {}, data[1:2], data[63:65], data[5:], data}
+	for n := range len(keys) + 1 {
+		Keys(keys[:n])
+	}
+	Keys(nil)
+	for i, b := range data {
+		if b != 0 {
+			t.Fatalf("byte %d changed to %d", i, b)
+		}
+	}
+}

@@ -55,13 +55,15 @@ log's monitoring prefix (https://..., or file:// / gzip+file:// for a
 local copy) or an RFC 6962 log's URL (https://ct.example/2026/). Each
 probable hit is printed: probably, the key's fingerprint, the log and
 entry, the entry's timestamp, the certificate's serial, subject and
-issuer, separated by tabs (--json: one object a line).
+issuer, separated by tabs (--json: one object a line, pkbf check
+--json's with the entry's fields). FILTER may be - for standard input.
 
 Tiles (Static CT) are checked against the checkpoint's root hash as they
 are read, and RFC 6962 entries against the signed tree head's root when
 the scan reaches its size; with --key, the checkpoint's or tree head's
 signature is verified too. Ctrl-C (or SIGTERM) saves the position and
-exits 130; the next run goes on from there. With --output FILE, hits are
+exits 130; the next run goes on from there (a second Ctrl-C quits at
+once). With --output FILE, hits are
 appended to FILE and the state records how much of it they fill, so that
 a run killed at any moment and resumed reports every hit exactly once.
 
@@ -75,28 +77,35 @@ Exit status (hits printed stay printed, and the state keeps what was done):
     failed          2       2    an error, or an entry whose key could not be read
     interrupted   130     130    Ctrl-C or SIGTERM
 
-Flags:
+Flags (one dash or two; anywhere among the arguments; -- ends them):
 `
 
 type flags struct {
 	kind, key, state, output, userAgent string
 	from, to                            int64
 	json, quiet                         bool
-	parallel, batch, workers            int
+	parallel, batch                     int
 	rate                                float64
 	saveEvery, responseTimeout          time.Duration
 	maxResponse                         int64
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// The command line, as pkbf's: flags are the fields of one struct, each
+// declared once with the flag package's XxxVar; they go anywhere among
+// the arguments, with one dash or two, and "--" ends them (parseArgs).
+// An interrupt (Ctrl-C) or SIGTERM cancels the context the work runs
+// under (interruptContext); whatever then stops the work, the command
+// says what was kept and exits 130.
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pkbf-ct", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var fl flags
-	fs.StringVar(&fl.kind, "kind", "auto", "the log's `API`: static, rfc6962, or auto (a checkpoint at LOG means static)")
+	fs.StringVar(&fl.kind, "kind", "auto", "the log's `API`: static, rfc6962, or auto (asked of the log: a checkpoint at LOG means static)")
 	fs.StringVar(&fl.key, "key", "", "the log's public `KEY`: a PEM file, or the base64 DER that log lists give; verifies the tree head's signature")
 	fs.StringVar(&fl.state, "state", "", "the scan's state `FILE` (default pkbf-ct.HOST_PATH.json in the current directory)")
 	fs.StringVar(&fl.output, "output", "", "append hits to `FILE` (exactly once across interrupted runs) instead of standard output")
@@ -106,34 +115,41 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&fl.quiet, "quiet", false, "no progress line, no summary")
 	fs.IntVar(&fl.parallel, "parallel", 8, "fetches in flight at most")
 	fs.IntVar(&fl.batch, "batch", 256, "entries asked for in one get-entries (RFC 6962)")
-	fs.IntVar(&fl.workers, "workers", 0, "goroutines checking keys (0: one a core)")
 	fs.Float64Var(&fl.rate, "rate", 0, "at most `N` requests a second to the log (0: no limit)")
 	fs.DurationVar(&fl.saveEvery, "save-every", 10*time.Second, "save the position this often")
 	fs.Int64Var(&fl.maxResponse, "max-response", 16<<20, "the most `BYTES` of one response body")
 	fs.DurationVar(&fl.responseTimeout, "response-timeout", 2*time.Minute, "the longest one response body may take, from its headers")
-	fs.StringVar(&fl.userAgent, "user-agent", "pkbf-ct (+https://github.com/pkbf/pkbf)", "the User-Agent, with a contact (an email address or a +https:// URL), as logs ask")
+	fs.StringVar(&fl.userAgent, "user-agent", ct.DefaultUserAgent, "the User-Agent, with a contact (an email address or a +https:// URL), as logs ask")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	positional, err := parseArgs(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
 		return exitTrouble
 	}
-	if fs.NArg() != 2 {
+	if len(positional) != 2 {
 		fmt.Fprintf(stderr, "pkbf-ct: error: want FILTER and LOG\n%s", strings.SplitN(usage, "\n", 2)[0]+"\n")
 		return exitTrouble
 	}
+	filterPath, logURL := positional[0], positional[1]
+
+	ctx, stop := interruptContext()
+	defer stop()
 	fail := func(format string, args ...any) int {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "pkbf-ct: interrupted\n")
+			return exitSignaled
+		}
 		fmt.Fprintf(stderr, "pkbf-ct: error: "+format+"\n", args...)
 		return exitTrouble
 	}
-	filterPath, logURL := fs.Arg(0), fs.Arg(1)
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	if fl.kind == "auto" {
+		fl.kind = ""
+	}
 	var key crypto.PublicKey
 	if fl.key != "" {
 		k, err := readKey(fl.key)
@@ -146,11 +162,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: fl.parallel + 2, IdleConnTimeout: 90 * time.Second,
 		ResponseHeaderTimeout: time.Minute,
 	}}}
-	log, err := openLog(ctx, logURL, fl, key, hc)
+	log, err := ct.Open(ctx, logURL, ct.Options{Kind: ct.Kind(fl.kind), Key: key, HTTPClient: hc, UserAgent: fl.userAgent,
+		Parallel: fl.parallel, Batch: fl.batch, Limits: ct.Limits{MaxBody: fl.maxResponse, BodyTimeout: fl.responseTimeout}})
 	if err != nil {
 		return fail("%v", err)
 	}
-	f, err := pkbf.Open(filterPath)
+	f, err := openFilter(filterPath, stdin)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -167,7 +184,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	prog := newProgress(stderr, fl.quiet, logURL)
 	unchecked := 0
 	scan := &ct.Scan{
-		Log: log, Filter: f, State: fl.state, From: fl.from, To: fl.to, Workers: fl.workers, SaveEvery: fl.saveEvery,
+		Log: log, Filter: f, State: fl.state, From: fl.from, To: fl.to, SaveEvery: fl.saveEvery,
 		Report: func(h ct.Hit) error { return out.hit(h, fl.json) },
 		Unchecked: func(index int64, err error) {
 			unchecked++
@@ -192,7 +209,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			logURL, res.Start, res.Next, res.Head.Size, verified, res.Entries, res.Hits, res.Unchecked, fl.state)
 	}
 	switch {
-	case errors.Is(err, context.Canceled):
+	case err != nil && ctx.Err() != nil:
 		fmt.Fprintf(stderr, "pkbf-ct: interrupted: the next run goes on from entry %d\n", res.Next)
 		return exitSignaled
 	case err != nil:
@@ -207,49 +224,46 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// openLog opens LOG with its kind's client; auto asks for a checkpoint
-// first (Static CT), then for a tree head (RFC 6962).
-func openLog(ctx context.Context, logURL string, fl flags, key crypto.PublicKey, hc *http.Client) (ct.Log, error) {
-	limits := ct.Limits{MaxBody: fl.maxResponse, BodyTimeout: fl.responseTimeout}
-	static := func() (ct.Log, error) {
-		return ct.NewStatic(logURL, ct.StaticOptions{Key: key, HTTPClient: hc, UserAgent: fl.userAgent, Parallel: fl.parallel, Limits: limits})
-	}
-	rfc := func() (ct.Log, error) {
-		return ct.NewRFC6962(logURL, ct.RFC6962Options{Key: key, HTTPClient: hc, UserAgent: fl.userAgent, Batch: fl.batch, Parallel: fl.parallel, Limits: limits})
-	}
-	switch fl.kind {
-	case "static":
-		return static()
-	case "rfc6962":
-		return rfc()
-	case "auto":
-	default:
-		return nil, fmt.Errorf("--kind %s: want static, rfc6962 or auto", fl.kind)
-	}
-	if !strings.HasPrefix(logURL, "http://") && !strings.HasPrefix(logURL, "https://") {
-		return static()
-	}
-	probe, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for _, try := range []struct {
-		path string
-		open func() (ct.Log, error)
-	}{{"checkpoint", static}, {"ct/v1/get-sth", rfc}} {
-		req, err := http.NewRequestWithContext(probe, http.MethodGet, strings.TrimSuffix(logURL, "/")+"/"+try.path, nil)
-		if err != nil {
+// parseArgs parses args with the flags anywhere among them, as pkbf
+// does: one dash or two, and "--" ends them. It returns the other
+// arguments, in order.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
-		req.Header.Set("User-Agent", fl.userAgent)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", logURL, err)
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(positional, rest...), nil
 		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return try.open()
+		if len(rest) == 0 {
+			return positional, nil
 		}
+		positional, args = append(positional, rest[0]), rest[1:]
 	}
-	return nil, fmt.Errorf("%s: neither a Static CT log (no checkpoint) nor an RFC 6962 log (no get-sth); give --kind", logURL)
+}
+
+// interruptContext returns a context that the first interrupt (Ctrl-C)
+// or SIGTERM cancels; the signals then have their default action again,
+// so that a second one ends the process at once, even while it waits on
+// something that does not heed the context. Call stop when done.
+func interruptContext() (ctx context.Context, stop func()) {
+	ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
+}
+
+// openFilter opens FILTER: "-" is standard input, read as a stream.
+func openFilter(name string, stdin io.Reader) (*pkbf.Filter, error) {
+	if name != "-" {
+		return pkbf.Open(name)
+	}
+	f, err := pkbf.ReadFilter(stdin)
+	if err != nil {
+		return nil, fmt.Errorf("<stdin>: %w", err)
+	}
+	return f, nil
 }
 
 // readKey reads a log's public key: a PEM file, or base64 DER.
@@ -363,7 +377,7 @@ func (o *output) hit(h ct.Hit, asJSON bool) error {
 		kind = "precertificate"
 	}
 	if asJSON {
-		o.w.Write(append(h.AppendJSON(nil), '\n'))
+		o.w.Write(h.AppendJSON(nil))
 	} else {
 		fmt.Fprintf(o.w, "probably\t%s\t%s: entry %d (%s)\t%s\tserial %s\tsubject %s\tissuer %s\n",
 			h.Verdict.Fingerprint, h.Log, h.Index, kind, h.Timestamp.Format(time.RFC3339Nano), h.Serial, h.Subject, h.Issuer)

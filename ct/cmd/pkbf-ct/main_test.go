@@ -46,6 +46,18 @@ func exitCode(err error) int {
 	return 0
 }
 
+// serveStatic writes the fixture's entries as a Static CT log in a
+// temporary directory's log/ and serves it on 127.0.0.1 until the test
+// ends; it returns the directory and the server.
+func serveStatic(t *testing.T, fx *cttest.Fixture) (dir string, srv *httptest.Server) {
+	t.Helper()
+	dir = t.TempDir()
+	fx.WriteStatic(t, filepath.Join(dir, "log"), len(fx.Entries))
+	srv = httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, "log"))))
+	t.Cleanup(srv.Close)
+	return dir, srv
+}
+
 // hitIndexes reads the JSON hits of an output file.
 func hitIndexes(t *testing.T, path string) []int64 {
 	t.Helper()
@@ -74,10 +86,7 @@ func hitIndexes(t *testing.T, path string) []int64 {
 func TestKilledAndResumed(t *testing.T) {
 	bin := build(t)
 	fx := cttest.NewFixture(t, 20000, 300, 113)
-	dir := t.TempDir()
-	fx.WriteStatic(t, filepath.Join(dir, "log"), len(fx.Entries))
-	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, "log"))))
-	defer srv.Close()
+	dir, srv := serveStatic(t, fx)
 
 	args := func(state, out string, extra ...string) []string {
 		return append([]string{"--json", "--quiet", "--kind", "static", "--state", state, "--output", out}, append(extra, fx.Filter, srv.URL)...)
@@ -345,5 +354,56 @@ func TestExitStatus(t *testing.T) {
 				t.Errorf("%d hits in the output, want %d", got, row.hits)
 			}
 		})
+	}
+}
+
+// Issue 43, item 6: pkbf-ct takes its flags anywhere among the
+// arguments, with one dash or two, "--" ending them, as pkbf does (it
+// took them before FILTER only); FILTER may be - for standard input.
+func TestFlagsAnywhere(t *testing.T) {
+	bin := build(t)
+	fx := cttest.NewFixture(t, 600, 60, 53)
+	dir, srv := serveStatic(t, fx)
+	filter, err := os.ReadFile(fx.Filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "--odd.pkbf"), filter, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		stdin bool
+	}{
+		{"flags first", []string{"--json", "--quiet", "--state", "a.state", fx.Filter, srv.URL}, false},
+		{"flags last", []string{fx.Filter, srv.URL, "--json", "--quiet", "--state", "b.state"}, false},
+		{"flags between, one dash", []string{"-quiet", fx.Filter, "-json", "-state", "c.state", srv.URL}, false},
+		{"-- ends them", []string{"--json", "--quiet", "--state", "d.state", "--", "--odd.pkbf", srv.URL}, false},
+		{"FILTER -", []string{"-", "--json", "--quiet", "--state", "e.state", srv.URL}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(bin, c.args...)
+			cmd.Dir = dir
+			if c.stdin {
+				cmd.Stdin = bytes.NewReader(filter)
+			}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if code := exitCode(cmd.Run()); code != exitFound {
+				t.Fatalf("exit %d, want %d\n%s", code, exitFound, stderr.String())
+			}
+			out := filepath.Join(t.TempDir(), "hits.jsonl")
+			os.WriteFile(out, stdout.Bytes(), 0o644)
+			if got := hitIndexes(t, out); len(got) != len(fx.Planted) {
+				t.Errorf("%d hits, want %d", len(got), len(fx.Planted))
+			}
+		})
+	}
+	cmd := exec.Command(bin, fx.Filter, "--bogus", srv.URL)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if code := exitCode(cmd.Run()); code != exitTrouble || !strings.Contains(stderr.String(), "bogus") {
+		t.Errorf("an unknown flag after FILTER: exit %d\n%s", code, stderr.String())
 	}
 }

@@ -1,6 +1,16 @@
 // Package retryafter reads the Retry-After header of an HTTP response
-// (RFC 9110, section 10.2.3) and waits between tries, for the clients
-// that retry: pkbf update, the pwnedkeys API client and the CT scan.
+// (RFC 9110, section 10.2.3) and waits between tries: the one parser
+// and pause of every pkbf client that retries (package update, the
+// pwnedkeys API client, and the CT scanner of module
+// github.com/pkbf/pkbf/ct, which imports it as a public package).
+//
+//	if d := retryafter.Parse(resp.Header.Get("Retry-After"), 5*time.Minute); d > 0 {
+//		if err := retryafter.Sleep(ctx, d); err != nil {
+//			return err // ctx ended during the pause
+//		}
+//	}
+//
+// Both functions are safe for concurrent use.
 package retryafter
 
 import (
