@@ -116,58 +116,9 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 	bin := stepCABinary(t)
 	dir := t.TempDir()
 	ca := &stepCA{compromised: compromised}
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	pemOf := func(typ string, der []byte) []byte { return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}) }
-
-	// The CA's root and intermediate, and pkbf serve's certificate from
-	// the root (step-ca's webhook client trusts its root).
-	rootKey, root := testkit.Cert(t, "pkbf test root", nil, nil, func(c *x509.Certificate) {
-		c.IsCA, c.BasicConstraintsValid, c.KeyUsage = true, true, x509.KeyUsageCertSign|x509.KeyUsageCRLSign
-	})
-	interKey, inter := testkit.Cert(t, "pkbf test intermediate", root, rootKey, func(c *x509.Certificate) {
-		c.IsCA, c.BasicConstraintsValid, c.KeyUsage, c.MaxPathLenZero = true, true, x509.KeyUsageCertSign|x509.KeyUsageCRLSign, true
-	})
-	serveKey, serveCert := testkit.Cert(t, "pkbf serve", root, rootKey, func(c *x509.Certificate) {
-		c.IPAddresses, c.KeyUsage = []net.IP{net.IPv4(127, 0, 0, 1)}, x509.KeyUsageDigitalSignature
-		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	})
-	pkcs8 := func(k crypto.Signer) []byte {
-		der, err := x509.MarshalPKCS8PrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pemOf("PRIVATE KEY", der)
-	}
-	rootPath := write("root_ca.crt", pemOf("CERTIFICATE", root.Raw))
-	interPath := write("intermediate_ca.crt", pemOf("CERTIFICATE", inter.Raw))
-	interKeyPath := write("intermediate_ca_key", pkcs8(interKey))
-
-	// The filter: the compromised keys, under every encoding.
-	w, err := pkbf.New(8, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, k := range compromised {
-		der, err := x509.MarshalPKIXPublicKey(k.Public())
-		if err != nil {
-			t.Fatal(name, err)
-		}
-		if _, err := w.AddKey(der); err != nil {
-			t.Fatal(name, err)
-		}
-	}
-	filter := filepath.Join(dir, "pwned.pkbf")
-	if err := w.WriteFile(filter); err != nil {
-		t.Fatal(err)
-	}
-	_, serveAddr, serveLogs := startServe(t, "--tls-cert", write("serve.crt", pemOf("CERTIFICATE", serveCert.Raw)),
-		"--tls-key", write("serve.key", pkcs8(serveKey)), "--client-ca", rootPath, "--client-name", stepCAName, filter)
+	f := writeCAFiles(t, dir)
+	filter := writeFilterOf(t, dir, compromised)
+	_, serveAddr, serveLogs := startServe(t, "--tls-cert", f.serveCertPath, "--tls-key", f.serveKeyPath, "--client-ca", f.rootPath, "--client-name", stepCAName, filter)
 	ca.serveLogs = serveLogs
 
 	// ca.json: an SSH CA, two JWK provisioners for X.509 and SSH
@@ -184,7 +135,7 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 		ca.recorded <- recorded{body, r.Header.Get("X-Smallstep-Signature")}
 		io.WriteString(w, `{"allow":true}`)
 	}))
-	recorder.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{serveCert.Raw}, PrivateKey: serveKey}}}
+	recorder.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{f.serveCert.Raw}, PrivateKey: f.serveKey}}}
 	recorder.StartTLS()
 	t.Cleanup(recorder.Close)
 	webhook := func(certType, url string) map[string]any {
@@ -193,19 +144,10 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 	pkbfURL := "https://" + serveAddr + "/v1/step-ca/authorize"
 	ca.webhookURL = pkbfURL
 	sshCA := map[string]any{"enableSSHCA": true}
-	ca.acmeHTTP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if v, ok := ca.tokens.Load(r.URL.Path); ok {
-			io.WriteString(w, v.(string))
-			return
-		}
-		http.NotFound(w, r)
-	}))
-	t.Cleanup(ca.acmeHTTP.Close)
 	addr := freeAddr(t)
-	ca.url = "https://" + addr
 	config := map[string]any{
-		"root": rootPath, "crt": interPath, "key": interKeyPath,
-		"ssh":     map[string]any{"hostKey": write("ssh_host_ca_key", pkcs8(testkit.Signer(t, "P-256"))), "userKey": write("ssh_user_ca_key", pkcs8(testkit.Signer(t, "P-256")))},
+		"root": f.rootPath, "crt": f.interPath, "key": f.interKeyPath,
+		"ssh":     map[string]any{"hostKey": f.write("ssh_host_ca_key", pkcs8PEM(t, testkit.Signer(t, "P-256"))), "userKey": f.write("ssh_user_ca_key", pkcs8PEM(t, testkit.Signer(t, "P-256")))},
 		"address": addr, "dnsNames": []string{"127.0.0.1"}, "commonName": stepCAName,
 		"logger": map[string]any{"format": "text"},
 		"db":     map[string]any{"type": "badgerv2", "dataSource": filepath.Join(dir, "db")},
@@ -225,7 +167,97 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 			}},
 	}
 	b, _ := json.MarshalIndent(config, "", "  ")
-	caJSON := write("ca.json", b)
+	ca.start(t, bin, dir, addr, f.write("ca.json", b), f.root)
+	return ca
+}
+
+// caFiles are a test CA's files: its root and intermediate, and pkbf
+// serve's certificate from the root (step-ca's webhook client trusts its
+// root).
+type caFiles struct {
+	t                                 testing.TB
+	dir                               string
+	root, serveCert                   *x509.Certificate
+	serveKey                          crypto.Signer
+	rootPath, interPath, interKeyPath string
+	serveCertPath, serveKeyPath       string
+}
+
+func (f caFiles) write(name string, b []byte) string {
+	p := filepath.Join(f.dir, name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	return p
+}
+
+func pemOf(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+func pkcs8PEM(t testing.TB, k crypto.Signer) []byte {
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pemOf("PRIVATE KEY", der)
+}
+
+func writeCAFiles(t testing.TB, dir string) caFiles {
+	rootKey, root := testkit.Cert(t, "pkbf test root", nil, nil, func(c *x509.Certificate) {
+		c.IsCA, c.BasicConstraintsValid, c.KeyUsage = true, true, x509.KeyUsageCertSign|x509.KeyUsageCRLSign
+	})
+	interKey, inter := testkit.Cert(t, "pkbf test intermediate", root, rootKey, func(c *x509.Certificate) {
+		c.IsCA, c.BasicConstraintsValid, c.KeyUsage, c.MaxPathLenZero = true, true, x509.KeyUsageCertSign|x509.KeyUsageCRLSign, true
+	})
+	serveKey, serveCert := testkit.Cert(t, "pkbf serve", root, rootKey, func(c *x509.Certificate) {
+		c.IPAddresses, c.KeyUsage = []net.IP{net.IPv4(127, 0, 0, 1)}, x509.KeyUsageDigitalSignature
+		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	})
+	f := caFiles{t: t, dir: dir, root: root, serveCert: serveCert, serveKey: serveKey}
+	f.rootPath = f.write("root_ca.crt", pemOf("CERTIFICATE", root.Raw))
+	f.interPath = f.write("intermediate_ca.crt", pemOf("CERTIFICATE", inter.Raw))
+	f.interKeyPath = f.write("intermediate_ca_key", pkcs8PEM(t, interKey))
+	f.serveCertPath = f.write("serve.crt", pemOf("CERTIFICATE", serveCert.Raw))
+	f.serveKeyPath = f.write("serve.key", pkcs8PEM(t, serveKey))
+	return f
+}
+
+// writeFilterOf writes dir/pwned.pkbf, holding the keys of compromised
+// under every encoding.
+func writeFilterOf(t testing.TB, dir string, compromised map[string]crypto.Signer) string {
+	w, err := pkbf.New(8, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, k := range compromised {
+		der, err := x509.MarshalPKIXPublicKey(k.Public())
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		if _, err := w.AddKey(der); err != nil {
+			t.Fatal(name, err)
+		}
+	}
+	filter := filepath.Join(dir, "pwned.pkbf")
+	if err := w.WriteFile(filter); err != nil {
+		t.Fatal(err)
+	}
+	return filter
+}
+
+// start runs step-ca with caJSON, listening on addr, its http-01
+// challenges answered from ca.tokens, and waits until it is healthy.
+func (ca *stepCA) start(t testing.TB, bin, dir, addr, caJSON string, root *x509.Certificate) {
+	ca.url = "https://" + addr
+	ca.acmeHTTP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v, ok := ca.tokens.Load(r.URL.Path); ok {
+			io.WriteString(w, v.(string))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(ca.acmeHTTP.Close)
 	_, acmePort, _ := net.SplitHostPort(strings.TrimPrefix(ca.acmeHTTP.URL, "http://"))
 	cmd := exec.Command(bin, "--insecure", "--acme-http-port", acmePort, caJSON)
 	cmd.Env = append(os.Environ(), "STEPPATH="+filepath.Join(dir, "step"))
@@ -252,7 +284,6 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return ca
 }
 
 // stepCAName is the common name of step-ca's own certificate, which it

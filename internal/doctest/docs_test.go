@@ -19,19 +19,20 @@ import (
 // names them in its log). To have one run, delete its line and mark its
 // blocks as the package documentation says.
 var notYetRun = []string{
-	"docs/operators.md",
 	"docs/performance.md",
-	"docs/sshd.md",
-	"docs/stepca.md",
-	"docs/tls.md",
 }
 
-// needs are the documents that run a tool a machine with only Go lacks,
-// and the variable that makes its absence fail the test instead of
+// needs are the documents that run tools a machine with only Go lacks,
+// and the variable that makes their absence fail the test instead of
 // leaving the document out (.ci/run sets them).
-var needs = map[string]struct{ tool, require string }{
-	"docs/nix.md":  {"nix-build", "PKBF_REQUIRE_NIX"},
-	"docs/keys.md": {"openssl", "PKBF_REQUIRE_TLS_PEERS"},
+var needs = map[string]struct {
+	tools   []string
+	require string
+}{
+	"docs/nix.md":       {[]string{"nix-build"}, "PKBF_REQUIRE_NIX"},
+	"docs/keys.md":      {[]string{"openssl"}, "PKBF_REQUIRE_TLS_PEERS"},
+	"docs/tls.md":       {[]string{"openssl", "curl"}, "PKBF_REQUIRE_TLS_PEERS"},
+	"docs/operators.md": {[]string{"curl"}, "PKBF_REQUIRE_TLS_PEERS"},
 }
 
 // nestedModules are the repository's nested modules; a block marked
@@ -53,20 +54,29 @@ func documents(t *testing.T) []string {
 	return files
 }
 
+// missingTool is the first tool document f needs that is not on PATH,
+// or "".
+func missingTool(f string) string {
+	for _, tool := range needs[f].tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			return tool
+		}
+	}
+	return ""
+}
+
 // TestDocs runs every command README.md, docs/ and the examples' READMEs
 // show and compares its output with theirs, and compiles their Go blocks.
 func TestDocs(t *testing.T) {
 	var run, notRun []string
 	for _, f := range documents(t) {
-		if n, ok := needs[f]; ok {
-			if _, err := exec.LookPath(n.tool); err != nil {
-				if os.Getenv(n.require) != "" {
-					t.Errorf("%s needs %s, which is not on PATH (%s is set)", f, n.tool, n.require)
-				}
-				t.Logf("%s not run: it needs %s, which is not on PATH", f, n.tool)
-				notRun = append(notRun, f)
-				continue
+		if missing := missingTool(f); missing != "" {
+			if os.Getenv(needs[f].require) != "" {
+				t.Errorf("%s needs %s, which is not on PATH (%s is set)", f, missing, needs[f].require)
 			}
+			t.Logf("%s not run: it needs %s, which is not on PATH", f, missing)
+			notRun = append(notRun, f)
+			continue
 		}
 		if slices.Contains(notYetRun, f) {
 			notRun = append(notRun, f)

@@ -557,14 +557,18 @@ var packages = map[string]string{
 	"pkbf": "github.com/pkbf/pkbf", "keys": "github.com/pkbf/pkbf/keys",
 	"pwnedkeys": "github.com/pkbf/pkbf/pwnedkeys", "update": "github.com/pkbf/pkbf/update",
 	"nixbloom": "github.com/pkbf/pkbf/nixbloom",
+	"pkbfssh":  "github.com/pkbf/pkbf/pkbfssh", "pkbftls": "github.com/pkbf/pkbf/pkbftls",
+	"stepca": "github.com/pkbf/pkbf/stepca", "ssh": "golang.org/x/crypto/ssh", "tls": "crypto/tls",
 }
 
 // GoFile is the Go source a Go block compiles as: the block itself when it
-// is a whole file, else the fragment as func main's body, after its own
+// is a whole file (its first token, after any comments, is "package"), else the fragment as func main's body, after its own
 // imports, those it uses by name, and the prelude.
 func GoFile(b *Block) ([]byte, error) {
 	text := strings.Join(b.Text, "\n") + "\n"
-	if strings.HasPrefix(strings.TrimSpace(text), "package ") {
+	var s scanner.Scanner
+	s.Init(token.NewFileSet().AddFile("", -1, len(text)), []byte(text), nil, 0)
+	if _, tok, _ := s.Scan(); tok == token.PACKAGE {
 		return []byte(text), nil
 	}
 	ownImports, body := splitImports(text)

@@ -101,6 +101,9 @@ func TestGoFile(t *testing.T) {
 		want, notWant        []string
 	}{
 		{"whole file", "package main\n\nfunc main() {}", "", []string{"package main\n\nfunc main() {}"}, []string{"import"}},
+		// docs/tls.md's programs open with their package comment.
+		{"whole file after its package comment", "// Command x does y.\n/* more */\npackage main\n\nfunc main() { fmt.Println() }", "",
+			[]string{"// Command x does y.\n/* more */\npackage main\n"}, []string{"import", "func main() {\n"}},
 		{"fragment: imports by name, not in comments or strings", "// errors.Is\nfmt.Println(\"os.Args\", pkbf.Fingerprint(nil))", "",
 			[]string{`import "fmt"`, `import "github.com/pkbf/pkbf"`, "func main() {\n// errors.Is"}, []string{`"errors"`, `"os"`}},
 		{"fragment with its own imports", "import (\n\t\"fmt\"\n\tz \"github.com/zmap/zlint/v3\"\n)\n\nfmt.Println(z.Version)\nlog.Print()", "",

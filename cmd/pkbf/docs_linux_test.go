@@ -1,0 +1,267 @@
+package main
+
+import (
+	"crypto"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/doctest"
+	"github.com/pkbf/pkbf/internal/testkit"
+)
+
+// The configuration files and logs that docs/sshd.md, docs/operators.md
+// and docs/stepca.md show, which TestDocs (internal/doctest) cannot run as
+// sessions, checked here by the tools that read them.
+
+// TestDocsSSHDConfig: the sshd_config lines docs/sshd.md shows are ones
+// sshd accepts (sshd -t, with a host key of the test's).
+func TestDocsSSHDConfig(t *testing.T) {
+	s := newSSHDTest(t)
+	b := docBlocks(t, "sshd.md", 1, "AuthorizedKeysCommand ")[0]
+	hostKey := s.keygen("host", "ed25519")
+	config := filepath.Join(s.dir, "sshd_config")
+	text := "HostKey " + hostKey + "\nPidFile " + filepath.Join(s.dir, "pid") + "\n" + strings.Join(b.Text, "\n") + "\n"
+	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("/usr/sbin/sshd", "-t", "-f", config).CombinedOutput(); err != nil || len(out) != 0 {
+		t.Errorf("%s: sshd -t: %v\n%s", b.Where(), err, out)
+	}
+	// sshd -T prints the configuration as it read it: the command is the
+	// one shown.
+	out, err := exec.Command("/usr/sbin/sshd", "-T", "-f", config, "-C", "user=root,host=localhost,addr=127.0.0.1").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "\nauthorizedkeyscommand /usr/local/bin/pkbf authorized-keys /var/lib/pkbf/pwnedkeys.pkbf -- %u %t %k\n") {
+		t.Errorf("%s: sshd -T: %v\n%s", b.Where(), err, out)
+	}
+}
+
+// TestDocsSSHDLog: the lines docs/sshd.md says pkbf authorized-keys logs
+// for alice's file are the ones it logs: a login with the P-256 key in the
+// filter, one with the laptop's clean key, the file refused by
+// StrictModes, and the filter missing. Alice is the test's user, her file
+// in a root-owned directory under /run (StrictModes checks every
+// directory above it).
+func TestDocsSSHDLog(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the file must sit in a root-owned directory chain for StrictModes")
+	}
+	file := docBlocks(t, "sshd.md", 1, "# alice's keys")[0]
+	logBlock := docBlocks(t, "sshd.md", 1, "pkbf: error: refused login of user alice")[0]
+	if len(logBlock.Text) != 5 {
+		t.Fatalf("%s: %d lines, want the 5 the test knows", logBlock.Where(), len(logBlock.Text))
+	}
+	home, err := os.MkdirTemp("/run", "pkbf-docs-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	if err := os.Chmod(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dotSSH := filepath.Join(home, ".ssh")
+	if err := os.Mkdir(dotSSH, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keysFile := filepath.Join(dotSSH, "authorized_keys")
+	if err := os.WriteFile(keysFile, []byte(strings.Join(file.Text, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	filter := filepath.Join(home, "pwnedkeys.pkbf")
+	w, err := pkbf.New(12, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AddKey(testkit.ReadFile(t, "../../testdata/keys/p256.spki.der")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile(filter); err != nil {
+		t.Fatal(err)
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := u.Username
+	ours := strings.NewReplacer("/home/alice/.ssh/authorized_keys", keysFile, "/home/alice/.ssh", dotSSH,
+		"user alice", "user "+me, "/var/lib/pkbf/pwnedkeys.pkbf", filter)
+	want := func(lines ...int) string {
+		var b strings.Builder
+		for _, l := range lines {
+			b.WriteString(ours.Replace(logBlock.Text[l]) + "\n")
+		}
+		return b.String()
+	}
+	offered := func(line int) []string { return strings.Fields(file.Text[line])[:2] }
+	login := func(filter string, key []string) result {
+		return runWith(t, nil, append([]string{"authorized-keys", "--syslog", "off", "--file", keysFile, filter, "--", me}, key...)...)
+	}
+	if r := login(filter, offered(3)); r.code != 0 || r.stdout != "" || r.stderr != want(0) {
+		t.Errorf("the P-256 key offered: exit %d, printed %q, logged:\n%s\nthe document shows:\n%s", r.code, r.stdout, r.stderr, want(0))
+	}
+	laptop := offered(1)
+	if r := login(filter, laptop); r.code != 0 || r.stdout != file.Text[0]+"\n"+file.Text[1]+"\n" || r.stderr != want(1, 2) {
+		t.Errorf("the laptop's key offered: exit %d, printed %q, logged:\n%s\nthe document shows:\n%s", r.code, r.stdout, r.stderr, want(1, 2))
+	}
+	if err := os.Chmod(dotSSH, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	if r := login(filter, laptop); r.code != 0 || r.stdout != "" || r.stderr != want(3) {
+		t.Errorf("a group-writable .ssh: exit %d, printed %q, logged:\n%s\nthe document shows:\n%s", r.code, r.stdout, r.stderr, want(3))
+	}
+	if r := login(filter+".missing", laptop); r.code != 1 || r.stdout != "" || r.stderr != strings.ReplaceAll(want(4), filter, filter+".missing") {
+		t.Errorf("a missing filter: exit %d, printed %q, logged:\n%s\nthe document shows:\n%s", r.code, r.stdout, r.stderr, want(4))
+	}
+}
+
+// TestDocsSystemdUnits: the units docs/operators.md shows pass
+// systemd-analyze verify (no unknown key, no value it cannot parse), with
+// /usr/local/bin/pkbf this test's command.
+func TestDocsSystemdUnits(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("PKBF_REQUIRE_SYSTEMD_ANALYZE") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("no systemd-analyze (apt-get install systemd):", err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pkbf")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building pkbf: %v\n%s", err, out)
+	}
+	var units []string
+	for _, b := range append(docBlocks(t, "operators.md", 1, "# /etc/systemd/system/pkbf-update.service"),
+		docBlocks(t, "operators.md", 1, "# /etc/systemd/system/pkbf.service")...) {
+		// A block holds one or more units, each after a "# /etc/systemd/system/NAME" line.
+		var name string
+		var text strings.Builder
+		flush := func() {
+			if name == "" {
+				return
+			}
+			path := filepath.Join(dir, name)
+			if err := os.WriteFile(path, []byte(strings.ReplaceAll(text.String(), "/usr/local/bin/pkbf", bin)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			units = append(units, path)
+			text.Reset()
+		}
+		for _, l := range b.Text {
+			if n, ok := strings.CutPrefix(l, "# /etc/systemd/system/"); ok {
+				flush()
+				name = n
+				continue
+			}
+			text.WriteString(l + "\n")
+		}
+		flush()
+	}
+	if len(units) != 3 {
+		t.Fatalf("found units %v, want pkbf-update.service, pkbf-update.timer and pkbf.service", units)
+	}
+	cmd := exec.Command(analyze, append([]string{"verify"}, units...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Errorf("systemd-analyze verify %v: %v\n%s", units, err, out)
+	}
+}
+
+// TestDocsStepCA: docs/stepca.md's pkbf serve command and complete
+// ca.json, with the test's files and ports in place of the page's, run
+// as shown: step-ca v0.30.2 starts with that ca.json, an ACME client gets
+// a certificate for a clean key and, for a compromised one, the error the
+// page shows, and pkbf serve logs the refusal as the page shows it.
+func TestDocsStepCA(t *testing.T) {
+	bin := stepCABinary(t)
+	dir := t.TempDir()
+	f := writeCAFiles(t, dir)
+	bad := testkit.Signer(t, "P-256")
+	filter := writeFilterOf(t, dir, map[string]crypto.Signer{"P-256": bad})
+
+	serveCmd := docBlocks(t, "stepca.md", 1, "$ pkbf serve --listen 127.0.0.1:8443")[0].Commands[0].Text
+	args := strings.Fields(strings.ReplaceAll(serveCmd, "\\\n", " "))
+	if len(args) < 4 || strings.Join(args[:4], " ") != "pkbf serve --listen 127.0.0.1:8443" {
+		t.Fatalf("docs/stepca.md's serve command: %q", serveCmd)
+	}
+	ours := strings.NewReplacer("/etc/pkbf/serve.crt", f.serveCertPath, "/etc/pkbf/serve.key", f.serveKeyPath,
+		"/etc/step-ca/certs/root_ca.crt", f.rootPath, "/var/lib/pkbf/pwnedkeys.pkbf", filter)
+	for i := range args {
+		args[i] = ours.Replace(args[i])
+	}
+	_, serveAddr, serveLogs := startServe(t, args[4:]...) // startServe listens on 127.0.0.1:0
+	ca := &stepCA{serveLogs: serveLogs, webhookURL: "https://" + serveAddr + "/v1/step-ca/authorize"}
+	if want := "step-ca webhook at https://" + serveAddr + "/v1/step-ca/authorize"; !ca.serveLogged(want) {
+		t.Errorf("pkbf serve does not log %q, as the page says:\n%s", want, serveLogs.String())
+	}
+
+	caJSON := docBlocks(t, "stepca.md", 1, `"root": "/etc/step-ca/certs/root_ca.crt"`)[0]
+	addr := freeAddr(t)
+	config := strings.NewReplacer("/etc/step-ca/certs/root_ca.crt", f.rootPath, "/etc/step-ca/certs/intermediate_ca.crt", f.interPath,
+		"/etc/step-ca/secrets/intermediate_ca_key", f.interKeyPath, "/var/lib/step-ca/db", filepath.Join(dir, "db"),
+		"127.0.0.1:9000", addr, "https://127.0.0.1:8443/", "https://"+serveAddr+"/").Replace(strings.Join(caJSON.Text, "\n"))
+	ca.start(t, bin, dir, addr, f.write("ca.json", []byte(config)), f.root)
+
+	clean := testkit.Signer(t, "P-256")
+	chain, err := ca.acmeCertificate(t, clean)
+	if err != nil {
+		t.Errorf("ACME, clean key: %v\nstep-ca:\n%s", err, ca.caLogs.String())
+	} else {
+		// The page's ca.json disables renewal (step-ca calls no webhook
+		// there), and its --client-name keeps a subscriber's certificate,
+		// from the same root, away from the webhook.
+		subscriber := ca.mtls(chain, clean)
+		for _, call := range []struct {
+			url  string
+			want int
+			why  string
+		}{
+			{ca.url + "/1.0/renew", http.StatusUnauthorized, "renewal disabled"},
+			{ca.webhookURL, http.StatusForbidden, "not the CA's certificate"},
+		} {
+			resp, err := subscriber.Post(call.url, "application/json", strings.NewReader(`{}`))
+			if err != nil {
+				t.Fatalf("the ACME certificate to %s: %v", call.url, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != call.want {
+				t.Errorf("the ACME certificate to %s: %d %.200s, want %d (%s)", call.url, resp.StatusCode, b, call.want, call.why)
+			}
+		}
+	}
+	fp := fingerprintOf(t, bad)
+	_, err = ca.acmeCertificate(t, bad)
+	shown := docBlocks(t, "stepca.md", 1, "urn:ietf:params:acme:error:unauthorized")[0]
+	want := strings.Split(strings.ReplaceAll(strings.Join(shown.Text, "\n"), "04e79bb4…", fp[:8]+"…"), "\n")
+	if err == nil || !doctest.Match(want, strings.Split(err.Error(), "\n")) {
+		t.Errorf("ACME, compromised key: %v\nthe page shows (%s):\n%s", err, shown.Where(), strings.Join(want, "\n"))
+	}
+
+	logLine := docBlocks(t, "stepca.md", 1, "step-ca: refused (pkbf-compromised-key)")[0]
+	if len(logLine.Text) != 1 {
+		t.Fatalf("%s: %d lines, want one", logLine.Where(), len(logLine.Text))
+	}
+	pattern := logLine.Text[0]
+	for re, with := range map[string]string{`\d{4}/\d\d/\d\d \d\d:\d\d:\d\d`: "…", `127\.0\.0\.1:\d+`: "127.0.0.1:…", `request "[^"]*"`: `request "…"`, `fingerprint [0-9a-f]{8}…`: "fingerprint " + fp[:8] + "…"} {
+		pattern = regexp.MustCompile(re).ReplaceAllString(pattern, with)
+	}
+	logged := func() bool {
+		for _, l := range strings.Split(serveLogs.String(), "\n") {
+			if doctest.Match([]string{pattern}, []string{l}) {
+				return true
+			}
+		}
+		return false
+	}
+	if !waitFor(logged) {
+		t.Errorf("pkbf serve did not log the refusal as %s shows it (%s):\n%s", logLine.Where(), pattern, serveLogs.String())
+	}
+}
