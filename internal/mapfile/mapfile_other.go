@@ -5,6 +5,7 @@ package mapfile
 import (
 	"errors"
 	"os"
+	"time"
 
 	"github.com/pkbf/pkbf/internal/perr"
 )
@@ -38,3 +39,5 @@ func unlock(*os.File) {}
 func tryLock(*os.File) (bool, error) { return true, nil }
 
 func tryLockShared(*os.File) (bool, error) { return true, nil }
+
+func waitShared(*os.File, time.Duration) (bool, error) { return true, nil }
