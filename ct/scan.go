@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"os"
 	"slices"
 	"time"
@@ -37,8 +38,15 @@ type Scan struct {
 	// Report is called for each hit, in log order, in Run's goroutine; an
 	// error stops the scan (the hit then counts as not reported).
 	Report func(Hit) error
-	// Unchecked is called for each entry whose key could not be read.
+	// Unchecked is called for each entry whose key could not be read, and
+	// at the start of each run for each such entry of an earlier run
+	// (with an error saying so): the state lists them until a run checks
+	// them, or one with AcknowledgeUnchecked drops them. An entry that
+	// could not be checked is never forgotten.
 	Unchecked func(index int64, err error)
+	// AcknowledgeUnchecked drops the entries the state lists as not
+	// checked, at the start of the run: the operator has dealt with them.
+	AcknowledgeUnchecked bool
 	// Progress, if set, is called about once a second, with the entries
 	// read so far this run, where the scan is and where it stops.
 	Progress func(done, at, end int64)
@@ -107,11 +115,14 @@ type state struct {
 	// Reported are the hits at or after Next already reported: Next is
 	// where the log's verification state was saved, which may be a few
 	// entries before the last verdict.
-	Reported []int64         `json:"reported,omitempty"`
-	Verify   json.RawMessage `json:"verify,omitempty"`
-	Extra    json.RawMessage `json:"extra,omitempty"`
-	Size     int64           `json:"tree_size"`
-	Saved    time.Time       `json:"saved"`
+	Reported []int64 `json:"reported,omitempty"`
+	// Unchecked are the entries whose key could not be read, in any run
+	// so far: each later run counts them as not checked.
+	Unchecked []int64         `json:"unchecked,omitempty"`
+	Verify    json.RawMessage `json:"verify,omitempty"`
+	Extra     json.RawMessage `json:"extra,omitempty"`
+	Size      int64           `json:"tree_size"`
+	Saved     time.Time       `json:"saved"`
 
 	read bool // from the state file
 }
@@ -175,6 +186,22 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("%s: the scan would start at entry %d%s, outside the tree head's %d entries", s.Log.URL(), st.Next, from, head.Size)
 	}
 	st.Size = head.Size
+	notChecked := map[int64]bool{} // entries whose key could not be read, this run or before
+	if !s.AcknowledgeUnchecked {
+		for _, i := range st.Unchecked {
+			notChecked[i] = true
+		}
+	}
+	carried := maps.Clone(notChecked)
+	for _, i := range st.Unchecked {
+		if notChecked[i] && i < st.Next { // an entry at or past Next is read again
+			res.Unchecked++
+			if s.Unchecked != nil {
+				s.Unchecked(i, fmt.Errorf("an earlier run could not check it (%s lists it until a run does, or --acknowledge-unchecked drops it)", s.State))
+			}
+		}
+	}
+	st.Unchecked = sortedFrom(notChecked, 0)
 	if st.Next >= end {
 		return res, s.save(&st)
 	}
@@ -202,14 +229,8 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 		if saveVerify != nil {
 			next, verify = resume, resumeVerify
 		}
-		var keep []int64
-		for i := range reported {
-			if i >= next {
-				keep = append(keep, i)
-			}
-		}
-		slices.Sort(keep)
-		st.Next, st.Verify, st.Reported = next, verify, keep
+		st.Next, st.Verify = next, verify
+		st.Reported, st.Unchecked = sortedFrom(reported, next), sortedFrom(notChecked, 0)
 		return s.save(&st)
 	}
 
@@ -231,7 +252,8 @@ scan:
 			if ctx.Err() != nil { // between two entries, whatever is in flight
 				break scan
 			}
-			if stopErr = s.check(e, reported, &res); stopErr != nil {
+			delete(notChecked, e.Index) // read again: checked below, or listed again
+			if stopErr = s.check(e, reported, notChecked, &res); stopErr != nil {
 				break scan
 			}
 			done = e.Index + 1
@@ -257,6 +279,7 @@ scan:
 	}
 	if errors.Is(readErr, errNotInTree) { // nothing read this run is trusted
 		done, resume, resumeVerify = st.Next, st.Next, st.Verify
+		notChecked = carried
 	}
 	res.Entries = done - res.Start
 	res.Next = done
@@ -286,17 +309,13 @@ scan:
 // check checks the key of one entry and reports it if it is a hit not
 // reported before. An error stops the scan: the filter's file failed, or
 // Report refused the hit (which then counts as not reported).
-func (s *Scan) check(e Entry, reported map[int64]bool, res *Result) error {
-	spki, err := e.leafSPKI()
-	var v pkbf.Verdict
-	if err == nil {
-		v = s.Filter.CheckKey(spki)
-		err = v.Err
-	}
+func (s *Scan) check(e Entry, reported, notChecked map[int64]bool, res *Result) error {
+	v, err := s.verdict(e)
 	switch {
 	case errors.Is(err, pkbf.ErrFileChanged):
 		return err
 	case err != nil:
+		notChecked[e.Index] = true
 		res.Unchecked++
 		if s.Unchecked != nil {
 			s.Unchecked(e.Index, err)
@@ -314,6 +333,27 @@ func (s *Scan) check(e Entry, reported map[int64]bool, res *Result) error {
 		reported[e.Index] = true
 	}
 	return nil
+}
+
+// verdict is the filter's on the key of the entry's leaf: as pkbf reads
+// it, or, where its strict parse fails, as TLS clients read it
+// (asTLSClientsRead). An error: no parser yields a key, or the filter's
+// file failed.
+func (s *Scan) verdict(e Entry) (pkbf.Verdict, error) {
+	spki, err := e.leafSPKI()
+	if err != nil {
+		return pkbf.Verdict{}, err
+	}
+	v := s.Filter.CheckKey(spki)
+	if v.Err == nil || errors.Is(v.Err, pkbf.ErrFileChanged) {
+		return v, v.Err
+	}
+	der, ok := asTLSClientsRead(spki)
+	if !ok {
+		return v, v.Err
+	}
+	v = s.Filter.CheckKey(der)
+	return v, v.Err
 }
 
 // read sends the log's entries from next to end in batches that end
@@ -366,6 +406,18 @@ func (s *Scan) read(ctx context.Context, entries iter.Seq2[Entry, error], saveVe
 	if len(b.entries) > 0 || b.err != nil {
 		send()
 	}
+}
+
+// sortedFrom returns the entries of set at or past from, in order.
+func sortedFrom(set map[int64]bool, from int64) []int64 {
+	var keep []int64
+	for i, in := range set {
+		if in && i >= from {
+			keep = append(keep, i)
+		}
+	}
+	slices.Sort(keep)
+	return keep
 }
 
 func (s *Scan) saveEvery() time.Duration {

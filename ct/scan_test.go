@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -462,6 +466,43 @@ func TestFailureNamesEntry(t *testing.T) {
 			for _, i := range hits {
 				if i >= c.next {
 					t.Errorf("a hit at %d, past the entries read", i)
+				}
+			}
+		})
+	}
+}
+
+// Issue 41 follow-up, F1: an entry whose key could not be read is never
+// forgotten: the state lists it, and every later run counts it as not
+// checked (through Unchecked) even with nothing new to read, until a run
+// with AcknowledgeUnchecked drops it. On both kinds of log.
+func TestUncheckedNeverForgotten(t *testing.T) {
+	fx := cttest.NewFixture(t, 600, 60, 1000)
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rk, _ := rsa.GenerateKey(rand.Reader, 1024)
+	var unreadable []byte
+	for _, c := range lenientSPKIs(t, &ec.PublicKey, &rk.PublicKey) {
+		if c.key == nil {
+			unreadable = c.spki
+			break
+		}
+	}
+	fx.Entries[300] = cttest.Entry{DER: withSPKI(t, fx, fx.Entries[0].DER, unreadable), Time: fx.Entries[300].Time}
+	f := openFilter(t, fx.Filter)
+	for kind, open := range testLogs(t, fx) {
+		t.Run(kind, func(t *testing.T) {
+			var unchecked []int64
+			s := &Scan{Log: open(), Filter: f, State: filepath.Join(t.TempDir(), "state.json"),
+				Unchecked: func(i int64, err error) { unchecked = append(unchecked, i) }}
+			for run, want := range [][]int64{{300}, {300}, nil, nil} {
+				unchecked = nil
+				s.AcknowledgeUnchecked = run == 2
+				res, err := s.Run(context.Background())
+				if err != nil || res.Next != 600 {
+					t.Fatalf("run %d: %+v, %v", run+1, res, err)
+				}
+				if !slices.Equal(unchecked, want) || res.Unchecked != int64(len(want)) {
+					t.Errorf("run %d: not checked %v (%d), want %v", run+1, unchecked, res.Unchecked, want)
 				}
 			}
 		})

@@ -75,6 +75,7 @@ Exit status (hits printed stay printed, and the state keeps what was done):
                  no hit   hits
     complete        0       1    every entry up to the tree head's size (or --to) read and checked
     failed          2       2    an error, or an entry whose key could not be read
+                                 (in this run or an earlier one: see --acknowledge-unchecked)
     interrupted   130     130    Ctrl-C or SIGTERM
 
 Flags (one dash or two; anywhere among the arguments; -- ends them):
@@ -83,7 +84,7 @@ Flags (one dash or two; anywhere among the arguments; -- ends them):
 type flags struct {
 	kind, key, state, output, userAgent string
 	from, to                            int64
-	json, quiet                         bool
+	json, quiet, acknowledge            bool
 	parallel, batch                     int
 	rate                                float64
 	saveEvery, responseTimeout          time.Duration
@@ -113,6 +114,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Int64Var(&fl.to, "to", 0, "stop before this entry (0: the tree head's size)")
 	fs.BoolVar(&fl.json, "json", false, "one JSON object a hit")
 	fs.BoolVar(&fl.quiet, "quiet", false, "no progress line, no summary")
+	fs.BoolVar(&fl.acknowledge, "acknowledge-unchecked", false, "drop the entries the state lists as not checked (once you have dealt with them): later runs no longer fail on them")
 	fs.IntVar(&fl.parallel, "parallel", 8, "fetches in flight at most")
 	fs.IntVar(&fl.batch, "batch", 256, "entries asked for in one get-entries (RFC 6962)")
 	fs.Float64Var(&fl.rate, "rate", 0, "at most `N` requests a second to the log (0: no limit)")
@@ -184,7 +186,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog := newProgress(stderr, fl.quiet, logURL)
 	unchecked := 0
 	scan := &ct.Scan{
-		Log: log, Filter: f, State: fl.state, From: fl.from, To: fl.to, SaveEvery: fl.saveEvery,
+		Log: log, Filter: f, State: fl.state, From: fl.from, To: fl.to, SaveEvery: fl.saveEvery, AcknowledgeUnchecked: fl.acknowledge,
 		Report: func(h ct.Hit) error { return out.hit(h, fl.json) },
 		Unchecked: func(index int64, err error) {
 			unchecked++
