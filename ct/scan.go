@@ -122,7 +122,10 @@ type state struct {
 	Verify    json.RawMessage `json:"verify,omitempty"`
 	Extra     json.RawMessage `json:"extra,omitempty"`
 	Size      int64           `json:"tree_size"`
-	Saved     time.Time       `json:"saved"`
+	// Root is the root hash of the tree of Size the last run read
+	// against: the next run proves its tree head extends it.
+	Root  []byte    `json:"tree_root,omitempty"`
+	Saved time.Time `json:"saved"`
 
 	read bool // from the state file
 }
@@ -185,7 +188,10 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 		}
 		return res, fmt.Errorf("%s: the scan would start at entry %d%s, outside the tree head's %d entries", s.Log.URL(), st.Next, from, head.Size)
 	}
-	st.Size = head.Size
+	if err := s.extends(ctx, st, head); err != nil {
+		return res, err
+	}
+	st.Size, st.Root = head.Size, head.Root
 	notChecked := map[int64]bool{} // entries whose key could not be read, this run or before
 	if !s.AcknowledgeUnchecked {
 		for _, i := range st.Unchecked {
@@ -222,11 +228,29 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 	}
 	// done: the entries before it are checked. resume, resumeVerify: the
 	// latest place, at or before done, where the log's verification state
-	// is known (a log without one resumes at done itself).
+	// is known (a log without one resumes at done itself). verified,
+	// verifiedState: for a log that checks its entries against the tree
+	// only at its end (a prefixProver), the latest such place proved a
+	// prefix of the tree head: all the state keeps.
 	done, resume, resumeVerify := st.Next, st.Next, st.Verify
+	verified, verifiedState := st.Next, st.Verify
+	prover, _ := s.Log.(prefixProver)
+	prove := func(ctx context.Context) error {
+		if prover == nil || resume <= verified {
+			return nil
+		}
+		if err := prover.provePrefix(ctx, head, resumeVerify); err != nil {
+			return err
+		}
+		verified, verifiedState = resume, resumeVerify
+		return nil
+	}
 	save := func() error {
 		next, verify := done, []byte(nil)
-		if saveVerify != nil {
+		switch {
+		case prover != nil:
+			next, verify = verified, verifiedState
+		case saveVerify != nil:
 			next, verify = resume, resumeVerify
 		}
 		st.Next, st.Verify = next, verify
@@ -271,17 +295,50 @@ scan:
 			lastProgress = now
 		}
 		if s.State != "" && now.Sub(lastSave) >= s.saveEvery() {
+			if err := prove(ctx); errors.Is(err, errNotInTree) {
+				readErr = err
+				break
+			} // else the state keeps the last place proved
 			if stopErr = save(); stopErr != nil {
 				break
 			}
 			lastSave = now
 		}
 	}
-	if errors.Is(readErr, errNotInTree) { // nothing read this run is trusted
-		done, resume, resumeVerify = st.Next, st.Next, st.Verify
-		notChecked = carried
+	if stopErr == nil && (readErr == nil || !errors.Is(readErr, errNotInTree)) {
+		// The entries read, proved a prefix of the tree head: required
+		// of a complete scan, and done for an interrupted one too (with
+		// a little time of its own), so that its state keeps them.
+		pctx, cancel := ctx, func() {}
+		if ctx.Err() != nil {
+			pctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		}
+		if err := prove(pctx); err != nil && (readErr == nil && ctx.Err() == nil || errors.Is(err, errNotInTree)) {
+			readErr = err
+		}
+		cancel()
 	}
+	// Entries read and checked, even where what follows discards them.
 	res.Entries = done - res.Start
+	if errors.Is(readErr, errNotInTree) { // nothing read past the last place proved is trusted
+		done, resume, resumeVerify = verified, verified, verifiedState
+		for i := range notChecked {
+			if i >= verified && !carried[i] {
+				delete(notChecked, i)
+			}
+		}
+		for i := range carried {
+			notChecked[i] = true
+		}
+		for i := range reported { // reported from entries not proved: the next run reports them again
+			if i >= verified {
+				delete(reported, i)
+			}
+		}
+		readErr = fmt.Errorf("%w; nothing read from entry %d on is kept: the next run reads it again", readErr, verified)
+	} else if prover != nil && verified < done {
+		done = verified // not proved (an interrupted run): read again next time
+	}
 	res.Next = done
 	if s.State != "" {
 		if err := save(); err != nil && stopErr == nil {
@@ -304,6 +361,39 @@ scan:
 		return res, fmt.Errorf("%s: the scan stopped at entry %d of %d", s.Log.URL(), done, end)
 	}
 	return res, nil
+}
+
+// extends proves the tree head extends the tree the last run read against
+// (the state's size and root), or fails naming both roots: a log whose
+// history changed between two runs could hide an entry read before.
+func (s *Scan) extends(ctx context.Context, st state, head Head) error {
+	old := Head{Size: st.Size, Root: st.Root}
+	var err error
+	switch p, ok := s.Log.(treeProver); {
+	case st.Root == nil || st.Size == 0:
+		// A first run, or a state from before roots were kept, whose
+		// Merkle range (RFC 6962) was saved unproved: prove it now.
+		pp, ok := s.Log.(prefixProver)
+		if !ok || st.Verify == nil {
+			return nil
+		}
+		err := pp.provePrefix(ctx, head, st.Verify)
+		if errors.Is(err, errNotInTree) {
+			err = fmt.Errorf("%w; the entries 0 to %d are what %s keeps of an earlier run: they are at fault (remove %s to scan the log again from entry 0)", err, st.Next-1, s.State, s.State)
+		}
+		return err
+	case st.Size == head.Size:
+		if !bytes.Equal(st.Root, head.Root) {
+			err = errForked
+		}
+	case ok:
+		err = p.proveTree(ctx, old, head)
+	}
+	if err == nil || !errors.Is(err, errForked) {
+		return err
+	}
+	return fmt.Errorf("%s: the tree head of size %d (root %x) does not extend the tree of size %d (root %x) that %s was read against: %w; its entries may not be the ones checked (remove %s to scan the log again from entry 0)",
+		s.Log.URL(), head.Size, head.Root, st.Size, st.Root, s.State, err, s.State)
 }
 
 // check checks the key of one entry and reports it if it is a hit not
