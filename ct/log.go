@@ -9,8 +9,10 @@
 // github.com/google/certificate-transparency-go. Entries are checked
 // against the log's tree as they are read (tiles against the checkpoint's
 // root by the Sunlight client; RFC 6962 entries by a compact Merkle range
-// kept across runs, compared with the signed tree head's root), and the
-// tree head's signature is verified when the log's key is given.
+// kept across runs, compared with the signed tree head's root, or proved
+// a prefix of it by a consistency proof), each run's tree head is proved
+// to extend the last run's tree, and the tree head's signature is verified
+// when the log's key is given.
 //
 // [Open] opens a log with its kind's client, asking the log its kind
 // unless the options say it. A [Scan] reads a log from where its state

@@ -60,12 +60,18 @@ issuer, separated by tabs (--json: one object a line, pkbf check
 
 Tiles (Static CT) are checked against the checkpoint's root hash as they
 are read, and RFC 6962 entries against the signed tree head's root when
-the scan reaches its size; with --key, the checkpoint's or tree head's
-signature is verified too. Ctrl-C (or SIGTERM) saves the position and
-exits 130; the next run goes on from there (a second Ctrl-C quits at
-once). With --output FILE, hits are
-appended to FILE and the state records how much of it they fill, so that
-a run killed at any moment and resumed reports every hit exactly once.
+the scan reaches its size (by a consistency proof where it stops short);
+with --key, the checkpoint's or tree head's signature is verified too.
+Each run proves the log's tree extends the one the last run read (the
+state keeps its root), and an entry whose key could not be read stays
+in the state, failing each run, until one checks it or
+--acknowledge-unchecked drops it.
+
+Ctrl-C (or SIGTERM) saves the position and exits 130; the next run goes
+on from there (a second Ctrl-C quits at once). With --output FILE, hits
+are appended to FILE and the state records how much of it they fill, so
+that a run killed at any moment and resumed reports every hit exactly
+once.
 
 Each response is held to --max-response bytes and --response-timeout
 (from its headers to its last byte); one past either fails the scan.
