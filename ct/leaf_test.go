@@ -148,14 +148,30 @@ func derBitString(content []byte) []byte {
 	return b.BytesOrPanic()
 }
 
-// lenientSPKIs are SPKIs of ec's and rsa's keys that pkbf's strict parse
-// refuses and Go's x509 reads as the key (the red team's table, issue 41
-// follow-up F1), and ones no parser reads a key from.
-func lenientSPKIs(t testing.TB, ec *ecdsa.PublicKey, rsaKey *rsa.PublicKey) []struct {
+// A lenientSPKI is a SubjectPublicKeyInfo pkbf's strict parse refuses.
+type lenientSPKI struct {
 	name string
 	spki []byte
-	key  crypto.PublicKey // the key they read as; nil: none
-} {
+	key  crypto.PublicKey // the key Go's x509 reads from it; nil: none
+}
+
+// lenientSPKIs returns SPKIs of an EC and an RSA key that pkbf's strict
+// parse refuses and Go's x509 reads as the key (the red team's table,
+// issue 41 follow-up F1), ones no parser reads a key from, and the path
+// of a filter that holds the two keys.
+func lenientSPKIs(t testing.TB) (cases []lenientSPKI, filter string) {
+	ecPriv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rsaPriv, _ := rsa.GenerateKey(rand.Reader, 2048)
+	ec, rsaKey := &ecPriv.PublicKey, &rsaPriv.PublicKey
+	w, _ := pkbf.New(4, 20)
+	for _, k := range []crypto.PublicKey{ec, rsaKey} {
+		spki, _ := x509.MarshalPKIXPublicKey(k)
+		w.Add(spki)
+	}
+	filter = filepath.Join(t.TempDir(), "lenient.pkbf")
+	if err := w.WriteFile(filter); err != nil {
+		t.Fatal(err)
+	}
 	ecSPKI, _ := x509.MarshalPKIXPublicKey(ec)
 	rsaSPKI, _ := x509.MarshalPKIXPublicKey(rsaKey)
 	alg := func(spki []byte) []byte {
@@ -172,11 +188,7 @@ func lenientSPKIs(t testing.TB, ec *ecdsa.PublicKey, rsaKey *rsa.PublicKey) []st
 	rsaOID := []byte{6, 9, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 1, 1, 1}
 	null := []byte{5, 0}
 	cat := func(a, b []byte) []byte { return append(append([]byte(nil), a...), b...) }
-	return []struct {
-		name string
-		spki []byte
-		key  crypto.PublicKey
-	}{
+	return []lenientSPKI{
 		{"EC, a NULL after the BIT STRING", derSeq(ecAlg, derBitString(ecPoint), null), ec},
 		{"RSA, a NULL after the BIT STRING", derSeq(rsaAlg, derBitString(pkcs1), null), rsaKey},
 		{"EC, a NULL after the curve", derSeq(derSeq(cat(ecAlg[2:], null)), derBitString(ecPoint)), ec},
@@ -187,7 +199,7 @@ func lenientSPKIs(t testing.TB, ec *ecdsa.PublicKey, rsaKey *rsa.PublicKey) []st
 		{"EC, not a point", derSeq(ecAlg, derBitString([]byte{4, 1, 2, 3})), nil},
 		{"an unknown algorithm", derSeq(derSeq([]byte{6, 3, 0x2a, 3, 4}), derBitString([]byte{1, 2, 3})), nil},
 		{"RSA, no RSAPublicKey", derSeq(rsaAlg, derBitString([]byte{1, 2, 3})), nil},
-	}
+	}, filter
 }
 
 // Issue 41 follow-up, F1: a scan checks the key a TLS client would use.
@@ -198,19 +210,9 @@ func lenientSPKIs(t testing.TB, ec *ecdsa.PublicKey, rsaKey *rsa.PublicKey) []st
 // precertificates' TBSCertificates.
 func TestLenientSPKIAsGoReadsIt(t *testing.T) {
 	fx := cttest.NewFixture(t, 3, 3, 7)
-	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	rk, _ := rsa.GenerateKey(rand.Reader, 2048)
-	w, _ := pkbf.New(4, 20)
-	for _, k := range []crypto.PublicKey{ec.Public(), rk.Public()} {
-		spki, _ := x509.MarshalPKIXPublicKey(k)
-		w.Add(spki)
-	}
-	path := filepath.Join(t.TempDir(), "f.pkbf")
-	if err := w.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
+	cases, path := lenientSPKIs(t)
 	s := &Scan{Filter: openFilter(t, path)}
-	for _, c := range lenientSPKIs(t, &ec.PublicKey, &rk.PublicKey) {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			der := withSPKI(t, fx, fx.Entries[0].DER, c.spki)
 			goCert, goErr := x509.ParseCertificate(der)

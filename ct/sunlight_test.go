@@ -4,11 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -30,7 +25,6 @@ import (
 
 	"filippo.io/sunlight"
 
-	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/ct/cttest"
 )
 
@@ -364,24 +358,14 @@ func swapPrecerts(t *testing.T, data string, precert []byte) (monitor string) {
 // that reads it and in the next, which has nothing new to read.
 func TestSunlightLenientKeys(t *testing.T) {
 	fx := cttest.NewFixture(t, 4, 4, 1000)
-	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	rk, _ := rsa.GenerateKey(rand.Reader, 2048)
-	w, _ := pkbf.New(4, 20)
-	for _, k := range []crypto.PublicKey{ec.Public(), rk.Public()} {
-		spki, _ := x509.MarshalPKIXPublicKey(k)
-		w.Add(spki)
-	}
-	path := filepath.Join(t.TempDir(), "f.pkbf")
-	if err := w.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
+	cases, path := lenientSPKIs(t)
 	cert, precert := fx.Entries[0], fx.Entries[2]
 	if cert.Precert || !precert.Precert {
 		t.Fatal("the fixture's entries 0 and 2 are a certificate and a precertificate")
 	}
 	submit, monitor, key, _ := sunlightLog(t, fx)
 	wantHits, wantUnchecked := 0, 0 // the log holds only these entries
-	for _, c := range lenientSPKIs(t, &ec.PublicKey, &rk.PublicKey) {
+	for _, c := range cases {
 		for _, base := range []cttest.Entry{cert, precert} {
 			e := cttest.Entry{DER: withSPKI(t, fx, base.DER, c.spki), Precert: base.Precert}
 			if err := submitOne(submit, fx, e); err != nil {
