@@ -123,10 +123,9 @@ func (l *rfc6962Log) Entries(ctx context.Context, head Head, start int64, state 
 			}
 		}
 		if start == head.Size {
-			root, err := r.GetRootHash(nil)
-			if err == nil && !bytes.Equal(root, head.Root) {
-				err = fmt.Errorf("%s: %w: entries 0 to %d hash to root %x, the tree head of size %d has %x", l.url, errNotInTree, head.Size-1, root, head.Size, head.Root)
-			}
+			mu.Lock()
+			err := l.proveRange(ctx, head, r)
+			mu.Unlock()
 			if err != nil {
 				yield(Entry{}, err)
 			}
@@ -173,6 +172,11 @@ func (l *rfc6962Log) provePrefix(ctx context.Context, head Head, state []byte) e
 	if err != nil {
 		return err
 	}
+	return l.proveRange(ctx, head, r)
+}
+
+// proveRange is provePrefix of a compact range [0, n).
+func (l *rfc6962Log) proveRange(ctx context.Context, head Head, r *compact.Range) error {
 	root, err := r.GetRootHash(nil)
 	n, size := r.End(), uint64(head.Size)
 	switch {
