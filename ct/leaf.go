@@ -1,12 +1,14 @@
 package ct
 
 import (
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/hex"
 	"errors"
 	"math/big"
 
+	ctx509 "github.com/google/certificate-transparency-go/x509"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -64,6 +66,23 @@ func (e *Entry) leafSPKI() ([]byte, error) {
 		return nil, errors.New("the leaf's TBSCertificate is malformed before its public key")
 	}
 	return spki, nil
+}
+
+// asTLSClientsRead returns the SubjectPublicKeyInfo a TLS client would
+// take from spki, re-encoded: Go's crypto/x509 (or, where it fails,
+// certificate-transparency-go's x509) reads SPKIs that pkbf's strict parse
+// refuses (a NULL after the BIT STRING or in the algorithm's parameters,
+// bytes after the RSA key), and Go-based clients use the key it yields: a
+// scan must check that key. ok is false when neither yields one.
+func asTLSClientsRead(spki []byte) (der []byte, ok bool) {
+	key, err := x509.ParsePKIXPublicKey(spki)
+	if err != nil {
+		if key, err = ctx509.ParsePKIXPublicKey(spki); err != nil {
+			return nil, false
+		}
+	}
+	der, err = x509.MarshalPKIXPublicKey(key)
+	return der, err == nil
 }
 
 // details returns the serial (hex), subject and issuer of the certificate

@@ -9,8 +9,10 @@
 // github.com/google/certificate-transparency-go. Entries are checked
 // against the log's tree as they are read (tiles against the checkpoint's
 // root by the Sunlight client; RFC 6962 entries by a compact Merkle range
-// kept across runs, compared with the signed tree head's root), and the
-// tree head's signature is verified when the log's key is given.
+// kept across runs, compared with the signed tree head's root, or proved
+// a prefix of it by a consistency proof), each run's tree head is proved
+// to extend the last run's tree, and the tree head's signature is verified
+// when the log's key is given.
 //
 // [Open] opens a log with its kind's client, asking the log its kind
 // unless the options say it. A [Scan] reads a log from where its state
@@ -75,6 +77,28 @@ type Log interface {
 	// (nil for none), and save returns it as of the entries yielded so
 	// far, for the next run; a log that needs none returns a nil save.
 	Entries(ctx context.Context, head Head, start int64, state []byte) (entries iter.Seq2[Entry, error], save func() ([]byte, error))
+}
+
+// treeProver is implemented by both kinds of Log: proveTree proves that
+// the tree head next extends old (a tree of the same log, smaller), as the
+// log's protocol allows (Static CT: a tlog tree proof over hash tiles
+// authenticated against next; RFC 6962: get-sth-consistency). A log
+// whose history changed fails it with errForked.
+type treeProver interface {
+	proveTree(ctx context.Context, old, next Head) error
+}
+
+// errForked is in the error of a tree head that does not extend the one a
+// scan's state was read against.
+var errForked = errors.New("the log's history changed")
+
+// A prefixProver is a Log whose Entries check the entries against the
+// tree head only at the tree's end (RFC 6962): provePrefix proves that
+// the entries a verification state (from Entries' save) covers are the
+// head's first ones, or fails (errNotInTree: they are not). A scan keeps
+// in its state only what is so proved.
+type prefixProver interface {
+	provePrefix(ctx context.Context, head Head, state []byte) error
 }
 
 // errNotInTree is in the error a Log yields when the entries it has

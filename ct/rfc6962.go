@@ -123,10 +123,9 @@ func (l *rfc6962Log) Entries(ctx context.Context, head Head, start int64, state 
 			}
 		}
 		if start == head.Size {
-			root, err := r.GetRootHash(nil)
-			if err == nil && !bytes.Equal(root, head.Root) {
-				err = fmt.Errorf("%s: %w: entries 0 to %d hash to root %x, the tree head of size %d has %x", l.url, errNotInTree, head.Size-1, root, head.Size, head.Root)
-			}
+			mu.Lock()
+			err := l.proveRange(ctx, head, r)
+			mu.Unlock()
 			if err != nil {
 				yield(Entry{}, err)
 			}
@@ -135,24 +134,85 @@ func (l *rfc6962Log) Entries(ctx context.Context, head Head, start int64, state 
 	return seq, save
 }
 
+// savedRange reads a compact range [0, n) as the state keeps it.
+func (l *rfc6962Log) savedRange(state []byte) (*compact.Range, error) {
+	var s rangeState
+	if err := json.Unmarshal(state, &s); err != nil {
+		return nil, fmt.Errorf("%s: the saved Merkle range: %w", l.url, err)
+	}
+	r, err := rangeFactory.NewRange(s.Begin, s.End, s.Hashes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the saved Merkle range: %w", l.url, err)
+	}
+	if s.Begin != 0 {
+		return nil, fmt.Errorf("%s: the saved Merkle range covers [%d, %d), not a prefix of the log", l.url, s.Begin, s.End)
+	}
+	return r, nil
+}
+
+func (l *rfc6962Log) proveTree(ctx context.Context, old, next Head) error {
+	p, err := l.c.GetSTHConsistency(ctx, uint64(old.Size), uint64(next.Size))
+	if err != nil {
+		return stopped(ctx, fmt.Errorf("%s: get-sth-consistency %d %d: %w", l.url, old.Size, next.Size, err))
+	}
+	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, uint64(old.Size), uint64(next.Size), p, old.Root, next.Root); err != nil {
+		return fmt.Errorf("%w: %v", errForked, err)
+	}
+	return nil
+}
+
+// provePrefix proves that the entries the compact range in state covers,
+// [0, n), are the first n of the tree head: its root is the head's when
+// n is the head's size, else a consistency proof (get-sth-consistency)
+// leads from it to the head's root. Entries short of the tree's end are
+// verified so, and only so: without it the state would keep entries no
+// root covers. A range that does not lead to the head is errNotInTree.
+func (l *rfc6962Log) provePrefix(ctx context.Context, head Head, state []byte) error {
+	r, err := l.savedRange(state)
+	if err != nil {
+		return err
+	}
+	return l.proveRange(ctx, head, r)
+}
+
+// proveRange is provePrefix of a compact range [0, n).
+func (l *rfc6962Log) proveRange(ctx context.Context, head Head, r *compact.Range) error {
+	root, err := r.GetRootHash(nil)
+	n, size := r.End(), uint64(head.Size)
+	switch {
+	case err != nil:
+		return err
+	case n == 0:
+		return nil
+	case n > size:
+		return fmt.Errorf("%s: the Merkle range covers %d entries, past the tree head's %d", l.url, n, size)
+	case n == size:
+		if !bytes.Equal(root, head.Root) {
+			return fmt.Errorf("%s: %w: entries 0 to %d hash to root %x, the tree head of size %d has %x", l.url, errNotInTree, n-1, root, size, head.Root)
+		}
+		return nil
+	}
+	p, err := l.c.GetSTHConsistency(ctx, n, size)
+	if err != nil {
+		return stopped(ctx, fmt.Errorf("%s: get-sth-consistency %d %d: %w", l.url, n, size, err))
+	}
+	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, n, size, p, root, head.Root); err != nil {
+		return fmt.Errorf("%s: %w: entries 0 to %d hash to root %x, which the log's consistency proof does not lead to the tree head of size %d (root %x): %v", l.url, errNotInTree, n-1, root, size, head.Root, err)
+	}
+	return nil
+}
+
 // startRange returns the compact range to extend from start: the saved
 // one, an empty one at 0, or for a first scan from a later index the
 // range [0, start) made of the left-hand nodes of start's inclusion proof.
 func (l *rfc6962Log) startRange(ctx context.Context, head Head, start int64, state []byte) (*compact.Range, error) {
 	switch {
 	case state != nil:
-		var s rangeState
-		if err := json.Unmarshal(state, &s); err != nil {
-			return nil, fmt.Errorf("%s: the saved Merkle range: %w", l.url, err)
+		r, err := l.savedRange(state)
+		if err == nil && r.End() != uint64(start) {
+			err = fmt.Errorf("%s: the saved Merkle range covers [0, %d), not [0, %d)", l.url, r.End(), start)
 		}
-		r, err := rangeFactory.NewRange(s.Begin, s.End, s.Hashes)
-		if err != nil {
-			return nil, fmt.Errorf("%s: the saved Merkle range: %w", l.url, err)
-		}
-		if s.Begin != 0 || s.End != uint64(start) {
-			return nil, fmt.Errorf("%s: the saved Merkle range covers [%d, %d), not [0, %d)", l.url, s.Begin, s.End, start)
-		}
-		return r, nil
+		return r, err
 	case start == 0:
 		return rangeFactory.NewEmptyRange(0), nil
 	case start >= head.Size:

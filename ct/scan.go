@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"os"
 	"slices"
 	"time"
@@ -37,8 +38,15 @@ type Scan struct {
 	// Report is called for each hit, in log order, in Run's goroutine; an
 	// error stops the scan (the hit then counts as not reported).
 	Report func(Hit) error
-	// Unchecked is called for each entry whose key could not be read.
+	// Unchecked is called for each entry whose key could not be read, and
+	// at the start of each run for each such entry of an earlier run
+	// (with an error saying so): the state lists them until a run checks
+	// them, or one with AcknowledgeUnchecked drops them. An entry that
+	// could not be checked is never forgotten.
 	Unchecked func(index int64, err error)
+	// AcknowledgeUnchecked drops the entries the state lists as not
+	// checked, at the start of the run: the operator has dealt with them.
+	AcknowledgeUnchecked bool
 	// Progress, if set, is called about once a second, with the entries
 	// read so far this run, where the scan is and where it stops.
 	Progress func(done, at, end int64)
@@ -107,11 +115,17 @@ type state struct {
 	// Reported are the hits at or after Next already reported: Next is
 	// where the log's verification state was saved, which may be a few
 	// entries before the last verdict.
-	Reported []int64         `json:"reported,omitempty"`
-	Verify   json.RawMessage `json:"verify,omitempty"`
-	Extra    json.RawMessage `json:"extra,omitempty"`
-	Size     int64           `json:"tree_size"`
-	Saved    time.Time       `json:"saved"`
+	Reported []int64 `json:"reported,omitempty"`
+	// Unchecked are the entries whose key could not be read, in any run
+	// so far: each later run counts them as not checked.
+	Unchecked []int64         `json:"unchecked,omitempty"`
+	Verify    json.RawMessage `json:"verify,omitempty"`
+	Extra     json.RawMessage `json:"extra,omitempty"`
+	Size      int64           `json:"tree_size"`
+	// Root is the root hash of the tree of Size the last run read
+	// against: the next run proves its tree head extends it.
+	Root  []byte    `json:"tree_root,omitempty"`
+	Saved time.Time `json:"saved"`
 
 	read bool // from the state file
 }
@@ -174,7 +188,26 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 		}
 		return res, fmt.Errorf("%s: the scan would start at entry %d%s, outside the tree head's %d entries", s.Log.URL(), st.Next, from, head.Size)
 	}
-	st.Size = head.Size
+	if err := s.extends(ctx, st, head); err != nil {
+		return res, err
+	}
+	st.Size, st.Root = head.Size, head.Root
+	notChecked := map[int64]bool{} // entries whose key could not be read, this run or before
+	if !s.AcknowledgeUnchecked {
+		for _, i := range st.Unchecked {
+			notChecked[i] = true
+		}
+	}
+	carried := maps.Clone(notChecked)
+	for _, i := range st.Unchecked {
+		if notChecked[i] && i < st.Next { // an entry at or past Next is read again
+			res.Unchecked++
+			if s.Unchecked != nil {
+				s.Unchecked(i, fmt.Errorf("an earlier run could not check it (%s lists it until a run does, or --acknowledge-unchecked drops it)", s.State))
+			}
+		}
+	}
+	st.Unchecked = sortedFrom(notChecked, 0)
 	if st.Next >= end {
 		return res, s.save(&st)
 	}
@@ -195,21 +228,33 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 	}
 	// done: the entries before it are checked. resume, resumeVerify: the
 	// latest place, at or before done, where the log's verification state
-	// is known (a log without one resumes at done itself).
+	// is known (a log without one resumes at done itself). verified,
+	// verifiedState: for a log that checks its entries against the tree
+	// only at its end (a prefixProver), the latest such place proved a
+	// prefix of the tree head: all the state keeps.
 	done, resume, resumeVerify := st.Next, st.Next, st.Verify
+	verified, verifiedState := st.Next, st.Verify
+	prover, _ := s.Log.(prefixProver)
+	prove := func(ctx context.Context) error {
+		if prover == nil || resume <= verified {
+			return nil
+		}
+		if err := prover.provePrefix(ctx, head, resumeVerify); err != nil {
+			return err
+		}
+		verified, verifiedState = resume, resumeVerify
+		return nil
+	}
 	save := func() error {
 		next, verify := done, []byte(nil)
-		if saveVerify != nil {
+		switch {
+		case prover != nil:
+			next, verify = verified, verifiedState
+		case saveVerify != nil:
 			next, verify = resume, resumeVerify
 		}
-		var keep []int64
-		for i := range reported {
-			if i >= next {
-				keep = append(keep, i)
-			}
-		}
-		slices.Sort(keep)
-		st.Next, st.Verify, st.Reported = next, verify, keep
+		st.Next, st.Verify = next, verify
+		st.Reported, st.Unchecked = sortedFrom(reported, next), sortedFrom(notChecked, 0)
 		return s.save(&st)
 	}
 
@@ -231,7 +276,8 @@ scan:
 			if ctx.Err() != nil { // between two entries, whatever is in flight
 				break scan
 			}
-			if stopErr = s.check(e, reported, &res); stopErr != nil {
+			delete(notChecked, e.Index) // read again: checked below, or listed again
+			if stopErr = s.check(e, reported, notChecked, &res); stopErr != nil {
 				break scan
 			}
 			done = e.Index + 1
@@ -249,16 +295,50 @@ scan:
 			lastProgress = now
 		}
 		if s.State != "" && now.Sub(lastSave) >= s.saveEvery() {
+			if err := prove(ctx); errors.Is(err, errNotInTree) {
+				readErr = err
+				break
+			} // else the state keeps the last place proved
 			if stopErr = save(); stopErr != nil {
 				break
 			}
 			lastSave = now
 		}
 	}
-	if errors.Is(readErr, errNotInTree) { // nothing read this run is trusted
-		done, resume, resumeVerify = st.Next, st.Next, st.Verify
+	if stopErr == nil && (readErr == nil || !errors.Is(readErr, errNotInTree)) {
+		// The entries read, proved a prefix of the tree head: required
+		// of a complete scan, and done for an interrupted one too (with
+		// a little time of its own), so that its state keeps them.
+		pctx, cancel := ctx, func() {}
+		if ctx.Err() != nil {
+			pctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		}
+		if err := prove(pctx); err != nil && (readErr == nil && ctx.Err() == nil || errors.Is(err, errNotInTree)) {
+			readErr = err
+		}
+		cancel()
 	}
+	// Entries read and checked, even where what follows discards them.
 	res.Entries = done - res.Start
+	if errors.Is(readErr, errNotInTree) { // nothing read past the last place proved is trusted
+		done, resume, resumeVerify = verified, verified, verifiedState
+		for i := range notChecked {
+			if i >= verified && !carried[i] {
+				delete(notChecked, i)
+			}
+		}
+		for i := range carried {
+			notChecked[i] = true
+		}
+		for i := range reported { // reported from entries not proved: the next run reports them again
+			if i >= verified {
+				delete(reported, i)
+			}
+		}
+		readErr = fmt.Errorf("%w; nothing read from entry %d on is kept: the next run reads it again", readErr, verified)
+	} else if prover != nil && verified < done {
+		done = verified // not proved (an interrupted run): read again next time
+	}
 	res.Next = done
 	if s.State != "" {
 		if err := save(); err != nil && stopErr == nil {
@@ -283,20 +363,49 @@ scan:
 	return res, nil
 }
 
+// extends proves the tree head extends the tree the last run read against
+// (the state's size and root), or fails naming both roots: a log whose
+// history changed between two runs could hide an entry read before.
+func (s *Scan) extends(ctx context.Context, st state, head Head) error {
+	old := Head{Size: st.Size, Root: st.Root}
+	var err error
+	switch p, ok := s.Log.(treeProver); {
+	case st.Root == nil || st.Size == 0:
+		// A first run, or a state from before roots were kept, whose
+		// Merkle range (RFC 6962) was saved unproved: prove it now.
+		pp, ok := s.Log.(prefixProver)
+		if !ok || st.Verify == nil {
+			return nil
+		}
+		err := pp.provePrefix(ctx, head, st.Verify)
+		if errors.Is(err, errNotInTree) {
+			err = fmt.Errorf("%w; the entries 0 to %d are what %s keeps of an earlier run: they are at fault (remove %s to scan the log again from entry 0)", err, st.Next-1, s.State, s.State)
+		}
+		return err
+	case st.Size == head.Size:
+		if !bytes.Equal(st.Root, head.Root) {
+			err = errForked
+		}
+	case ok:
+		err = p.proveTree(ctx, old, head)
+	}
+	if err == nil || !errors.Is(err, errForked) {
+		return err
+	}
+	return fmt.Errorf("%s: the tree head of size %d (root %x) does not extend the tree of size %d (root %x) that %s was read against: %w; its entries may not be the ones checked (remove %s to scan the log again from entry 0)",
+		s.Log.URL(), head.Size, head.Root, st.Size, st.Root, s.State, err, s.State)
+}
+
 // check checks the key of one entry and reports it if it is a hit not
 // reported before. An error stops the scan: the filter's file failed, or
 // Report refused the hit (which then counts as not reported).
-func (s *Scan) check(e Entry, reported map[int64]bool, res *Result) error {
-	spki, err := e.leafSPKI()
-	var v pkbf.Verdict
-	if err == nil {
-		v = s.Filter.CheckKey(spki)
-		err = v.Err
-	}
+func (s *Scan) check(e Entry, reported, notChecked map[int64]bool, res *Result) error {
+	v, err := s.verdict(e)
 	switch {
 	case errors.Is(err, pkbf.ErrFileChanged):
 		return err
 	case err != nil:
+		notChecked[e.Index] = true
 		res.Unchecked++
 		if s.Unchecked != nil {
 			s.Unchecked(e.Index, err)
@@ -314,6 +423,27 @@ func (s *Scan) check(e Entry, reported map[int64]bool, res *Result) error {
 		reported[e.Index] = true
 	}
 	return nil
+}
+
+// verdict is the filter's on the key of the entry's leaf: as pkbf reads
+// it, or, where its strict parse fails, as TLS clients read it
+// (asTLSClientsRead). An error: no parser yields a key, or the filter's
+// file failed.
+func (s *Scan) verdict(e Entry) (pkbf.Verdict, error) {
+	spki, err := e.leafSPKI()
+	if err != nil {
+		return pkbf.Verdict{}, err
+	}
+	v := s.Filter.CheckKey(spki)
+	if v.Err == nil || errors.Is(v.Err, pkbf.ErrFileChanged) {
+		return v, v.Err
+	}
+	der, ok := asTLSClientsRead(spki)
+	if !ok {
+		return v, v.Err
+	}
+	v = s.Filter.CheckKey(der)
+	return v, v.Err
 }
 
 // read sends the log's entries from next to end in batches that end
@@ -366,6 +496,18 @@ func (s *Scan) read(ctx context.Context, entries iter.Seq2[Entry, error], saveVe
 	if len(b.entries) > 0 || b.err != nil {
 		send()
 	}
+}
+
+// sortedFrom returns the entries of set at or past from, in order.
+func sortedFrom(set map[int64]bool, from int64) []int64 {
+	var keep []int64
+	for i, in := range set {
+		if in && i >= from {
+			keep = append(keep, i)
+		}
+	}
+	slices.Sort(keep)
+	return keep
 }
 
 func (s *Scan) saveEvery() time.Duration {

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,14 +259,16 @@ func TestRFC6962Verification(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "do not match the tree head") {
 		t.Errorf("a tampered entry, from 333: %v", err)
 	}
-	// A mismatch keeps nothing of the run: the state stays where it was.
+	// A mismatch keeps nothing of the run: the state stays where it was,
+	// and the error says so; the entries read are counted (issue 41
+	// follow-up, F4: "0 read" when 1500 were read and discarded).
 	tampered := filepath.Join(t.TempDir(), "tampered.json")
 	res, err := (&Scan{Log: open(), Filter: f, State: tampered}).Run(context.Background())
 	var st struct{ Next int64 }
 	b, _ := os.ReadFile(tampered)
 	json.Unmarshal(b, &st)
-	if err == nil || res.Next != 0 || res.Entries != 0 || st.Next != 0 {
-		t.Errorf("a tampered entry, with a state: %+v, %v, the state's next %d: want 0", res, err, st.Next)
+	if err == nil || res.Next != 0 || res.Entries != 1500 || st.Next != 0 || !strings.Contains(fmt.Sprint(err), "nothing read from entry 0 on is kept") {
+		t.Errorf("a tampered entry, with a state: %+v, %v, the state's next %d: want 0, 1500 read", res, err, st.Next)
 	}
 	rs.Tamper.Store(0)
 	var hits []Hit
@@ -465,5 +468,264 @@ func TestFailureNamesEntry(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Issue 41 follow-up, F1: an entry whose key could not be read is never
+// forgotten: the state lists it, and every later run counts it as not
+// checked (through Unchecked) even with nothing new to read, until a run
+// with AcknowledgeUnchecked drops it. On both kinds of log.
+func TestUncheckedNeverForgotten(t *testing.T) {
+	fx := cttest.NewFixture(t, 600, 60, 1000)
+	var unreadable []byte
+	cases, _ := lenientSPKIs(t)
+	for _, c := range cases {
+		if c.key == nil {
+			unreadable = c.spki
+			break
+		}
+	}
+	fx.Entries[300] = cttest.Entry{DER: withSPKI(t, fx, fx.Entries[0].DER, unreadable), Time: fx.Entries[300].Time}
+	f := openFilter(t, fx.Filter)
+	for kind, open := range testLogs(t, fx) {
+		t.Run(kind, func(t *testing.T) {
+			var unchecked []int64
+			s := &Scan{Log: open(), Filter: f, State: filepath.Join(t.TempDir(), "state.json"),
+				Unchecked: func(i int64, err error) { unchecked = append(unchecked, i) }}
+			for run, want := range [][]int64{{300}, {300}, nil, nil} {
+				unchecked = nil
+				s.AcknowledgeUnchecked = run == 2
+				res, err := s.Run(context.Background())
+				if err != nil || res.Next != 600 {
+					t.Fatalf("run %d: %+v, %v", run+1, res, err)
+				}
+				if !slices.Equal(unchecked, want) || res.Unchecked != int64(len(want)) {
+					t.Errorf("run %d: not checked %v (%d), want %v", run+1, unchecked, res.Unchecked, want)
+				}
+			}
+		})
+	}
+}
+
+// rfc6962Test serves the fixture as an RFC 6962 log on 127.0.0.1 and
+// opens it with its key.
+func rfc6962Test(t *testing.T, fx *cttest.Fixture) (*cttest.RFC6962Server, func() Log) {
+	rs := cttest.NewRFC6962Server(t, fx)
+	srv := httptest.NewServer(rs)
+	t.Cleanup(srv.Close)
+	return rs, func() Log {
+		l, err := Open(context.Background(), srv.URL, Options{Kind: RFC6962, Key: rs.Key.Public(), Batch: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+}
+
+// Issue 41 follow-up, F3: an RFC 6962 scan that stops short of the tree
+// head (To) proves the entries it read a prefix of the head (a
+// consistency proof from their range's root): entries that are not the
+// tree's fail the scan, and its state keeps nothing of them; honest ones
+// are kept, and the next run goes on from there to the head.
+func TestRFC6962ToProved(t *testing.T) {
+	fx := cttest.NewFixture(t, 600, 60, 101)
+	f := openFilter(t, fx.Filter)
+	rs, open := rfc6962Test(t, fx)
+	state := filepath.Join(t.TempDir(), "state.json")
+	rs.Tamper.Store(150 + 1)
+	res, err := (&Scan{Log: open(), Filter: f, State: state, To: 300}).Run(context.Background())
+	if err == nil || !errors.Is(err, errNotInTree) || res.Next != 0 || res.Entries != 300 {
+		t.Fatalf("entry 150 not the tree's, to 300: %+v, %v; want a failure keeping nothing", res, err)
+	}
+	rs.Tamper.Store(0)
+	var hits []Hit
+	s := &Scan{Log: open(), Filter: f, State: state, To: 300, Report: func(h Hit) error { hits = append(hits, h); return nil }}
+	if res, err := s.Run(context.Background()); err != nil || res.Next != 300 {
+		t.Fatalf("honest, to 300: %+v, %v", res, err)
+	}
+	s.To = 0
+	if res, err := s.Run(context.Background()); err != nil || res.Start != 300 || res.Next != 600 {
+		t.Fatalf("honest, 300 to the head: %+v, %v", res, err)
+	}
+	checkHits(t, fx, hits)
+}
+
+// Issue 41 follow-up, F4: the state of an RFC 6962 scan keeps only
+// entries proved a prefix of the tree head (a consistency proof at each
+// save). On a log serving entry 500 unlike its tree: a run fails at the
+// first save past it, keeping what it proved before; a run interrupted
+// past it (no save in between) keeps nothing more (before, it kept them,
+// and every later run failed even on the honest log). On the honest log,
+// a run interrupted past entry 800 keeps what it read (to 768, where the
+// range was last taken), and the next one
+// completes.
+func TestRFC6962KeepsOnlyProvedRanges(t *testing.T) {
+	fx := cttest.NewFixture(t, 1500, 150, 101)
+	f := openFilter(t, fx.Filter)
+	rs, open := rfc6962Test(t, fx)
+	state := filepath.Join(t.TempDir(), "state.json")
+	run := func(every time.Duration, stop int64) (Result, error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		return (&Scan{Log: open(), Filter: f, State: state, SaveEvery: every,
+			Report: func(h Hit) error {
+				if h.Index > stop {
+					cancel()
+				}
+				return nil
+			}}).Run(ctx)
+	}
+	rs.Tamper.Store(500 + 1)
+	res, err := run(time.Nanosecond, 800)
+	if !errors.Is(err, errNotInTree) || res.Next == 0 || res.Next > 500 {
+		t.Errorf("saved often, entry 500 not the tree's: %+v, %v; want a failure, the state at the last place proved", res, err)
+	}
+	proved := res.Next
+	res, err = run(time.Hour, 800)
+	if !errors.Is(err, errNotInTree) || res.Next != proved {
+		t.Errorf("interrupted past entry 500, not the tree's: %+v, %v; want the state kept at %d", res, err, proved)
+	}
+	rs.Tamper.Store(0)
+	if res, err := run(time.Hour, 800); !errors.Is(err, context.Canceled) || res.Next != 768 {
+		t.Errorf("interrupted past entry 800 on the honest log: %+v, %v; want the state at 768 (where its verification state was last taken)", res, err)
+	}
+	if res, err := run(time.Hour, 1500); err != nil || res.Next != 1500 {
+		t.Fatalf("the honest log: %+v, %v", res, err)
+	}
+}
+
+// Issue 41 follow-up, F2: a log whose history changes between two runs
+// fails the second, naming both roots: a tree head that does not extend
+// the tree the state was read against (tree A, 300 entries, entry 7
+// clean, then tree B, 600 entries, entry 7 planted: before, the second run
+// read 300 to 600 only and passed), and one of the same size with
+// another root. A log that grows honestly passes. On both kinds of log.
+func TestForkBetweenRuns(t *testing.T) {
+	fx := cttest.NewFixture(t, 600, 60, 1000) // entry 7 planted, only
+	fa := *fx
+	fa.Entries = slices.Clone(fx.Entries)
+	fa.Entries[7] = fx.Entries[8]
+	f := openFilter(t, fx.Filter)
+
+	// Static CT: each tree's tiles in a directory of its own, one served.
+	var dir atomic.Value
+	dirs := map[string]string{}
+	for name, c := range map[string]struct {
+		fx *cttest.Fixture
+		n  int
+	}{"A300": {&fa, 300}, "B300": {fx, 300}, "B600": {fx, 600}} {
+		dirs[name] = t.TempDir()
+		c.fx.WriteStatic(t, dirs[name], c.n)
+	}
+	static := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.FileServer(http.Dir(dir.Load().(string))).ServeHTTP(w, r)
+	}))
+	t.Cleanup(static.Close)
+	// RFC 6962: two servers, one key.
+	sa, sb := cttest.NewRFC6962Server(t, &fa), cttest.NewRFC6962Server(t, fx)
+	sa.Key = sb.Key
+	var rfcTree atomic.Value
+	rfc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rfcTree.Load().(http.Handler).ServeHTTP(w, r)
+	}))
+	t.Cleanup(rfc.Close)
+	serve := map[string]func(tree string){
+		"static": func(tree string) { dir.Store(dirs[tree]) },
+		"rfc6962": func(tree string) {
+			s, n := sb, int64(300)
+			if tree == "A300" {
+				s = sa
+			}
+			if tree == "B600" {
+				n = 600
+			}
+			s.Size.Store(n)
+			rfcTree.Store(http.Handler(s))
+		},
+	}
+	open := map[string]func() Log{
+		"static": func() Log { l, _ := Open(context.Background(), static.URL, Options{Kind: Static}); return l },
+		"rfc6962": func() Log {
+			l, _ := Open(context.Background(), rfc.URL, Options{Kind: RFC6962, Key: sb.Key.Public(), Batch: 100})
+			return l
+		},
+	}
+	for kind := range serve {
+		for _, c := range []struct {
+			name        string
+			first, then string
+			forked      bool
+		}{
+			{"a tree that does not extend the last", "A300", "B600", true},
+			{"a tree of the same size, another root", "A300", "B300", true},
+			{"an honest log that grows", "B300", "B600", false},
+			{"an honest log that does not grow", "B300", "B300", false},
+		} {
+			t.Run(kind+"/"+c.name, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "state.json")
+				serve[kind](c.first)
+				if _, err := (&Scan{Log: open[kind](), Filter: f, State: path}).Run(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				before, _ := os.ReadFile(path)
+				serve[kind](c.then)
+				res, err := (&Scan{Log: open[kind](), Filter: f, State: path}).Run(context.Background())
+				if !c.forked {
+					if err != nil || res.Next != res.Head.Size {
+						t.Errorf("%+v, %v", res, err)
+					}
+					return
+				}
+				var st state
+				json.Unmarshal(before, &st)
+				if !errors.Is(err, errForked) || !strings.Contains(err.Error(), fmt.Sprintf("%x", st.Root)) || !strings.Contains(err.Error(), fmt.Sprintf("%x", res.Head.Root)) || res.Entries != 0 {
+					t.Errorf("%+v, %v; want a failure naming roots %x and %x", res, err, st.Root, res.Head.Root)
+				}
+				if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+					t.Errorf("the state changed")
+				}
+			})
+		}
+	}
+}
+
+// Issue 41 follow-up, F4: a state an earlier version saved with a Merkle
+// range of entries that are not the tree's (it kept unproved ranges, and
+// no root) fails the next run at once, on the honest log, with an error
+// that says the saved range is at fault and how to start over (before:
+// every run read to the tree's end and failed naming two roots only).
+func TestRFC6962UnprovedSavedRange(t *testing.T) {
+	fx := cttest.NewFixture(t, 600, 60, 1000)
+	f := openFilter(t, fx.Filter)
+	rs, open := rfc6962Test(t, fx)
+	rs.Tamper.Store(100 + 1)
+	l := open()
+	head, err := l.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, save := l.Entries(context.Background(), head, 0, nil)
+	for e, err := range entries {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Index == 299 {
+			break
+		}
+	}
+	verify, err := save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "state.json")
+	b, _ := json.Marshal(state{Log: l.URL(), Next: 300, Verify: verify, Size: 600})
+	os.WriteFile(path, b, 0o644)
+	rs.Tamper.Store(0)
+	res, err := (&Scan{Log: open(), Filter: f, State: path}).Run(context.Background())
+	if !errors.Is(err, errNotInTree) || !strings.Contains(err.Error(), "remove "+path) || res.Entries != 0 {
+		t.Errorf("%+v, %v", res, err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {
+		t.Errorf("the state changed")
 	}
 }

@@ -125,6 +125,27 @@ func (l *staticLog) Entries(ctx context.Context, head Head, start int64, _ []byt
 	}, nil // tiles are checked against each head: nothing to keep
 }
 
+func (l *staticLog) proveTree(ctx context.Context, old, next Head) error {
+	ot, err := tree(old)
+	if err != nil {
+		return err
+	}
+	nt, err := tree(next)
+	if err != nil {
+		return err
+	}
+	read, limited, release := abortOnLimit(ctx)
+	defer release()
+	p, err := tlog.ProveTree(nt.N, ot.N, torchwood.TileHashReaderWithContext(read, nt, l.c.TileReader()))
+	if err = limited(err); err != nil {
+		return stopped(ctx, fmt.Errorf("%s: proving the tree of size %d a prefix of the checkpoint's: %w", l.prefix, ot.N, err))
+	}
+	if err := tlog.CheckTree(p, nt.N, nt.Hash, ot.N, ot.Hash); err != nil {
+		return fmt.Errorf("%w: %v", errForked, err)
+	}
+	return nil
+}
+
 // A tileError is a data tile that could not be read: the first entry of
 // it a scan wanted, and why.
 type tileError struct {

@@ -169,21 +169,7 @@ func submitAll(t *testing.T, submit string, fx *cttest.Fixture) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			path := "/ct/v1/add-chain"
-			if e.Precert {
-				path = "/ct/v1/add-pre-chain"
-			}
-			body, _ := json.Marshal(map[string][]string{"chain": {base64.StdEncoding.EncodeToString(e.DER), base64.StdEncoding.EncodeToString(fx.CA.Raw)}})
-			resp, err := http.Post(submit+path, "application/json", bytes.NewReader(body))
-			if err == nil && resp.StatusCode != 200 {
-				b := new(bytes.Buffer)
-				b.ReadFrom(resp.Body)
-				err = fmt.Errorf("%s: %s", resp.Status, b)
-			}
-			if resp != nil {
-				resp.Body.Close()
-			}
-			if err != nil {
+			if err := submitOne(submit, fx, e); err != nil {
 				mu.Lock()
 				failed = append(failed, fmt.Sprintf("entry %d: %v", i, err))
 				mu.Unlock()
@@ -194,6 +180,28 @@ func submitAll(t *testing.T, submit string, fx *cttest.Fixture) {
 	if len(failed) > 0 {
 		t.Fatalf("%d submissions failed, the first: %s", len(failed), failed[0])
 	}
+}
+
+// submitOne submits the entry (add-chain, or add-pre-chain for a
+// precertificate) with the fixture's CA, and waits for the log to
+// sequence it.
+func submitOne(submit string, fx *cttest.Fixture, e cttest.Entry) error {
+	path := "/ct/v1/add-chain"
+	if e.Precert {
+		path = "/ct/v1/add-pre-chain"
+	}
+	body, _ := json.Marshal(map[string][]string{"chain": {base64.StdEncoding.EncodeToString(e.DER), base64.StdEncoding.EncodeToString(fx.CA.Raw)}})
+	resp, err := http.Post(submit+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b := new(bytes.Buffer)
+		b.ReadFrom(resp.Body)
+		return fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	return nil
 }
 
 // Sunlight's own server, fed certificates and precertificates some of
@@ -341,4 +349,61 @@ func swapPrecerts(t *testing.T, data string, precert []byte) (monitor string) {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// Issue 41 follow-up, F1, on Sunlight's own server: certificates and
+// precertificates whose SPKIs pkbf's strict parse refuses, that Sunlight
+// accepts and Go's x509 reads as a key in the filter, are hits; one whose
+// key no parser reads (Sunlight takes an unknown algorithm) is not checked, in the run
+// that reads it and in the next, which has nothing new to read.
+func TestSunlightLenientKeys(t *testing.T) {
+	fx := cttest.NewFixture(t, 4, 4, 1000)
+	cases, path := lenientSPKIs(t)
+	cert, precert := fx.Entries[0], fx.Entries[2]
+	if cert.Precert || !precert.Precert {
+		t.Fatal("the fixture's entries 0 and 2 are a certificate and a precertificate")
+	}
+	submit, monitor, key, _ := sunlightLog(t, fx)
+	wantHits, wantUnchecked := 0, 0 // the log holds only these entries
+	for _, c := range cases {
+		for _, base := range []cttest.Entry{cert, precert} {
+			e := cttest.Entry{DER: withSPKI(t, fx, base.DER, c.spki), Precert: base.Precert}
+			if err := submitOne(submit, fx, e); err != nil {
+				t.Logf("Sunlight refuses %q (precertificate %v): %v", c.name, e.Precert, err)
+				continue
+			}
+			if c.key != nil {
+				wantHits++
+			} else {
+				wantUnchecked++
+			}
+		}
+	}
+	if wantHits < 3 || wantUnchecked == 0 {
+		t.Fatalf("Sunlight took %d of the SPKIs Go reads (the red team saw it take 3), %d of those no parser reads", wantHits, wantUnchecked)
+	}
+	l, err := Open(context.Background(), monitor, Options{Kind: Static, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	var firstUnchecked []int64
+	for run := 1; run <= 2; run++ {
+		var unchecked []int64
+		hits := 0
+		res, err := (&Scan{Log: l, Filter: openFilter(t, path), State: state,
+			Report:    func(Hit) error { hits++; return nil },
+			Unchecked: func(i int64, err error) { unchecked = append(unchecked, i) }}).Run(context.Background())
+		if err != nil || !res.Head.Verified {
+			t.Fatalf("run %d: %+v, %v", run, res, err)
+		}
+		if run == 1 {
+			firstUnchecked = unchecked
+			if hits != wantHits || len(unchecked) != wantUnchecked || res.Entries != int64(wantHits+wantUnchecked) {
+				t.Errorf("run 1: %d read, %d hits, want %d; not checked %v, want %d", res.Entries, hits, wantHits, unchecked, wantUnchecked)
+			}
+		} else if res.Entries != 0 || !slices.Equal(unchecked, firstUnchecked) {
+			t.Errorf("run 2: %d read, not checked %v, want %v again", res.Entries, unchecked, firstUnchecked)
+		}
+	}
 }

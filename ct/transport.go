@@ -127,6 +127,22 @@ func (l Limits) client(hc *http.Client) *http.Client {
 	}
 	c := *hc
 	c.Transport = &bounded{base: hc.Transport, limits: l}
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+			err := &limitError{fmt.Sprintf("%s %s: redirected to %s: only http and https are followed", via[0].Method, via[0].URL.Redacted(), req.URL.Redacted())}
+			if hook, ok := req.Context().Value(limitHookKey{}).(func(error)); ok {
+				hook(err) // it fails the same way every time: no retry
+			}
+			return err
+		}
+		if hc.CheckRedirect != nil {
+			return hc.CheckRedirect(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
 	return &c
 }
 
@@ -136,7 +152,9 @@ type bounded struct {
 	limits Limits
 }
 
-// A limitError is a response that passed one of the Limits.
+// A limitError is a response that passed one of the Limits, or one that
+// redirected out of http and https: an answer that fails the same way
+// every time.
 type limitError struct{ msg string }
 
 func (e *limitError) Error() string { return e.msg }
@@ -150,7 +168,7 @@ type limitHookKey struct{}
 // got into that limit's, if the limit was the end, and one that releases
 // the context. Some clients retry a response whose body failed, after
 // long pauses (the Sunlight client: 1, 5, 25 and 125 s); a limit passed
-// fails the same way every time.
+// (or a redirect out of http and https) fails the same way every time.
 func abortOnLimit(ctx context.Context) (_ context.Context, limited func(error) error, release func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	ctx = context.WithValue(ctx, limitHookKey{}, func(err error) { cancel(err) })

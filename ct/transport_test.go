@@ -155,3 +155,31 @@ func TestScanResponseTooLarge(t *testing.T) {
 		})
 	}
 }
+
+// Red team L4: a log that redirects its checkpoint out of http and https
+// (to file:///etc/passwd) is refused at the first answer: the Sunlight
+// client, which retries a failed request after 1, 5, 25 and 125 s, asks
+// once, and the error says why.
+func TestRedirectOutOfHTTPNotRetried(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
+	}))
+	defer srv.Close()
+	for _, key := range []bool{false, true} {
+		calls.Store(0)
+		opts := Options{Kind: Static}
+		if key {
+			opts.Key = cttest.NewRFC6962Server(t, cttest.NewFixture(t, 1, 1, 7)).Key.Public()
+		}
+		l, err := Open(context.Background(), srv.URL, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = l.Head(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "redirected to file:///etc/passwd: only http and https are followed") || calls.Load() != 1 {
+			t.Errorf("with a key %v: %v after %d requests", key, err, calls.Load())
+		}
+	}
+}

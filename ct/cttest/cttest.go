@@ -315,6 +315,19 @@ func (s *RFC6962Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		reply(ct.GetProofByHashResponse{LeafIndex: index, AuditPath: proof})
+	case "/ct/v1/get-sth-consistency":
+		first, err1 := strconv.ParseInt(r.FormValue("first"), 10, 64)
+		second, err2 := strconv.ParseInt(r.FormValue("second"), 10, 64)
+		if err1 != nil || err2 != nil || first < 0 || second < first || second > size {
+			http.Error(w, "bad sizes", http.StatusBadRequest)
+			return
+		}
+		proof, err := s.tree.ConsistencyProof(uint64(first), uint64(second))
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		reply(ct.GetSTHConsistencyResponse{Consistency: proof})
 	default:
 		http.NotFound(w, r)
 	}

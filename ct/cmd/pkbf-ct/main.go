@@ -60,12 +60,18 @@ issuer, separated by tabs (--json: one object a line, pkbf check
 
 Tiles (Static CT) are checked against the checkpoint's root hash as they
 are read, and RFC 6962 entries against the signed tree head's root when
-the scan reaches its size; with --key, the checkpoint's or tree head's
-signature is verified too. Ctrl-C (or SIGTERM) saves the position and
-exits 130; the next run goes on from there (a second Ctrl-C quits at
-once). With --output FILE, hits are
-appended to FILE and the state records how much of it they fill, so that
-a run killed at any moment and resumed reports every hit exactly once.
+the scan reaches its size (by a consistency proof where it stops short);
+with --key, the checkpoint's or tree head's signature is verified too.
+Each run proves the log's tree extends the one the last run read (the
+state keeps its root), and an entry whose key could not be read stays
+in the state, failing each run, until one checks it or
+--acknowledge-unchecked drops it.
+
+Ctrl-C (or SIGTERM) saves the position and exits 130; the next run goes
+on from there (a second Ctrl-C quits at once). With --output FILE, hits
+are appended to FILE and the state records how much of it they fill, so
+that a run killed at any moment and resumed reports every hit exactly
+once.
 
 Each response is held to --max-response bytes and --response-timeout
 (from its headers to its last byte); one past either fails the scan.
@@ -75,6 +81,7 @@ Exit status (hits printed stay printed, and the state keeps what was done):
                  no hit   hits
     complete        0       1    every entry up to the tree head's size (or --to) read and checked
     failed          2       2    an error, or an entry whose key could not be read
+                                 (in this run or an earlier one: see --acknowledge-unchecked)
     interrupted   130     130    Ctrl-C or SIGTERM
 
 Flags (one dash or two; anywhere among the arguments; -- ends them):
@@ -83,7 +90,7 @@ Flags (one dash or two; anywhere among the arguments; -- ends them):
 type flags struct {
 	kind, key, state, output, userAgent string
 	from, to                            int64
-	json, quiet                         bool
+	json, quiet, acknowledge            bool
 	parallel, batch                     int
 	rate                                float64
 	saveEvery, responseTimeout          time.Duration
@@ -113,6 +120,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Int64Var(&fl.to, "to", 0, "stop before this entry (0: the tree head's size)")
 	fs.BoolVar(&fl.json, "json", false, "one JSON object a hit")
 	fs.BoolVar(&fl.quiet, "quiet", false, "no progress line, no summary")
+	fs.BoolVar(&fl.acknowledge, "acknowledge-unchecked", false, "drop the entries the state lists as not checked (once you have dealt with them): later runs no longer fail on them")
 	fs.IntVar(&fl.parallel, "parallel", 8, "fetches in flight at most")
 	fs.IntVar(&fl.batch, "batch", 256, "entries asked for in one get-entries (RFC 6962)")
 	fs.Float64Var(&fl.rate, "rate", 0, "at most `N` requests a second to the log (0: no limit)")
@@ -184,7 +192,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog := newProgress(stderr, fl.quiet, logURL)
 	unchecked := 0
 	scan := &ct.Scan{
-		Log: log, Filter: f, State: fl.state, From: fl.from, To: fl.to, SaveEvery: fl.saveEvery,
+		Log: log, Filter: f, State: fl.state, From: fl.from, To: fl.to, SaveEvery: fl.saveEvery, AcknowledgeUnchecked: fl.acknowledge,
 		Report: func(h ct.Hit) error { return out.hit(h, fl.json) },
 		Unchecked: func(index int64, err error) {
 			unchecked++

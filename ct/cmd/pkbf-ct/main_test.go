@@ -407,3 +407,33 @@ func TestFlagsAnywhere(t *testing.T) {
 		t.Errorf("an unknown flag after FILTER: exit %d\n%s", code, stderr.String())
 	}
 }
+
+// Issue 41 follow-up, F1: an entry whose key could not be read fails
+// every run (exit 2, naming it), the ones with nothing new to read too,
+// until a run with --acknowledge-unchecked drops it (before, the second
+// run exited 0: the state had moved past it).
+func TestUncheckedFailsUntilAcknowledged(t *testing.T) {
+	bin := build(t)
+	fx := cttest.NewFixture(t, 300, 30, 1000) // entry 7 planted
+	fx.Entries[100] = cttest.Entry{DER: []byte{0x30, 0x03, 0x02, 0x01, 0x01}, Time: fx.Entries[100].Time}
+	dir, srv := serveStatic(t, fx)
+	state := filepath.Join(dir, "state.json")
+	for _, run := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{nil, 2, "entry 100: not checked: the leaf's certificate has no TBSCertificate"},
+		{nil, 2, "entry 100: not checked: an earlier run could not check it"},
+		{nil, 2, "--acknowledge-unchecked drops it"},
+		{[]string{"--acknowledge-unchecked"}, 0, "0 not checked"},
+		{nil, 0, "0 not checked"},
+	} {
+		cmd := exec.Command(bin, append(run.args, "--state", state, "--output", filepath.Join(dir, "hits"), fx.Filter, srv.URL)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if code := exitCode(cmd.Run()); code != run.code || !strings.Contains(stderr.String(), run.stderr) {
+			t.Errorf("pkbf-ct %v: exit %d, want %d with %q\n%s", run.args, code, run.code, run.stderr, stderr.String())
+		}
+	}
+}
