@@ -35,7 +35,7 @@ func BenchmarkVerify256MiB(b *testing.B) {
 		{"count+subset+sha512", true, pins{sig: sig}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			up := &updater{download: path, path: path, pins: c.pins}
+			up := &updater{download: path, path: path, pins: c.pins, old: &h}
 			b.SetBytes(int64(h.FileSize()))
 			b.ReportAllocs()
 			for b.Loop() {
