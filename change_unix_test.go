@@ -132,7 +132,10 @@ func TestReadersWhileWritersAdd(t *testing.T) {
 			if failures > 0 {
 				t.Errorf("%d of %d opens failed while a writer added keys; first: %v", failures, opens, firstErr)
 			}
-			if opens < 10 {
+			// A reader polls for its shared lock, up to SharedLockWait
+			// under a writer that takes the lock key after key, then reads
+			// without it: few opens may overlap a short writer.
+			if opens < 2 {
 				t.Errorf("only %d opens overlapped the writer", opens)
 			}
 		})

@@ -1,6 +1,7 @@
 package pkbf
 
 import (
+	"bytes"
 	"context"
 	"encoding/asn1"
 	"errors"
@@ -243,5 +244,25 @@ func TestCheckKeyFailsClosed(t *testing.T) {
 	held.Add(odd)
 	if v := held.CheckKey(odd); !v.Probably || v.Err != nil {
 		t.Errorf("a key of an unknown algorithm the filter holds as given: %+v", v)
+	}
+}
+
+// CheckKey reads what SPKI reads: an OpenSSH line with old Mac line ends
+// (CR alone), which ParseKey once left out (found on review).
+func TestCheckKeyReadsWhatSPKIReads(t *testing.T) {
+	line := bytes.TrimSpace(testkit.ReadFile(t, filepath.Join(keysDir, "ed25519.pub")))
+	data := append(append([]byte("# a comment\r"), line...), '\r')
+	if _, err := SPKI(data); err != nil {
+		t.Fatalf("SPKI: %v", err)
+	}
+	f, _ := New(4, 16)
+	if v := f.CheckKey(data); v.Err != nil || v.Probably {
+		t.Fatalf("CheckKey of a clean key: %+v", v)
+	}
+	if _, err := f.AddKey(data); err != nil {
+		t.Fatal(err)
+	}
+	if v := f.CheckKey(data); v.Err != nil || !v.Probably || v.SSHFingerprint == "" {
+		t.Fatalf("CheckKey of a key the filter holds: %+v", v)
 	}
 }

@@ -200,7 +200,7 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 	}
 	carried := maps.Clone(notChecked)
 	for _, i := range st.Unchecked {
-		if notChecked[i] && i < st.Next { // an entry at or past Next is read again
+		if notChecked[i] && (i < st.Next || i >= end) { // one in [Next, end) is read again
 			res.Unchecked++
 			if s.Unchecked != nil {
 				s.Unchecked(i, fmt.Errorf("an earlier run could not check it (%s lists it until a run does, or --acknowledge-unchecked drops it)", s.State))

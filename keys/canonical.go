@@ -36,8 +36,9 @@ func ExplicitCurve(spki []byte) bool {
 // AlgorithmIdentifier with NULL parameters, an EC key on its named curve
 // (explicit parameters mapped to the curve OpenSSL maps them to) with an
 // uncompressed point. It returns spki itself, not a copy, when spki is
-// already canonical. Keys of algorithms it does not know, and EC keys on
-// curves it cannot compute on, are returned as they are.
+// already canonical. EC keys on curves it cannot compute on are returned
+// as they are; keys of algorithms it does not know are an error wrapping
+// [ErrUnsupportedKey] (it knows no canonical form of them).
 //
 // Like [SPKI], Canonical checks structure, not mathematics: an uncompressed
 // EC point is not checked to lie on its curve (a compressed one is, as

@@ -48,10 +48,7 @@ func SPKI(data []byte) ([]byte, error) {
 	if len(data) > 0 && data[0] == 0x30 { // DER: an ASN.1 SEQUENCE
 		return derSPKI(data)
 	}
-	text := trimSpace(bytes.TrimPrefix(data, []byte(utf8BOM)))
-	if i := bytes.IndexByte(text, '\r'); i >= 0 && bytes.IndexByte(text, '\n') < 0 {
-		text = bytes.ReplaceAll(text, []byte("\r"), []byte("\n")) // old Mac line ends
-	}
+	text := textOf(data)
 	switch {
 	case len(text) == 0:
 		return nil, keyErrorf("empty input")
@@ -77,7 +74,7 @@ func ParseKey(data []byte) Key {
 	if len(data) > 0 && data[0] == 0x30 {
 		return Key{Raw: data, kind: kindDER}
 	}
-	text := trimSpace(bytes.TrimPrefix(data, []byte(utf8BOM)))
+	text := textOf(data)
 	k := Key{Raw: data}
 	switch {
 	case bytes.HasPrefix(text, []byte(rfc4716Begin)):
@@ -93,6 +90,16 @@ func ParseKey(data []byte) Key {
 	}
 	k.spki, k.err = SPKI(data)
 	return k
+}
+
+// textOf is text input as SPKI and ParseKey read it: without a UTF-8 BOM
+// and leading white space, old Mac line ends (CR alone) made line feeds.
+func textOf(data []byte) []byte {
+	text := trimSpace(bytes.TrimPrefix(data, []byte(utf8BOM)))
+	if bytes.IndexByte(text, '\r') >= 0 && bytes.IndexByte(text, '\n') < 0 {
+		text = bytes.ReplaceAll(text, []byte("\r"), []byte("\n"))
+	}
+	return text
 }
 
 // trimSpace drops leading ASCII white space.

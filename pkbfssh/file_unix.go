@@ -43,7 +43,12 @@ func lookupIDs(u *user.User) (ids, error) {
 		return ids{}, perr.Errorf("user %s has uid %q and gid %q", u.Username, u.Uid, u.Gid)
 	}
 	id := ids{uid: uint32(uid), groups: []uint32{uint32(gid)}}
-	more, _ := u.GroupIds() // without them, fewer files are readable: fails closed
+	// Without its supplementary groups a user falls through to the others'
+	// bits, which may grant what a group's deny (mode 0604): no guess.
+	more, err := u.GroupIds()
+	if err != nil {
+		return ids{}, perr.Errorf("the groups of user %s: %w", u.Username, err)
+	}
 	for _, g := range more {
 		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
 			id.groups = append(id.groups, uint32(n))

@@ -303,8 +303,7 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) *refusal {
 	if ref != nil {
 		return ref
 	}
-	var v pkbf.Verdict
-	h.live.Do(func(f *pkbf.Filter) { v = f.CheckKey(der) })
+	v := h.live.CheckKey(der)
 	switch {
 	case errors.Is(v.Err, pkbf.ErrFileChanged):
 		h.live.Reload()

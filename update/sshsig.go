@@ -171,8 +171,8 @@ func (s *sshSig) verify(digest []byte, signers []ssh.PublicKey) (ssh.PublicKey, 
 // ParseSignerKeys reads the public keys a signature may be made with:
 // one or more lines in authorized_keys form ("ssh-ed25519 AAAA...
 // comment", a .pub file), blank lines and # comments skipped. A line that
-// is not a key is an error naming it; so is a line marked cert-authority
-// (certificates are not read), and a file without a key. Other options on
+// is not a key is an error naming it; so is a line marked cert-authority,
+// a certificate (certificates are not read), and a file without a key. Other options on
 // a line are ignored.
 func ParseSignerKeys(b []byte) ([]ssh.PublicKey, error) {
 	var keys []ssh.PublicKey
@@ -191,6 +191,11 @@ func ParseSignerKeys(b []byte) ([]ssh.PublicKey, error) {
 				// signed, never a plain signature by it: neither does pkbf.
 				return nil, perr.Errorf("line %d is a certificate authority (cert-authority): certificates are not read; give the signing key itself", n+1)
 			}
+		}
+		if _, ok := k.(*ssh.Certificate); ok {
+			// Trusted as its key, it would be trusted whatever its
+			// validity and principals say.
+			return nil, perr.Errorf("line %d is a certificate (%s): give the signing key itself", n+1, k.Type())
 		}
 		keys = append(keys, k)
 	}

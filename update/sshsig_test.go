@@ -362,6 +362,19 @@ func TestSignerCertAuthorityRefused(t *testing.T) {
 	if _, err := ParseSignerKeys(line); err == nil || !strings.Contains(err.Error(), "line 1 is a certificate authority (cert-authority)") {
 		t.Errorf("ParseSignerKeys: %v, want the cert-authority line refused", err)
 	}
+	// Nor is a certificate taken as its key, whatever its validity and
+	// principals (found on review).
+	_, caKey, _ := ed25519.GenerateKey(rand.Reader)
+	_, subject, _ := ed25519.GenerateKey(rand.Reader)
+	ca, _ := ssh.NewSignerFromKey(caKey)
+	pub, _ := ssh.NewPublicKey(subject.Public())
+	cert := &ssh.Certificate{Key: pub, CertType: ssh.UserCert, ValidBefore: 1}
+	if err := cert.SignCert(rand.Reader, ca); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseSignerKeys(ssh.MarshalAuthorizedKey(cert)); err == nil || !strings.Contains(err.Error(), "line 1 is a certificate (ssh-ed25519-cert-v01@openssh.com)") {
+		t.Errorf("ParseSignerKeys of a certificate: %v, want it refused", err)
+	}
 }
 
 func TestSignerKeysAndOptions(t *testing.T) {

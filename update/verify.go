@@ -57,9 +57,10 @@ var ErrWeaker = perr.New("the server's filter is weaker than the installed one")
 
 // ErrUnverifiable is wrapped by the error Update returns when the
 // server's filter has more hashes or a longer hash length than the
-// installed one, no pin (Options.SHA256, SHA256URL or SignatureURL)
-// proves it, and Options.Force is not set: the installed bits check only
-// part of each key's new probes, so a server could leave a key out.
+// installed one, no pin its server could not make up proves it
+// (Options.SHA256, SignatureURL, or SHA256URL on another host), and
+// Options.Force is not set: the installed bits check only part of each
+// key's new probes, so a server could leave a key out.
 var ErrUnverifiable = perr.New("the server's filter cannot be checked against the installed one")
 
 // checkWeaker refuses a filter h with fewer hashes, a shorter hash length
@@ -76,7 +77,7 @@ func (up *updater) checkWeaker(old, h pkbf.Header) error {
 		what = append(what, fmt.Sprintf("entry count %d -> %d", old.EntryCount, h.EntryCount))
 	}
 	if len(what) == 0 {
-		if up.pinned() || h.HashCount == old.HashCount && h.HashLength == old.HashLength {
+		if up.pinnedElsewhere() || h.HashCount == old.HashCount && h.HashLength == old.HashLength {
 			return nil
 		}
 		// More hashes or a longer length: the installed bits vouch only for
@@ -170,6 +171,18 @@ const maxSmallFile = 64 << 10
 // pinned reports whether the filter must match a digest or a signature.
 func (up *updater) pinned() bool {
 	return up.opts.SHA256 != "" || up.opts.SHA256URL != "" || up.opts.SignatureURL != ""
+}
+
+// pinnedElsewhere reports whether a pin vouches for the filter that its
+// server could not make up: a digest given, a signature, or a digest
+// file from another host (one beside the filter proves only the
+// transfer).
+func (up *updater) pinnedElsewhere() bool {
+	if up.opts.SHA256 != "" || up.opts.SignatureURL != "" {
+		return true
+	}
+	u, err := url.Parse(up.opts.SHA256URL)
+	return up.opts.SHA256URL != "" && err == nil && !strings.EqualFold(u.Host, up.url.Host)
 }
 
 // pinID names the pins in force, for the state: an installed file that

@@ -886,3 +886,35 @@ func TestLargerParametersNeedPin(t *testing.T) {
 		}
 	}
 }
+
+// A digest file beside the filter, on its own server, proves the
+// transfer but not the filter: it does not stand for a pin of a filter
+// with more hashes, which its server could have made up (found on
+// review); a digest given does.
+func TestLargerParametersSameHostDigestNoPin(t *testing.T) {
+	keys := manyKeys("k", 3000)
+	installed := makeFilterK(t, 3, 1, 1e9, 16, keys...)
+	body := makeFilterK(t, 4, 2, 1.5e9, 16, append(keys, "new")...)
+	d := sha256.Sum256(body)
+	s, ts := newServer(t, body)
+	s.handler = func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, ".sha256") {
+			w.Write([]byte(hex.EncodeToString(d[:]) + "\n"))
+			return
+		}
+		http.ServeContent(w, r, "filter.pkbf", s.modified, bytes.NewReader(body))
+	}
+	path := filepath.Join(t.TempDir(), "filter.pkbf")
+	os.WriteFile(path, installed, 0o644)
+	opts := fastOpts(nil)
+	opts.SHA256URL = ts.URL + "/filter.pkbf.sha256"
+	res, err := Update(context.Background(), ts.URL+"/filter.pkbf", path, opts)
+	if !errors.Is(err, ErrUnverifiable) || res.Updated {
+		t.Fatalf("a same-host digest file: %+v, %v; want ErrUnverifiable", res, err)
+	}
+	opts = fastOpts(nil)
+	opts.SHA256 = hex.EncodeToString(d[:])
+	if res, err := Update(context.Background(), ts.URL+"/filter.pkbf", path, opts); err != nil || !res.Updated {
+		t.Fatalf("the digest given: %+v, %v", res, err)
+	}
+}

@@ -110,17 +110,25 @@ func (m *File) Lock(exclusive bool) error {
 // another process's exclusive lock holds up.
 const SharedLockWait = time.Second
 
-// lockShared takes file's shared flock(2), waiting at most
-// SharedLockWait while another process holds it exclusively, and reports
-// whether it holds it.
+// lockShared takes file's shared flock(2), trying again with growing
+// pauses for up to SharedLockWait while another process holds it
+// exclusively, and reports whether it holds it. It polls rather than
+// waits in the kernel: a wait given up would leave a thread blocked in
+// flock(2), and its lock, once granted, shared with file's.
 func lockShared(file *os.File) (held bool, err error) {
-	switch ok, err := tryLockShared(file); {
-	case err != nil:
-		return false, err
-	case ok:
-		return true, nil
+	pause := time.Millisecond
+	for start := time.Now(); ; {
+		switch ok, err := tryLockShared(file); {
+		case err != nil:
+			return false, err
+		case ok:
+			return true, nil
+		case time.Since(start) >= SharedLockWait:
+			return false, nil
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 20*time.Millisecond)
 	}
-	return waitShared(file, SharedLockWait)
 }
 
 // Unlock releases the lock Lock took.

@@ -5,7 +5,6 @@ package mapfile
 import (
 	"errors"
 	"os"
-	"time"
 
 	"github.com/pkbf/pkbf/internal/perr"
 )
@@ -39,5 +38,3 @@ func unlock(*os.File) {}
 func tryLock(*os.File) (bool, error) { return true, nil }
 
 func tryLockShared(*os.File) (bool, error) { return true, nil }
-
-func waitShared(*os.File, time.Duration) (bool, error) { return true, nil }

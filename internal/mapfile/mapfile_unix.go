@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"time"
 
 	"github.com/pkbf/pkbf/internal/perr"
 	"golang.org/x/sys/unix"
@@ -87,47 +86,6 @@ func unlock(file *os.File) { unix.Flock(int(file.Fd()), unix.LOCK_UN) }
 func tryLock(file *os.File) (bool, error) { return flockNB(file, unix.LOCK_EX) }
 
 func tryLockShared(file *os.File) (bool, error) { return flockNB(file, unix.LOCK_SH) }
-
-// waitShared waits for file's shared flock(2) in the kernel's queue (where
-// a writer that locks again at once cannot starve it, as it would a
-// reader that polled), for at most wait. The wait runs on a duplicate of
-// the descriptor, which shares the lock with file's: closing it keeps the
-// lock. Given up, the wait goes on in the background and lets go of the
-// lock if it is granted, so that no lock is kept that nobody knows of.
-func waitShared(file *os.File, wait time.Duration) (bool, error) {
-	fd, err := unix.Dup(int(file.Fd()))
-	if err != nil {
-		return false, &fs.PathError{Op: "dup", Path: file.Name(), Err: err}
-	}
-	done := make(chan error, 1)
-	go func() {
-		for {
-			err := unix.Flock(fd, unix.LOCK_SH)
-			if err != unix.EINTR {
-				done <- err
-				return
-			}
-		}
-	}()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case err := <-done:
-		unix.Close(fd)
-		if err != nil {
-			return false, &fs.PathError{Op: "flock", Path: file.Name(), Err: err}
-		}
-		return true, nil
-	case <-timer.C:
-		go func() {
-			if <-done == nil {
-				unix.Flock(fd, unix.LOCK_UN)
-			}
-			unix.Close(fd)
-		}()
-		return false, nil
-	}
-}
 
 // flockNB takes file's flock(2) how without waiting, and reports whether
 // it did: not when another process holds a lock in the way.
