@@ -287,3 +287,31 @@ func TestDepthFor(t *testing.T) {
 		}
 	}
 }
+
+// ProbablyBatch allocates nothing, even for a caller whose keys and
+// answers live on its stack, on a large filter (rounds, and whole) and a
+// small one (found on review: the rounds kept the caller's slices, and a
+// function value took them, which moved them to the heap: 4 allocations).
+func TestProbablyBatchStackAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	small, _ := New(4, 16)
+	for _, large := range []bool{false, true} {
+		f := readOnly(t, small)
+		f.large = large
+		allocs := testing.AllocsPerRun(50, func() {
+			var buf [4 * 256]byte
+			var keys [256][]byte
+			var out [256]bool
+			for i := range keys {
+				buf[4*i] = byte(i)
+				keys[i] = buf[4*i : 4*i+4]
+			}
+			f.ProbablyBatch(keys[:], out[:])
+		})
+		if allocs != 0 {
+			t.Errorf("large %v: %v allocations", large, allocs)
+		}
+	}
+}

@@ -207,7 +207,22 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
 	}
 	if f.large && len(spkis) >= minBatch {
-		f.batches(spkis, out, f.probably, f.probeRounds)
+		for len(spkis) > 0 {
+			n := min(len(spkis), probe.MaxKeys)
+			mean := f.batchVisits.Load()
+			whole, depth := probe.Plan(mean, f.k)
+			var visits uint64
+			if whole {
+				for i, s := range spkis[:n] {
+					out[i] = f.probably(s)
+				}
+				visits = probe.WholeVisits(out[:n], f.k)
+			} else {
+				visits = f.probeRounds(spkis[:n], out[:n], depth)
+			}
+			probe.Fold(&f.batchVisits, mean, visits, n)
+			spkis, out = spkis[n:], out[n:]
+		}
 		return
 	}
 	if !xxh64.Vector() {
@@ -236,13 +251,13 @@ func (f *Filter) probeRounds(spkis [][]byte, out []bool, depth int) uint64 {
 	data := f.data
 	last := uint64(len(data) - 1) // == mask>>3, as in probe
 	var r probe.Rounds
-	r.Start(spkis, out, f.mask, f.k, depth, probe.Base(data))
+	r.Start(spkis, f.mask, f.k, depth, probe.Base(data))
 	for {
 		bits := r.Bits[:]
-		for i, p := range r.Hash() {
+		for i, p := range r.Hash(spkis) {
 			bits[i] = plainBit(data, last, p)
 		}
-		if !r.Next() {
+		if !r.Next(spkis, out) {
 			return r.Visits
 		}
 	}
@@ -257,7 +272,22 @@ func (w *Writable) ProbablyBatch(spkis [][]byte, out []bool) {
 		defer w.mapped.CatchFault(debug.SetPanicOnFault(true))
 	}
 	if w.large && len(spkis) >= minBatch {
-		w.batches(spkis, out, w.probably, w.probeRounds)
+		for len(spkis) > 0 {
+			n := min(len(spkis), probe.MaxKeys)
+			mean := w.batchVisits.Load()
+			whole, depth := probe.Plan(mean, w.k)
+			var visits uint64
+			if whole {
+				for i, s := range spkis[:n] {
+					out[i] = w.probably(s)
+				}
+				visits = probe.WholeVisits(out[:n], w.k)
+			} else {
+				visits = w.probeRounds(spkis[:n], out[:n], depth)
+			}
+			probe.Fold(&w.batchVisits, mean, visits, n)
+			spkis, out = spkis[n:], out[n:]
+		}
 		return
 	}
 	for i, s := range spkis {
@@ -269,13 +299,13 @@ func (w *Writable) ProbablyBatch(spkis [][]byte, out []bool) {
 func (w *Writable) probeRounds(spkis [][]byte, out []bool, depth int) uint64 {
 	words := w.words
 	var r probe.Rounds
-	r.Start(spkis, out, w.mask, w.k, depth, probe.Base(w.data))
+	r.Start(spkis, w.mask, w.k, depth, probe.Base(w.data))
 	for {
 		bits := r.Bits[:]
-		for i, p := range r.Hash() {
+		for i, p := range r.Hash(spkis) {
 			bits[i] = atomicBit(words, p)
 		}
-		if !r.Next() {
+		if !r.Next(spkis, out) {
 			return r.Visits
 		}
 	}
@@ -288,36 +318,5 @@ func checkBatch(data []byte, spkis [][]byte, out []bool) {
 	}
 	if data == nil {
 		panic("pkbf: query on a closed Filter")
-	}
-}
-
-// batches answers a batch on a large filter (probably and rounds are its
-// probably and probeRounds): in rounds, as deep as the mean of visits says
-// (probe.Depth), or, when nearly every key had all its bits set, each
-// key's k loads at once, as Probably issues them: they overlap better.
-func (c *core) batches(spkis [][]byte, out []bool, probably func([]byte) bool, rounds func([][]byte, []bool, int) uint64) {
-	for len(spkis) > 0 {
-		n := min(len(spkis), probe.MaxKeys)
-		mean := c.batchVisits.Load() // visits per key, in 16ths
-		var visits uint64
-		if c.k >= 4 && uint64(mean) >= (c.k-1)*16 {
-			// A key without all its bits counts as two visits, so that
-			// a change of load brings the rounds back.
-			for i, s := range spkis[:n] {
-				out[i] = probably(s)
-				visits += 2
-				if out[i] {
-					visits += c.k - 2
-				}
-			}
-		} else {
-			visits = rounds(spkis[:n], out[:n], probe.Depth(mean, c.k))
-		}
-		if next := probe.Mean(mean, visits, n); next != mean {
-			// Only a change: small batches from many goroutines do not
-			// fight over the line.
-			c.batchVisits.Store(next)
-		}
-		spkis, out = spkis[n:], out[n:]
 	}
 }

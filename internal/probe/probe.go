@@ -6,7 +6,10 @@
 package probe
 
 import (
+	"sync/atomic"
+
 	"github.com/cespare/xxhash/v2"
+
 	"github.com/pkbf/pkbf/internal/xxh64"
 )
 
@@ -33,3 +36,38 @@ func SeededHash(spki []byte) uint64 {
 // enhanced double hashing of Dillinger and Manolios in two additions. All
 // arithmetic wraps mod 2^64, which is exact before the reduction mod 2^L.
 func Step(x, y, i uint64) (uint64, uint64) { return x + y, y + i + 1 }
+
+// Plan says, from the running mean of visits per key (in 16ths), how a
+// batch on a large filter is answered: whole, each key's k loads at once
+// as Probably issues them, when nearly every key had all its bits set
+// (they overlap better then); else in rounds of depth (Depth).
+func Plan(mean uint32, k uint64) (whole bool, depth int) {
+	if k >= 4 && uint64(mean) >= (k-1)*16 {
+		return true, 0
+	}
+	return false, Depth(mean, k)
+}
+
+// WholeVisits counts the visits of a batch answered whole: a key without
+// all its bits counts as two, so that a change of load brings the rounds
+// back.
+func WholeVisits(out []bool, k uint64) (visits uint64) {
+	for _, o := range out {
+		visits += 2
+		if o {
+			visits += k - 2
+		}
+	}
+	return visits
+}
+
+// Fold folds a batch's visits into the running mean v, read as mean
+// before the batch; only a change is stored, so that small batches from
+// many goroutines do not fight over the line. (ProbablyBatch's loop is
+// written once per filter type: given to a function value, the caller's
+// slices would go to the heap.)
+func Fold(v *atomic.Uint32, mean uint32, visits uint64, n int) {
+	if next := Mean(mean, visits, n); next != mean {
+		v.Store(next)
+	}
+}

@@ -88,8 +88,6 @@ type entry struct {
 // (about 20 KB) and meant to live on its caller's stack: nothing in it
 // escapes.
 type Rounds struct {
-	spkis [][]byte
-	out   []bool
 	mask  uint64  // m - 1
 	k     uint32  // hash count
 	depth int     // positions fetched at once after the second hash
@@ -119,12 +117,14 @@ type Rounds struct {
 	Visits uint64
 }
 
-// Start readies r for a batch: out[i] will answer spkis[i], on a filter
+// Start readies r for a batch of spkis (Hash and Next are given the same
+// spkis, and Next the out whose out[i] answers spkis[i]: arguments, not
+// fields, so that the caller's slices stay where they are), on a filter
 // of mask+1 bits and k hashes whose data starts at base; a key fetches
 // depth positions at once after its second hash (at most k-1 and
 // MaxDepth; 0 when k is 1). spkis holds at most MaxKeys keys.
-func (r *Rounds) Start(spkis [][]byte, out []bool, mask, k uint64, depth int, base uintptr) {
-	*r = Rounds{spkis: spkis, out: out[:len(spkis)], mask: mask, k: uint32(k), base: base, both: xxh64.Vector()}
+func (r *Rounds) Start(spkis [][]byte, mask, k uint64, depth int, base uintptr) {
+	*r = Rounds{mask: mask, k: uint32(k), base: base, both: xxh64.Vector()}
 	r.depth = min(depth, int(k)-1, MaxDepth)
 	if r.both {
 		PrefetchFirst(spkis)
@@ -166,17 +166,17 @@ func Base(data []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(
 // Hash hashes a block of new keys, unless the live keys could overflow,
 // and returns the positions fetched the round before, whose bits the
 // caller must store in Bits before it calls Next.
-func (r *Rounds) Hash() []uint64 {
+func (r *Rounds) Hash(spkis [][]byte) []uint64 {
 	cur := &r.tests[r.r&1]
 	fst := &r.firsts[r.r&1]
 	fst.n, fst.next = 0, r.next
 	if r.nLive <= LiveKeys {
-		fst.n = min(RoundKeys, len(r.spkis)-r.next)
+		fst.n = min(RoundKeys, len(spkis)-r.next)
 	}
 	if r.both {
-		HashBlock(r.spkis, r.next, fst.n, fst.h1[:], fst.h2[:])
+		HashBlock(spkis, r.next, fst.n, fst.h1[:], fst.h2[:])
 	} else {
-		for j, s := range r.spkis[r.next : r.next+fst.n] {
+		for j, s := range spkis[r.next : r.next+fst.n] {
 			fst.h1[j] = xxhash.Sum64(s)
 		}
 	}
@@ -191,7 +191,7 @@ func (r *Rounds) Hash() []uint64 {
 
 // Next tests the bits the caller loaded, fetches the lines of the next
 // round and reports whether there is one.
-func (r *Rounds) Next() bool {
+func (r *Rounds) Next(spkis [][]byte, out []bool) bool {
 	mask, k, depth := r.mask, r.k, r.depth
 	cur := &r.tests[r.r&1]
 	nTests := r.nTests[r.r&1]
@@ -208,7 +208,7 @@ func (r *Rounds) Next() bool {
 		key := prev.next + j
 		set := bits[b] != 0
 		b++
-		r.out[key] = set
+		out[key] = set
 		if !set || depth == 0 {
 			continue
 		}
@@ -216,7 +216,7 @@ func (r *Rounds) Next() bool {
 		if r.both {
 			h2 = prev.h2[j] | 1
 		} else {
-			h2 = SeededHash(r.spkis[key])
+			h2 = SeededHash(spkis[key])
 		}
 		x, y := Step(h1, h2, 0)
 		pos := cur[nTests : nTests+depth]
@@ -242,7 +242,7 @@ func (r *Rounds) Next() bool {
 		}
 		b += depth
 		r.Visits += run + 1 - alive // run if all were set, else run+1
-		r.out[e.key] = alive != 0
+		out[e.key] = alive != 0
 		if e.i == k {
 			alive = 0
 		}
@@ -256,7 +256,7 @@ func (r *Rounds) Next() bool {
 	for _, e := range live[:r.nLive] {
 		bit := bits[b]
 		b++
-		r.out[e.key] = bit != 0
+		out[e.key] = bit != 0
 		x, y := Step(e.x, e.y, uint64(e.i))
 		if e.i+1 == k {
 			bit = 0
@@ -281,7 +281,7 @@ func (r *Rounds) Next() bool {
 	r.nLive = n
 	fst := &r.firsts[r.r&1]
 	r.r++
-	return n > 0 || fst.n > 0 || snd.n > 0 || r.next < len(r.spkis)
+	return n > 0 || fst.n > 0 || snd.n > 0 || r.next < len(spkis)
 }
 
 // Depth returns the number of positions a key fetches after its second
