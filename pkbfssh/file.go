@@ -12,6 +12,9 @@ import (
 // DefaultFiles are sshd's default AuthorizedKeysFile patterns.
 var DefaultFiles = []string{".ssh/authorized_keys", ".ssh/authorized_keys2"}
 
+// reads bounds the reads under way, those given up on included.
+var reads = make(chan struct{}, 64)
+
 // Options say how [ReadFile] reads a user's file. The zero value reads as
 // sshd does by default.
 type Options struct {
@@ -73,6 +76,9 @@ func ExpandPath(pattern string, u *user.User) string {
 // On a timeout the read goes on in the background until the system call
 // returns, and its result is dropped.
 func ReadFile(path string, u *user.User, opts Options) ([]byte, error) {
+	// A read given up on still holds its goroutine (and, as root on
+	// Linux, an OS thread) until the file system answers: reads counts
+	// them, so that a long-running server cannot pile them up.
 	if opts.MaxSize <= 0 {
 		opts.MaxSize = defaultMaxSize
 	}
@@ -83,8 +89,14 @@ func ReadFile(path string, u *user.User, opts Options) ([]byte, error) {
 		b   []byte
 		err error
 	}
+	select {
+	case reads <- struct{}{}:
+	default:
+		return nil, perr.Errorf("reading %s: %d reads are still under way (a file system that does not answer): refused", path, cap(reads))
+	}
 	done := make(chan result, 1)
 	go func() {
+		defer func() { <-reads }()
 		b, err := readFile(path, u, opts)
 		done <- result{b, err}
 	}()

@@ -134,3 +134,23 @@ func nobodyIn(t *testing.T) (dir string, home *user.User) {
 	u.HomeDir = dir
 	return dir, &u
 }
+
+// Reads given up on still hold their goroutines until the file system
+// answers; past a bound, ReadFile refuses at once instead of piling more
+// up (found on review: a long-running server could reach Go's thread
+// limit).
+func TestReadFileBoundsReadsUnderWay(t *testing.T) {
+	for range cap(reads) {
+		reads <- struct{}{}
+	}
+	defer func() {
+		for range cap(reads) {
+			<-reads
+		}
+	}()
+	home, _ := user.Current()
+	_, err := ReadFile(filepath.Join(t.TempDir(), "authorized_keys"), home, Options{})
+	if err == nil || !strings.Contains(err.Error(), "reads are still under way") {
+		t.Fatalf("with %d reads under way: %v, want a refusal", cap(reads), err)
+	}
+}
