@@ -18,6 +18,24 @@ import (
 	"github.com/pkbf/pkbf/internal/mapfile"
 )
 
+// DefaultFilterName is where a cache's filter goes when its publisher
+// names no other place, relative to the cache's root: a name [Publish]
+// accepts, and none of the cache's own.
+const DefaultFilterName = "store-paths.nixbloom"
+
+// WriteFile writes the filter to the file at path, replacing it
+// atomically (a temporary file beside it, synced and renamed over it), so
+// that a reader sees the old file or the new one, never a part. A symbolic
+// link at path stays and the file it leads to is replaced; a directory,
+// FIFO or device there is refused. Errors name the file.
+func (f *Filter) WriteFile(path string) error {
+	err := mapfile.WriteAtomic(path, func(w io.Writer) error { _, err := f.WriteTo(w); return err }, nil)
+	if err != nil {
+		return fmt.Errorf("nixbloom: writing %s: %w", path, err)
+	}
+	return nil
+}
+
 // FromPaths returns a filter sized by [Size] for paths at false-positive
 // rate p, holding each of them (as [Filter.Add] takes them).
 func FromPaths(paths []string, p float64) (*Filter, error) {

@@ -23,21 +23,13 @@ func PublicKeyCallback(f Filter, next func(ssh.ConnMetadata, ssh.PublicKey) (*ss
 		if err != nil {
 			return nil, perr.Kind(ErrNoKey, perr.Errorf("user %s offered a key pkbf cannot read: %w", conn.User(), err))
 		}
-		plain := *k
-		plain.CA = nil
-		switch bad, err := plain.Compromised(f); {
+		switch held, err := k.CompromisedKey(f); {
 		case err != nil:
 			return nil, err
-		case bad:
+		case held == k:
 			return nil, perr.Kind(ErrCompromised, perr.Errorf("user %s offered %s key %s: probably compromised", conn.User(), k.Type, k.Fingerprint))
-		}
-		if k.CA != nil {
-			switch bad, err := k.CA.Compromised(f); {
-			case err != nil:
-				return nil, err
-			case bad:
-				return nil, perr.Kind(ErrCompromised, perr.Errorf("user %s offered %s key %s: its CA key %s is probably compromised", conn.User(), k.Type, k.Fingerprint, k.CA.Fingerprint))
-			}
+		case held != nil:
+			return nil, perr.Kind(ErrCompromised, perr.Errorf("user %s offered %s key %s: its CA key %s is probably compromised", conn.User(), k.Type, k.Fingerprint, held.Fingerprint))
 		}
 		return next(conn, key)
 	}

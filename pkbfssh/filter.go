@@ -38,11 +38,12 @@ func FilterLines(w io.Writer, f Filter, data []byte) (Report, error) {
 			r.Unreadable++
 			continue
 		case l.Key != nil && f != nil:
-			bad, err := l.Key.Compromised(f)
+			held, err := l.Key.CompromisedKey(f)
 			if err != nil {
 				return r, err
 			}
-			if bad {
+			if held != nil {
+				l.Held = held
 				r.Compromised = append(r.Compromised, l)
 				continue
 			}

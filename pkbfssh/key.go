@@ -45,19 +45,28 @@ type Filter interface {
 }
 
 // Compromised reports whether f probably holds k or, for a certificate,
-// the CA key that signed it. When f cannot answer (its file was cut short
-// under it: an error wrapping pkbf.ErrFileChanged), it reports true with
-// that error: a key that could not be checked is no clean key.
+// the CA key that signed it, as [Key.CompromisedKey] decides.
 func (k *Key) Compromised(f Filter) (probably bool, err error) {
-	for ; k != nil; k = k.CA {
-		switch v := f.CheckKey(k.SPKI); {
+	held, err := k.CompromisedKey(f)
+	return held != nil, err
+}
+
+// CompromisedKey returns the key of k that f probably holds: k itself (a
+// plain key, or the key a certificate certifies), else, for a
+// certificate, its CA key k.CA; nil when f holds neither. When f cannot
+// answer (its file was cut short under it: an error wrapping
+// pkbf.ErrFileChanged), it returns k with that error: a key that could
+// not be checked is no clean key.
+func (k *Key) CompromisedKey(f Filter) (*Key, error) {
+	for c := k; c != nil; c = c.CA {
+		switch v := f.CheckKey(c.SPKI); {
 		case v.Err != nil:
-			return true, v.Err
+			return k, v.Err
 		case v.Probably:
-			return true, nil
+			return c, nil
 		}
 	}
-	return false, nil
+	return nil, nil
 }
 
 // PwnedkeysFingerprint returns the pwnedkeys name of the key: the hex

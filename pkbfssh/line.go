@@ -17,6 +17,10 @@ type Line struct {
 	Key *Key
 	// Comment is the text after the key, if any.
 	Comment string
+	// Held is, on a line [FilterLines] left out as compromised, the key
+	// the filter probably holds (see [Key.CompromisedKey]): Key, or a
+	// certificate's CA key Key.CA. Otherwise nil.
+	Held *Key
 	// Err is nil for a blank or comment line and for a line with a key;
 	// otherwise it says why sshd would find no key on it (and wraps
 	// ErrNoKey).

@@ -16,20 +16,26 @@ import (
 // add: keys into a filter file, in place, under the reference's lock
 // protocol.
 
-func addCommand(stdout, stderr io.Writer) (*command, *string, *bool) {
+type addFlags struct {
+	passphraseFile string
+	recursive      bool
+}
+
+func (fl *addFlags) command(stdout, stderr io.Writer) *command {
 	c := newCommand("add", "add [--passphrase-file FILE] [-r] FILTER [FILE...]", stdout, stderr)
-	passphraseFile := c.String("passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")")
-	recursive := c.Bool("recursive", false, "add the keys of every file under the directories given (as grep -r: links inside them are not followed)")
+	c.StringVar(&fl.passphraseFile, "passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")")
+	c.BoolVar(&fl.recursive, "recursive", false, "add the keys of every file under the directories given (as grep -r: links inside them are not followed)")
 	c.alias("r", "recursive")
-	return c, passphraseFile, recursive
+	return c
 }
 
 func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, passphraseFile, recursive := addCommand(stdout, stderr)
+	var fl addFlags
+	c := fl.command(stdout, stderr)
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
 	}
-	pws, err := passphrases(*passphraseFile)
+	pws, err := passphrases(fl.passphraseFile)
 	if err != nil {
 		errorf(stderr, "%s", message(err))
 		return exitTrouble
@@ -50,7 +56,7 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog := startProgress(scr, names)
 	var keysRead, added int
 	troubled := false
-	for v := range f.AddKeys(ctx, inputs(names, stdin, *recursive, &prog.bytes), pkbf.CheckOptions{Passphrases: pws}) {
+	for v := range f.AddKeys(ctx, inputs(names, stdin, fl.recursive, &prog.bytes), pkbf.CheckOptions{Passphrases: pws}) {
 		prog.keys.Add(1)
 		switch {
 		case v.Err == nil:

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os/user"
 	"strings"
+	"sync"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/pkbfssh"
@@ -23,28 +24,32 @@ import (
 // the filter is mapped, never read whole.
 
 type authKeysFlags struct {
-	fail        *choiceFlag
-	files       *listFlag
-	strictModes *bool
-	syslog      *choiceFlag
-	maxSize     *sizeFlag
+	fail, syslog choiceFlag
+	files        listFlag
+	strictModes  bool
+	maxSize      sizeFlag
 }
 
-func authKeysCommand(stdout, stderr io.Writer) (*command, *authKeysFlags) {
+func (fl *authKeysFlags) command(stdout, stderr io.Writer) *command {
 	c := newCommand("authorized-keys", "authorized-keys [flags] FILTER [--] USER [KEYTYPE KEY [FINGERPRINT]]", stdout, stderr)
-	fl := &authKeysFlags{
-		fail:    newChoiceFlag("closed", "closed", "open"),
-		files:   &listFlag{},
-		syslog:  newChoiceFlag("auto", "auto", "on", "off"),
-		maxSize: newSizeFlag(1 << 20),
-	}
-	c.Var(fl.fail, "fail", "when the filter cannot be read: `closed` prints no key (no one logs in by key), open prints the user's keys unchecked")
-	c.Var(fl.files, "file", "an authorized_keys `PATTERN` to read, as sshd's AuthorizedKeysFile: %h home, %u user, %U uid, %% a %; relative to the home directory; repeat for more (default .ssh/authorized_keys and .ssh/authorized_keys2)")
-	fl.strictModes = c.Bool("strict-modes", true, "as sshd's StrictModes: skip a file that, or a directory above which up to the home directory, is writable by group or others or owned by someone other than the user or root, checked on the resolved path")
-	c.Var(fl.syslog, "syslog", "also log to syslog (auth facility), as sshd does: `auto` when a syslog socket exists, on, off")
-	c.Var(fl.maxSize, "max-size", "skip an authorized_keys file over `SIZE`")
-	return c, fl
+	fl.fail, fl.syslog, fl.maxSize = failFlag(), syslogFlag(), 1<<20
+	c.Var(&fl.fail, "fail", "when the filter cannot be read: `closed` prints no key (no one logs in by key), open prints the user's keys unchecked")
+	c.Var(&fl.files, "file", "an authorized_keys `PATTERN` to read, as sshd's AuthorizedKeysFile: %h home, %u user, %U uid, %% a %; relative to the home directory; repeat for more (default .ssh/authorized_keys and .ssh/authorized_keys2)")
+	c.BoolVar(&fl.strictModes, "strict-modes", true, "as sshd's StrictModes: skip a file that, or a directory above which up to the home directory, is writable by group or others or owned by someone other than the user or root, checked on the resolved path")
+	c.Var(&fl.syslog, "syslog", "also log to syslog (auth facility), as sshd does: `auto` when a syslog socket exists, on, off")
+	c.Var(&fl.maxSize, "max-size", "skip an authorized_keys file over `SIZE`")
+	return c
 }
+
+// failFlag is --fail of the commands sshd runs; syslogFlag their --syslog.
+func failFlag() choiceFlag { return choiceFlag{value: "closed", choices: []string{"closed", "open"}} }
+func syslogFlag() choiceFlag {
+	return choiceFlag{value: "auto", choices: []string{"auto", "on", "off"}}
+}
+
+// openSSHDFilter opens the filter of the commands sshd runs; tests
+// replace it to cut the file short under them.
+var openSSHDFilter = pkbf.Open
 
 // The exit statuses sshd sees: anything but 0 makes it ignore the output
 // and log the failure.
@@ -57,8 +62,9 @@ const (
 // probably compromised, are logged one by one; the rest are counted.
 const maxLoggedLines = 10
 
-func runAuthKeys(args []string, stdout, stderr io.Writer) int {
-	c, fl := authKeysCommand(stdout, stderr)
+func runAuthKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var fl authKeysFlags
+	c := fl.command(stdout, stderr)
 	rest, code, ok := parseSSHDArgs(c, args, stdout)
 	if !ok {
 		return code
@@ -83,30 +89,33 @@ func runAuthKeys(args []string, stdout, stderr io.Writer) int {
 			return authKeysFailed
 		}
 	}
-	f, err := pkbf.Open(a.filterPath)
+	// The files are read once, when first needed: checked, or passed on
+	// unchecked (--fail open) when the filter fails.
+	files := sync.OnceValue(func() []authFile { return a.read(u, &fl) })
+	f, err := openSSHDFilter(a.filterPath)
 	if err != nil {
-		return a.noFilter(stdout, open, err, u, fl)
+		return a.noFilter(stdout, open, err, files)
 	}
 	defer f.Close()
 
 	// The offered key decides first: when the filter probably holds it,
 	// nothing is printed, whatever the files hold.
 	if offered != nil {
-		bad, err := offered.Compromised(f)
+		held, err := offered.CompromisedKey(f)
 		if err != nil {
-			return a.noFilter(stdout, open, err, u, fl)
+			return a.noFilter(stdout, open, err, files)
 		}
-		if bad {
-			a.lg.errorf("refused login of user %s with %s key %s", a.user, offered.Type, a.why(offered, "", f))
+		if held != nil {
+			a.lg.errorf("refused login of user %s with %s key %s", a.user, offered.Type, a.why(offered, held, ""))
 			return authKeysOK
 		}
 	}
-	out, err := a.filter(f, a.read(u, fl))
+	out, err := a.filter(f, files())
 	if err == nil {
 		err = f.FileChanged()
 	}
 	if err != nil {
-		return a.noFilter(stdout, open, err, u, fl)
+		return a.noFilter(stdout, open, err, files)
 	}
 	return a.print(stdout, out)
 }
@@ -136,13 +145,13 @@ func parseSSHDArgs(c *command, args []string, stdout io.Writer) (rest []string, 
 // read: with --fail closed nothing is printed and the exit status tells
 // sshd the command failed; with --fail open the keys are printed
 // unchecked.
-func (a *authKeys) noFilter(stdout io.Writer, open bool, err error, u *user.User, fl *authKeysFlags) int {
+func (a *authKeys) noFilter(stdout io.Writer, open bool, err error, files func() []authFile) int {
 	if !open {
 		a.lg.errorf("user %s: no key accepted (--fail closed): %s", a.user, message(err))
 		return authKeysFailed
 	}
 	a.lg.errorf("user %s: keys passed on unchecked (--fail open): %s", a.user, message(err))
-	out, _ := a.filter(nil, a.read(u, fl))
+	out, _ := a.filter(nil, files())
 	return a.print(stdout, out)
 }
 
@@ -164,7 +173,7 @@ func (a *authKeys) read(u *user.User, fl *authKeysFlags) []authFile {
 	if len(patterns) == 0 {
 		patterns = pkbfssh.DefaultFiles
 	}
-	opts := pkbfssh.Options{IgnoreModes: !*fl.strictModes, MaxSize: int64(*fl.maxSize)}
+	opts := pkbfssh.Options{IgnoreModes: !fl.strictModes, MaxSize: int64(fl.maxSize)}
 	var files []authFile
 	for _, p := range patterns {
 		path := pkbfssh.ExpandPath(p, u)
@@ -199,7 +208,7 @@ func (a *authKeys) filter(f *pkbf.Filter, files []authFile) ([]byte, error) {
 				a.lg.warnf("user %s: left out %s more of %s whose key is probably compromised", a.user, plural(len(r.Compromised)-i, "line", "lines"), af.path)
 				break
 			}
-			a.lg.warnf("user %s: left out %s line %d: %s", a.user, af.path, l.Num, a.why(l.Key, l.Comment, f))
+			a.lg.warnf("user %s: left out %s line %d: %s", a.user, af.path, l.Num, a.why(l.Key, l.Held, l.Comment))
 		}
 		if r.Unreadable > 0 {
 			a.lg.warnf("user %s: left out %s of %s with no key pkbf reads as sshd does (the first, line %d: %s)",
@@ -209,19 +218,17 @@ func (a *authKeys) filter(f *pkbf.Filter, files []authFile) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// why says which key of k (with its comment) the filter probably holds:
-// the key itself, or a certificate's CA key.
-func (a *authKeys) why(k *pkbfssh.Key, comment string, f *pkbf.Filter) string {
+// why words which key of k (with its comment) the filter probably holds:
+// held, k itself or a certificate's CA key (pkbfssh.Key.CompromisedKey).
+func (a *authKeys) why(k, held *pkbfssh.Key, comment string) string {
 	name := k.Fingerprint
 	if comment != "" {
 		name += " " + shortComment(comment)
 	}
-	plain := *k
-	plain.CA = nil
-	if bad, _ := plain.Compromised(f); !bad && k.CA != nil {
-		return fmt.Sprintf("%s: its CA key %s", name, a.why(k.CA, "", f))
+	if held != k {
+		name += ": its CA key " + held.Fingerprint
 	}
-	return fmt.Sprintf("%s: probably compromised (filter %s; SPKI SHA-256 %s)", name, a.filterPath, k.PwnedkeysFingerprint())
+	return fmt.Sprintf("%s: probably compromised (filter %s; SPKI SHA-256 %s)", name, a.filterPath, held.PwnedkeysFingerprint())
 }
 
 // shortComment keeps a key's comment, which may be of any length, short
@@ -252,12 +259,7 @@ type choiceFlag struct {
 	choices []string
 }
 
-func newChoiceFlag(def string, choices ...string) *choiceFlag {
-	return &choiceFlag{value: def, choices: choices}
-}
-
 func (f *choiceFlag) String() string { return f.value }
-func (f *choiceFlag) Get() any       { return f.value }
 func (f *choiceFlag) Set(s string) error {
 	for _, c := range f.choices {
 		if s == c {
@@ -272,5 +274,4 @@ func (f *choiceFlag) Set(s string) error {
 type listFlag struct{ values []string }
 
 func (f *listFlag) String() string     { return strings.Join(f.values, " ") }
-func (f *listFlag) Get() any           { return f.values }
 func (f *listFlag) Set(s string) error { f.values = append(f.values, s); return nil }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
 
@@ -17,24 +16,19 @@ import (
 // user's name when the certificate names it among its principals and the
 // filter holds neither the certified key nor the CA key; otherwise nothing.
 
-type authPrincipalsFlags struct {
-	fail   *choiceFlag
-	syslog *choiceFlag
-}
+type authPrincipalsFlags struct{ fail, syslog choiceFlag }
 
-func authPrincipalsCommand(stdout, stderr io.Writer) (*command, *authPrincipalsFlags) {
+func (fl *authPrincipalsFlags) command(stdout, stderr io.Writer) *command {
 	c := newCommand("authorized-principals", "authorized-principals [flags] FILTER [--] USER KEYTYPE KEY", stdout, stderr)
-	fl := &authPrincipalsFlags{
-		fail:   newChoiceFlag("closed", "closed", "open"),
-		syslog: newChoiceFlag("auto", "auto", "on", "off"),
-	}
-	c.Var(fl.fail, "fail", "when the filter cannot be read: `closed` prints nothing (no certificate logs in), open prints the user's name unchecked")
-	c.Var(fl.syslog, "syslog", "also log to syslog (auth facility), as sshd does: `auto` when a syslog socket exists, on, off")
-	return c, fl
+	fl.fail, fl.syslog = failFlag(), syslogFlag()
+	c.Var(&fl.fail, "fail", "when the filter cannot be read: `closed` prints nothing (no certificate logs in), open prints the user's name unchecked")
+	c.Var(&fl.syslog, "syslog", "also log to syslog (auth facility), as sshd does: `auto` when a syslog socket exists, on, off")
+	return c
 }
 
-func runAuthPrincipals(args []string, stdout, stderr io.Writer) int {
-	c, fl := authPrincipalsCommand(stdout, stderr)
+func runAuthPrincipals(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var fl authPrincipalsFlags
+	c := fl.command(stdout, stderr)
 	rest, code, ok := parseSSHDArgs(c, args, stdout)
 	if !ok {
 		return code
@@ -64,15 +58,15 @@ func runAuthPrincipals(args []string, stdout, stderr io.Writer) int {
 		a.lg.errorf("refused login of user %s with certificate %s: %s is not among its principals", a.user, cert.Fingerprint, a.user)
 		return authKeysOK
 	}
-	f, err := pkbf.Open(a.filterPath)
+	f, err := openSSHDFilter(a.filterPath)
 	if err == nil {
 		defer f.Close()
-		var bad bool
-		if bad, err = cert.Compromised(f); err == nil {
+		var held *pkbfssh.Key
+		if held, err = cert.CompromisedKey(f); err == nil {
 			err = f.FileChanged()
 		}
-		if err == nil && bad {
-			a.lg.errorf("refused login of user %s with %s certificate %s", a.user, cert.Type, a.why(cert, "", f))
+		if err == nil && held != nil {
+			a.lg.errorf("refused login of user %s with %s certificate %s", a.user, cert.Type, a.why(cert, held, ""))
 			return authKeysOK
 		}
 	}

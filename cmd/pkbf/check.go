@@ -27,33 +27,32 @@ const defaultConfirmTimeout = 2 * time.Minute
 
 // checkFlags are check's options.
 type checkFlags struct {
-	json, confirm, allowEmpty, strict, quiet, recursive *bool
-	api, passphraseFile                                 *string
-	timeout                                             *time.Duration
+	json, confirm, allowEmpty, strict, quiet, recursive bool
+	api, passphraseFile                                 string
+	timeout                                             time.Duration
 }
 
-func checkCommand(stdout, stderr io.Writer) (*command, *checkFlags) {
+func (fl *checkFlags) command(stdout, stderr io.Writer) *command {
 	c := newCommand("check", "check [--json] [--confirm [--api URL] [--timeout D]] [flags] FILTER [FILE...]", stdout, stderr)
-	fl := &checkFlags{
-		json:           c.Bool("json", false, "print one JSON object per key: source, offset, fingerprint, probably (or error)"),
-		confirm:        c.Bool("confirm", false, "confirm every probably with the pwnedkeys API, verifying its proof"),
-		api:            c.String("api", pwnedkeys.DefaultBaseURL, "the pwnedkeys API `URL` (http or https), for --confirm"),
-		timeout:        c.Duration("timeout", defaultConfirmTimeout, "with --confirm: give up on the API after `DURATION` in all (0: never); keys left are unconfirmed"),
-		passphraseFile: c.String("passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")"),
-		allowEmpty:     c.Bool("allow-empty", false, "exit 0, not 2, when the input holds no key at all"),
-		strict:         c.Bool("strict", false, "accepted for scripts that give it: every object not checked exits 2 anyway"),
-		quiet:          c.Bool("quiet", false, "no summary on standard error; errors still"),
-		recursive:      c.Bool("recursive", false, "check every file under the directories given (as grep -r: links inside them are not followed)"),
-	}
+	c.BoolVar(&fl.json, "json", false, "print one JSON object per key: source, offset, fingerprint, probably (or error)")
+	c.BoolVar(&fl.confirm, "confirm", false, "confirm every probably with the pwnedkeys API, verifying its proof")
+	c.StringVar(&fl.api, "api", pwnedkeys.DefaultBaseURL, "the pwnedkeys API `URL` (http or https), for --confirm")
+	c.DurationVar(&fl.timeout, "timeout", defaultConfirmTimeout, "with --confirm: give up on the API after `DURATION` in all (0: never); keys left are unconfirmed")
+	c.StringVar(&fl.passphraseFile, "passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")")
+	c.BoolVar(&fl.allowEmpty, "allow-empty", false, "exit 0, not 2, when the input holds no key at all")
+	c.BoolVar(&fl.strict, "strict", false, "accepted for scripts that give it: every object not checked exits 2 anyway")
+	c.BoolVar(&fl.quiet, "quiet", false, "no summary on standard error; errors still")
+	c.BoolVar(&fl.recursive, "recursive", false, "check every file under the directories given (as grep -r: links inside them are not followed)")
 	c.alias("j", "json")
 	c.alias("c", "confirm")
 	c.alias("q", "quiet")
 	c.alias("r", "recursive")
-	return c, fl
+	return c
 }
 
 func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, fl := checkCommand(stdout, stderr)
+	fl := &checkFlags{}
+	c := fl.command(stdout, stderr)
 	if ok, code := parseCheck(c, fl, args); !ok {
 		return code
 	}
@@ -68,7 +67,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	defer f.Close()
-	pws, err := passphrases(*fl.passphraseFile)
+	pws, err := passphrases(fl.passphraseFile)
 	if err != nil {
 		errorf(stderr, "%s", message(err))
 		return exitTrouble
@@ -82,12 +81,12 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	p := &checkPrinter{fl: fl, scr: scr}
 	prog := startProgress(scr, names)
 	opts := pkbf.CheckOptions{Passphrases: pws, Idle: func() { scr.flush() }}
-	if *fl.confirm {
+	if fl.confirm {
 		confirm, cancel := confirmer(ctx, f, fl)
 		defer cancel()
 		opts.Confirm = confirm
 	}
-	for v := range f.Check(ctx, inputs(names, stdin, *fl.recursive, &prog.bytes), opts) {
+	for v := range f.Check(ctx, inputs(names, stdin, fl.recursive, &prog.bytes), opts) {
 		prog.keys.Add(1)
 		if !p.emit(&v) {
 			break
@@ -99,7 +98,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		p.sum.unreadable++
 	}
 	if ctx.Err() != nil {
-		if !*fl.quiet {
+		if !fl.quiet {
 			p.sum.print(stderr, "interrupted: ")
 		}
 		return exitSignaled
@@ -117,10 +116,10 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // within --timeout. Call cancel when done.
 func confirmer(ctx context.Context, f *pkbf.Filter, fl *checkFlags) (confirm func(context.Context, []byte) (bool, error), cancel func()) {
 	cancel = func() {}
-	if *fl.timeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, *fl.timeout)
+	if fl.timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, fl.timeout)
 	}
-	checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: *fl.api}, MaxInFlight: confirmInFlight}
+	checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: fl.api}, MaxInFlight: confirmInFlight}
 	return func(_ context.Context, canonical []byte) (bool, error) {
 		res, err := checker.Confirm(ctx, canonical)
 		return res.Pwned, err
@@ -135,9 +134,9 @@ func parseCheck(c *command, fl *checkFlags, args []string) (ok bool, code int) {
 	}
 	set := map[string]bool{}
 	c.Visit(func(f *flag.Flag) { set[c.longName(f.Name)] = true })
-	if *fl.confirm {
-		if u, err := url.Parse(*fl.api); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return c.fail(fmt.Sprintf("--api %q is not an http or https URL", *fl.api))
+	if fl.confirm {
+		if u, err := url.Parse(fl.api); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return c.fail(fmt.Sprintf("--api %q is not an http or https URL", fl.api))
 		}
 	} else if set["api"] || set["timeout"] {
 		return c.fail("--api and --timeout go with --confirm")
@@ -179,17 +178,17 @@ func (p *checkPrinter) emit(v *pkbf.Verdict) bool {
 		if v.Probably {
 			p.sum.probably++
 		}
-		if *fl.confirm {
+		if fl.confirm {
 			p.found = p.found || v.Pwned
 		} else {
 			p.found = p.found || v.Probably
 		}
 	}
 	switch {
-	case *fl.json:
+	case fl.json:
 		p.line = v.AppendJSON(p.line)
 	case v.Err == nil:
-		p.line = appendTextVerdict(p.line, v, *fl.confirm, p.scr.perLine)
+		p.line = appendTextVerdict(p.line, v, fl.confirm, p.scr.perLine)
 	}
 	if len(p.line) > 0 {
 		if err := p.scr.write(p.line); err != nil {
@@ -224,7 +223,7 @@ const checkExitTable = `  1    a key is probably compromised (--confirm: a verif
 func (p *checkPrinter) finish(stderr io.Writer) int {
 	fl, sum := p.fl, &p.sum
 	empty := sum.keys == 0 && sum.errors() == 0
-	if !*fl.quiet || empty {
+	if !fl.quiet || empty {
 		sum.print(stderr, "")
 	}
 	switch {
@@ -232,7 +231,7 @@ func (p *checkPrinter) finish(stderr io.Writer) int {
 		return exitFound
 	case p.filterFailed || sum.errors() > 0 || sum.unconfirmed > 0:
 		return exitTrouble
-	case empty && !*fl.allowEmpty:
+	case empty && !fl.allowEmpty:
 		errorf(stderr, "no key, certificate or request in the input (--allow-empty accepts that)")
 		return exitTrouble
 	}

@@ -236,8 +236,6 @@ func openFilter(name string, stdin io.Reader) (*pkbf.Filter, error) {
 // an optional binary unit: 1024, 64KiB, 1M, 64 GiB.
 type sizeFlag int64
 
-func newSizeFlag(v int64) *sizeFlag { f := sizeFlag(v); return &f }
-
 var sizeUnits = []struct {
 	suffix string
 	shift  uint
@@ -268,5 +266,3 @@ func (f *sizeFlag) String() string {
 	}
 	return strconv.FormatInt(int64(*f), 10)
 }
-
-func (f *sizeFlag) Get() any { return int64(*f) }

@@ -16,8 +16,10 @@ type subcommand struct {
 	// flagsFirst: the command reads flags only before its first argument
 	// (authorized-keys: sshd's tokens after FILTER are never flags).
 	flagsFirst bool
-	// flags builds the command's flags, for help and completion; nil for
-	// commands without (version, help).
+	// flags declares the command's flags, for help and completion: the
+	// command method of the command's flags struct, which binds each
+	// field to its flag (run calls it too, on its own struct); nil for
+	// commands without flags (version, help, completion).
 	flags func(stdout, stderr io.Writer) *command
 	run   func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 }
@@ -32,7 +34,7 @@ func subcommands() []subcommand {
 the size in bits and bytes and the false-positive rate estimated from the
 header. --scan also counts the bits set (it reads the whole filter, with
 progress on a terminal).`,
-			flags: infoCommand, run: runInfo,
+			flags: new(infoFlags).command, run: runInfo,
 		},
 		{
 			name: "check", synopsis: "check [--json] [--confirm] [flags] FILTER [FILE...]",
@@ -54,7 +56,7 @@ Ctrl-C prints the verdicts made, then exits 130.
 
 Exit status, the first row that applies:
 ` + checkExitTable,
-			flags: func(o, e io.Writer) *command { c, _ := checkCommand(o, e); return c }, run: runCheck,
+			flags: new(checkFlags).command, run: runCheck,
 		},
 		{
 			name: "create", synopsis: "create (--keys N --fp-rate P | --entries N --fp-rate P | --hashes K --length L) FILTER",
@@ -65,8 +67,7 @@ under each of its encodings: an EC key is two entries, both point forms),
 or the hash count and length. The size for N entries is the reference
 implementation's; --keys N sizes for 2N entries. The file's disk space is
 reserved at once.`,
-			flags: func(o, e io.Writer) *command { c, _ := createCommand(o, e); return c },
-			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runCreate(args, stdout, stderr) },
+			flags: new(createFlags).command, run: runCreate,
 		},
 		{
 			name: "add", synopsis: "add [flags] FILTER [FILE...]",
@@ -76,7 +77,7 @@ flock protocol (EC keys under both point encodings). A first Ctrl-C stops
 after the key in progress, a second quits at once; the filter stays valid.
 Exit 2 if an input could not be read (the other keys are still added), or
 if the filter was replaced or cut short while keys were being added.`,
-			flags: func(o, e io.Writer) *command { c, _, _ := addCommand(o, e); return c }, run: runAdd,
+			flags: new(addFlags).command, run: runAdd,
 		},
 		{
 			name: "merge", synopsis: "merge [--force] OUT FILTER...",
@@ -91,8 +92,7 @@ entry counts (a key in several FILTERs is counted once for each; 'pkbf
 info --scan' estimates the distinct keys from the bits). An existing OUT
 is refused unless it is one of the FILTERs or --force is given. Ctrl-C
 stops and leaves OUT as it was.`,
-			flags: mergeCommand,
-			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runMerge(args, stdout, stderr) },
+			flags: new(mergeFlags).command, run: runMerge,
 		},
 		{
 			name: "update", synopsis: "update [--sha256 HEX|URL] [--signature URL --signer-key FILE] [--allow-http] [--force] [--header-file FILE] [flags] URL FILTER",
@@ -123,8 +123,7 @@ the update failed (FILTER untouched), 130 when interrupted. For example:
 
   pkbf update --signature https://example.com/f.pkbf.sig \
     --signer-key publisher.pub https://example.com/f.pkbf /var/lib/pkbf/f.pkbf`,
-			flags: updateCommand,
-			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runUpdate(args, stdout, stderr) },
+			flags: new(updateFlags).command, run: runUpdate,
 		},
 		{
 			name: "serve", synopsis: "serve [--listen ADDR] [flags] FILTER",
@@ -145,8 +144,7 @@ that is not valid is logged and the old one kept). Endpoints:
                    common name of step-ca's own certificate), see
                    docs/stepca.md
 SIGTERM or Ctrl-C stops accepting requests and lets those in flight finish.`,
-			flags: func(o, e io.Writer) *command { c, _ := serveCommand(o, e); return c },
-			run:   func(args []string, _ io.Reader, stdout, stderr io.Writer) int { return runServe(args, stdout, stderr) },
+			flags: new(serveFlags).command, run: runServe,
 		},
 		{
 			name: "authorized-keys", synopsis: "authorized-keys [flags] FILTER [--] USER [KEYTYPE KEY [FINGERPRINT]]",
@@ -168,10 +166,7 @@ In sshd_config:
   AuthorizedKeysCommand /usr/local/bin/pkbf authorized-keys /var/lib/pkbf/pwnedkeys.pkbf -- %u %t %k
   AuthorizedKeysCommandUser root`,
 			flagsFirst: true,
-			flags:      func(o, e io.Writer) *command { c, _ := authKeysCommand(o, e); return c },
-			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-				return runAuthKeys(args, stdout, stderr)
-			},
+			flags:      new(authKeysFlags).command, run: runAuthKeys,
 		},
 		{
 			name: "authorized-principals", synopsis: "authorized-principals [flags] FILTER [--] USER KEYTYPE KEY",
@@ -189,16 +184,13 @@ Flags come before FILTER. In sshd_config:
   AuthorizedPrincipalsCommand /usr/local/bin/pkbf authorized-principals /var/lib/pkbf/pwnedkeys.pkbf -- %u %t %k
   AuthorizedPrincipalsCommandUser root`,
 			flagsFirst: true,
-			flags:      func(o, e io.Writer) *command { c, _ := authPrincipalsCommand(o, e); return c },
-			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-				return runAuthPrincipals(args, stdout, stderr)
-			},
+			flags:      new(authPrincipalsFlags).command, run: runAuthPrincipals,
 		},
 		{
 			name: "nix", synopsis: "nix (build [flags] SOURCE | check [flags] CACHE [PATH...])",
 			summary: "Build or query a Nix binary cache's Bloom filter of store paths.",
 			help:    nixHelp,
-			flags:   nixCommand,
+			flags:   new(nixFlags).command,
 			run:     runNix,
 		},
 		{
@@ -217,10 +209,7 @@ Go version that built it.`,
 			help: `Print a shell completion script: bash, zsh or fish. For example
   source <(pkbf completion bash)
   pkbf completion fish > ~/.config/fish/completions/pkbf.fish`,
-			flags: func(o, e io.Writer) *command { return newCommand("completion", "completion bash|zsh|fish", o, e) },
-			run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-				return runCompletion(args, stdout, stderr)
-			},
+			run: runCompletion,
 		},
 	}
 }

@@ -16,7 +16,7 @@ func TestCommandTable(t *testing.T) {
 	scripts := map[string]string{}
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		out.Reset()
-		if code := runCompletion([]string{sh}, &out, io.Discard); code != exitOK {
+		if code := runCompletion([]string{sh}, nil, &out, io.Discard); code != exitOK {
 			t.Fatalf("completion %s: exit %d", sh, code)
 		}
 		scripts[sh] = out.String()

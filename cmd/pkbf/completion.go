@@ -9,7 +9,7 @@ import (
 
 // runCompletion prints a shell completion script: commands, each command's
 // flags (both spellings), files for the rest.
-func runCompletion(args []string, stdout, stderr io.Writer) int {
+func runCompletion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(args) != 1 {
 		errorf(stderr, "completion: name one shell: bash, zsh or fish")
 		return exitTrouble
@@ -23,7 +23,7 @@ func runCompletion(args []string, stdout, stderr io.Writer) int {
 		if s.help != "" {
 			withHelp = append(withHelp, s.name)
 		}
-		if s.flags == nil || s.name == "completion" {
+		if s.flags == nil {
 			continue
 		}
 		withFlags = append(withFlags, s.name)

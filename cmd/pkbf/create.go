@@ -12,9 +12,9 @@ import (
 
 // createFlags are create's options.
 type createFlags struct {
-	hashes, length *int
-	entries, keys  *uint64
-	rate           *float64
+	hashes, length int
+	entries, keys  uint64
+	rate           float64
 }
 
 // entriesPerKey is what create --keys counts a key as: the entries add
@@ -24,25 +24,23 @@ type createFlags struct {
 // explicit curve parameters, rare, is three.
 const entriesPerKey = 2
 
-func createCommand(stdout, stderr io.Writer) (*command, *createFlags) {
+func (fl *createFlags) command(stdout, stderr io.Writer) *command {
 	c := newCommand("create", "create (--keys N --fp-rate P | --entries N --fp-rate P | --hashes K --length L) FILTER", stdout, stderr)
-	fl := &createFlags{
-		hashes:  c.Int("hashes", 0, "hash count `K`, 1 to 255 (with --length)"),
-		length:  c.Int("length", 0, "hash length `L`: the filter has 2^L bits, L from 3 to 40 (with --hashes)"),
-		keys:    c.Uint64("keys", 0, "expected number of keys `N` (with --fp-rate): sized for 2N entries, as add stores a key under each of its encodings (an EC key under both point forms)"),
-		entries: c.Uint64("entries", 0, "expected number of entries `N` (with --fp-rate): encodings, not keys; an EC key is two (see --keys)"),
-		rate:    c.Float64("fp-rate", 0, "target false-positive rate `P`, between 0 and 1 (with --keys or --entries)"),
-	}
+	c.IntVar(&fl.hashes, "hashes", 0, "hash count `K`, 1 to 255 (with --length)")
+	c.IntVar(&fl.length, "length", 0, "hash length `L`: the filter has 2^L bits, L from 3 to 40 (with --hashes)")
+	c.Uint64Var(&fl.keys, "keys", 0, "expected number of keys `N` (with --fp-rate): sized for 2N entries, as add stores a key under each of its encodings (an EC key under both point forms)")
+	c.Uint64Var(&fl.entries, "entries", 0, "expected number of entries `N` (with --fp-rate): encodings, not keys; an EC key is two (see --keys)")
+	c.Float64Var(&fl.rate, "fp-rate", 0, "target false-positive rate `P`, between 0 and 1 (with --keys or --entries)")
 	c.alias("k", "hashes")
 	c.alias("l", "length")
 	c.alias("n", "entries")
 	c.alias("p", "fp-rate")
-	return c, fl
+	return c
 }
 
-func runCreate(args []string, stdout, stderr io.Writer) int {
-	c, fl := createCommand(stdout, stderr)
-	hashes, length, entries, keys, rate := fl.hashes, fl.length, fl.entries, fl.keys, fl.rate
+func runCreate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var fl createFlags
+	c := fl.command(stdout, stderr)
 	if ok, code := c.parse(args, 1, 1); !ok {
 		return code
 	}
@@ -66,18 +64,18 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 		_, code := c.fail("give --keys and --fp-rate, or --hashes and --length")
 		return code
 	}
-	n := *entries
+	n := fl.entries
 	if set["keys"] {
-		if *keys > math.MaxUint64/entriesPerKey {
-			_, code := c.fail(fmt.Sprintf("--keys %d is too many", *keys))
+		if fl.keys > math.MaxUint64/entriesPerKey {
+			_, code := c.fail(fmt.Sprintf("--keys %d is too many", fl.keys))
 			return code
 		}
-		n = *keys * entriesPerKey
+		n = fl.keys * entriesPerKey
 	}
-	k, l := *hashes, *length
+	k, l := fl.hashes, fl.length
 	if bySize {
 		var err error
-		if k, l, err = pkbf.Parameters(n, *rate); err != nil {
+		if k, l, err = pkbf.Parameters(n, fl.rate); err != nil {
 			errorf(stderr, "%s", message(err))
 			return exitTrouble
 		}
@@ -91,9 +89,9 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "created %s: hash count %d, hash length %d (%d bits, %s)", path, k, l, h.Bits(), sizeText(h.FileSize()))
 	switch {
 	case set["keys"]:
-		fmt.Fprintf(stdout, ", chosen for %d keys (%d entries) at a false-positive rate of %g", *keys, n, *rate)
+		fmt.Fprintf(stdout, ", chosen for %d keys (%d entries) at a false-positive rate of %g", fl.keys, n, fl.rate)
 	case bySize:
-		fmt.Fprintf(stdout, ", chosen for %d entries at a false-positive rate of %g", n, *rate)
+		fmt.Fprintf(stdout, ", chosen for %d entries at a false-positive rate of %g", n, fl.rate)
 	}
 	fmt.Fprintln(stdout)
 	return exitOK

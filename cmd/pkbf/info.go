@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -13,20 +12,23 @@ import (
 	"github.com/pkbf/pkbf"
 )
 
-func infoCommand(stdout, stderr io.Writer) *command {
+type infoFlags struct{ json, scan bool }
+
+func (fl *infoFlags) command(stdout, stderr io.Writer) *command {
 	c := newCommand("info", "info [--json] [--scan] FILTER", stdout, stderr)
-	c.Bool("json", false, "print one JSON object")
-	c.Bool("scan", false, "also count the bits set: reads the whole filter (with progress on a terminal)")
+	c.BoolVar(&fl.json, "json", false, "print one JSON object")
+	c.BoolVar(&fl.scan, "scan", false, "also count the bits set: reads the whole filter (with progress on a terminal)")
 	c.alias("j", "json")
 	return c
 }
 
 func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := infoCommand(stdout, stderr)
+	var fl infoFlags
+	c := fl.command(stdout, stderr)
 	if ok, code := c.parse(args, 1, 1); !ok {
 		return code
 	}
-	asJSON, scan := c.Lookup("json").Value.(flag.Getter).Get().(bool), c.Lookup("scan").Value.(flag.Getter).Get().(bool)
+	asJSON, scan := fl.json, fl.scan
 	path := c.Arg(0)
 	f, err := openFilter(path, stdin)
 	if err != nil {

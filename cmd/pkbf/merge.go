@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,19 +11,22 @@ import (
 	"github.com/pkbf/pkbf"
 )
 
-func mergeCommand(stdout, stderr io.Writer) *command {
+type mergeFlags struct{ force bool }
+
+func (fl *mergeFlags) command(stdout, stderr io.Writer) *command {
 	c := newCommand("merge", "merge [--force] OUT FILTER...", stdout, stderr)
-	c.Bool("force", false, "replace OUT if it exists (it may always be one of the FILTERs)")
+	c.BoolVar(&fl.force, "force", false, "replace OUT if it exists (it may always be one of the FILTERs)")
 	c.alias("f", "force")
 	return c
 }
 
-func runMerge(args []string, stdout, stderr io.Writer) int {
-	c := mergeCommand(stdout, stderr)
+func runMerge(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var fl mergeFlags
+	c := fl.command(stdout, stderr)
 	if ok, code := c.parse(args, 2, -1); !ok {
 		return code
 	}
-	force := c.Lookup("force").Value.(flag.Getter).Get().(bool)
+	force := fl.force
 	out, inputs := c.Arg(0), c.Args()[1:]
 	if !force {
 		if err := refuseExisting(out, inputs); err != nil {

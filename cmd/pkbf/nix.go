@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/nixbloom"
 )
 
@@ -21,10 +20,6 @@ import (
 // field of the cache's nix-cache-info), so that a client asks the cache
 // only about paths it may hold.
 
-// defaultNixFilterName is where nix build puts a cache's filter, relative
-// to the cache's root.
-const defaultNixFilterName = "store-paths.nixbloom"
-
 const nixHelp = `Build and query the Bloom filter a Nix binary cache publishes of its store
 paths (the BloomFilter field of its nix-cache-info names the file).
 
@@ -32,7 +27,7 @@ pkbf nix build [--fp-rate P] [--output PATH] SOURCE
   SOURCE is a binary cache directory (as nix copy --to file://DIR writes
   one): the filter holds the StorePath of each of its .narinfo files (read
   as Nix reads them), is written to PATH inside it (default
-  ` + defaultNixFilterName + `: a name the BloomFilter field reads back
+  ` + nixbloom.DefaultFilterName + `: a name the BloomFilter field reads back
   as that file, and none of the cache's own: no .narinfo or .ls, nothing
   under nar/, log/, realisations/ or debuginfo/), and its nix-cache-info
   gets BloomFilter: PATH. A symbolic link under the cache on the way to
@@ -72,7 +67,7 @@ func runNix(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "check":
 			return runNixCheck(args[1:], stdin, stdout, stderr)
 		case "-h", "-help", "--help", "help":
-			nixCommand(stdout, stderr).printUsage(stdout)
+			new(nixFlags).command(stdout, stderr).printUsage(stdout)
 			return exitOK
 		}
 	}
@@ -80,40 +75,47 @@ func runNix(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitTrouble
 }
 
-func nixCommand(stdout, stderr io.Writer) *command {
+// nixFlags are pkbf nix's: none, but those of nix build and nix check.
+type nixFlags struct{}
+
+func (*nixFlags) command(stdout, stderr io.Writer) *command {
 	return newCommand("nix", "nix (build [flags] SOURCE | check [flags] CACHE [PATH...])", stdout, stderr)
 }
 
-func nixBuildCommand(stdout, stderr io.Writer) (*command, *float64, *string) {
+type nixBuildFlags struct {
+	rate   float64
+	output string
+}
+
+func (fl *nixBuildFlags) command(stdout, stderr io.Writer) *command {
 	c := newCommand("nix build", "nix build [--fp-rate P] [--output PATH] SOURCE", stdout, stderr)
 	c.summary = nixHelp
-	p := c.Float64("fp-rate", 0.01, "the false-positive rate `P` the filter is sized for")
-	out := c.String("output", "", "where to write the filter: for a cache directory, a `PATH` inside it (default "+defaultNixFilterName+"); for a list of paths, the file (required)")
+	c.Float64Var(&fl.rate, "fp-rate", 0.01, "the false-positive rate `P` the filter is sized for")
+	c.StringVar(&fl.output, "output", "", "where to write the filter: for a cache directory, a `PATH` inside it (default "+nixbloom.DefaultFilterName+"); for a list of paths, the file (required)")
 	c.alias("p", "fp-rate")
 	c.alias("o", "output")
-	return c, p, out
+	return c
 }
 
 func runNixBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, rate, output := nixBuildCommand(stdout, stderr)
+	var fl nixBuildFlags
+	c := fl.command(stdout, stderr)
 	if ok, code := c.parse(args, 1, 1); !ok {
 		return code
 	}
-	if !(*rate > 0 && *rate < 1) {
-		_, code := c.fail(fmt.Sprintf("--fp-rate %v: want a rate between 0 and 1", *rate))
+	rate := fl.rate
+	if !(rate > 0 && rate < 1) {
+		_, code := c.fail(fmt.Sprintf("--fp-rate %v: want a rate between 0 and 1", rate))
 		return code
 	}
 	source := c.Arg(0)
 	start := time.Now()
 	fi, err := os.Stat(source)
 	isCache := err == nil && fi.IsDir()
-	out := *output
+	out := fl.output
 	switch {
 	case isCache && out == "":
-		out = defaultNixFilterName
-	case isCache && (filepath.IsAbs(out) || !filepath.IsLocal(out)):
-		_, code := c.fail(fmt.Sprintf("--output %s: for a cache directory, give a path inside it, relative to it", out))
-		return code
+		out = nixbloom.DefaultFilterName
 	case !isCache && out == "":
 		_, code := c.fail("a list of store paths needs --output FILE")
 		return code
@@ -135,7 +137,7 @@ func runNixBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "%s; nothing written", message(err))
 		return exitTrouble
 	}
-	f, err := nixbloom.FromPaths(paths, *rate)
+	f, err := nixbloom.FromPaths(paths, rate)
 	if err != nil {
 		errorf(stderr, "%s", message(err))
 		return exitTrouble
@@ -143,34 +145,32 @@ func runNixBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if isCache {
 		err = nixbloom.Publish(source, filepath.ToSlash(out), f)
 		out = filepath.Join(source, out)
-	} else if err = mapfile.WriteAtomic(out, func(w io.Writer) error { _, err := f.WriteTo(w); return err }, nil); err != nil {
-		err = fmt.Errorf("writing %s: %w", out, err)
+	} else {
+		err = f.WriteFile(out)
 	}
 	if err != nil {
 		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d store paths, %d bits, %d hash functions, sized for a false-positive rate of %g, %s\n",
-		out, len(paths), f.M(), f.K(), *rate, time.Since(start).Round(time.Millisecond))
+		out, len(paths), f.M(), f.K(), rate, time.Since(start).Round(time.Millisecond))
 	return exitOK
 }
 
 type nixCheckFlags struct {
-	json, confirm *bool
-	timeout       *time.Duration
+	json, confirm bool
+	timeout       time.Duration
 }
 
-func nixCheckCommand(stdout, stderr io.Writer) (*command, *nixCheckFlags) {
+func (fl *nixCheckFlags) command(stdout, stderr io.Writer) *command {
 	c := newCommand("nix check", "nix check [--json] [--confirm] CACHE [PATH...]", stdout, stderr)
 	c.summary = nixHelp
-	fl := &nixCheckFlags{
-		json:    c.Bool("json", false, "print one JSON object a path"),
-		confirm: c.Bool("confirm", false, "ask the cache for the .narinfo of each possibly-present path"),
-		timeout: c.Duration("timeout", 2*time.Minute, "give up on the cache after `DURATION` in all (0: never)"),
-	}
+	c.BoolVar(&fl.json, "json", false, "print one JSON object a path")
+	c.BoolVar(&fl.confirm, "confirm", false, "ask the cache for the .narinfo of each possibly-present path")
+	c.DurationVar(&fl.timeout, "timeout", 2*time.Minute, "give up on the cache after `DURATION` in all (0: never)")
 	c.alias("j", "json")
 	c.alias("c", "confirm")
-	return c, fl
+	return c
 }
 
 // nixVerdict is nix check's answer about one path.
@@ -183,15 +183,16 @@ type nixVerdict struct {
 }
 
 func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, fl := nixCheckCommand(stdout, stderr)
+	var fl nixCheckFlags
+	c := fl.command(stdout, stderr)
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
 	}
 	ctx, release := interruptContext()
 	defer release()
-	if *fl.timeout > 0 {
+	if fl.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *fl.timeout)
+		ctx, cancel = context.WithTimeout(ctx, fl.timeout)
 		defer cancel()
 	}
 	cache, err := nixbloom.OpenCache(c.Arg(0), nil)
@@ -223,7 +224,7 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		switch {
 		case err != nil:
 			v.Error = fmt.Sprintf("%s: %s", source, message(err))
-		case maybe && *fl.confirm:
+		case maybe && fl.confirm:
 			v.PossiblyPresent = &maybe
 			present, err := cache.Confirm(ctx, path)
 			v.Verdict = map[bool]string{true: "present", false: "absent"}[present]
@@ -235,14 +236,14 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			v.Verdict = map[bool]string{true: "possibly-present", false: "absent"}[maybe]
 		}
 		switch {
-		case v.Verdict == "present" || (v.Verdict == "possibly-present" && !*fl.confirm):
+		case v.Verdict == "present" || (v.Verdict == "possibly-present" && !fl.confirm):
 			found++
 		case v.Error != "":
 			failed++
 			out.Flush()
 			errorf(stderr, "%s", v.Error)
 		}
-		if *fl.json {
+		if fl.json {
 			enc.Encode(v)
 		} else if v.Verdict != "" {
 			fmt.Fprintf(out, "%s\t%s\n", v.Verdict, path)

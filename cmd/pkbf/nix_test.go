@@ -50,13 +50,13 @@ func TestNixCache(t *testing.T) {
 		t.Fatalf("nix build: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
 	info, _ := os.ReadFile(filepath.Join(cache, "nix-cache-info"))
-	if !strings.Contains(string(info), "StoreDir: /nix/store\n") || !strings.Contains(string(info), "BloomFilter: "+defaultNixFilterName+"\n") {
+	if !strings.Contains(string(info), "StoreDir: /nix/store\n") || !strings.Contains(string(info), "BloomFilter: "+nixbloom.DefaultFilterName+"\n") {
 		t.Errorf("nix-cache-info:\n%s", info)
 	}
 	if listed := strings.Fields(testkit.Nix(t, env, "nix", "path-info", "--store", "file://"+cache, "--all")); len(listed) != len(cached) {
 		t.Errorf("Nix lists %d paths in the cache after pkbf nix build, want %d", len(listed), len(cached))
 	}
-	raw, _ := os.ReadFile(filepath.Join(cache, defaultNixFilterName))
+	raw, _ := os.ReadFile(filepath.Join(cache, nixbloom.DefaultFilterName))
 	reference, err := nixbloom.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestNixBuildRefuses(t *testing.T) {
 	if r := runWith(t, nil, "nix", "build", dir); r.code != exitTrouble || !strings.Contains(r.stderr, "no StorePath field; nothing written") {
 		t.Errorf("a narinfo without StorePath: exit %d, %q", r.code, r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, defaultNixFilterName)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, nixbloom.DefaultFilterName)); err == nil {
 		t.Errorf("a filter was written")
 	}
 }

@@ -819,7 +819,7 @@ func TestServeClientCA(t *testing.T) {
 		t.Fatalf("after SIGHUP the log lacks %q:\n%s", want, logs.String())
 	}
 	write("serve.key", "PRIVATE KEY", []byte("not a key"))
-	hup("SIGHUP: keeping the certificate in use: --tls-cert ")
+	hup("SIGHUP: keeping the certificate in use: certificate ")
 	if served().Cmp(serveCert.SerialNumber) != 0 {
 		t.Errorf("a certificate that cannot be read replaced the one in use")
 	}
@@ -834,7 +834,7 @@ func TestServeClientCA(t *testing.T) {
 	}
 
 	_, plain, _ := startServe(t, "--webhook-insecure", exampleFilter)
-	code, out := post(t, "http://"+plain+"/v1/step-ca/authorize", clean)
+	code, out := testkit.Post(t, "http://"+plain+"/v1/step-ca/authorize", clean)
 	if code != 200 || out != `{"allow":true}`+"\n" {
 		t.Errorf("--webhook-insecure over plain HTTP: %d %s, want allowed", code, out)
 	}

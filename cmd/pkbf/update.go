@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,62 +24,72 @@ import (
 // command line, where other users see them.
 const updateHeaderEnv = "PKBF_UPDATE_HEADER"
 
-func updateCommand(stdout, stderr io.Writer) *command {
+type updateFlags struct {
+	force, allowHTTP, replaceInvalid, quiet  bool
+	sha256, signature, signerKey, headerFile string
+	maxSize, minRate                         sizeFlag
+	retries                                  int
+	maxAge, stall, rateWindow, maxTime       time.Duration
+}
+
+func (fl *updateFlags) command(stdout, stderr io.Writer) *command {
 	c := newCommand("update", "update [--sha256 HEX|URL] [--signature URL --signer-key FILE] [--allow-http] [--force] [--header-file FILE] [flags] URL FILTER", stdout, stderr)
-	c.Bool("force", false, "install the server's filter even if it is older than the installed one, has its header but other bits, has fewer hashes, bits or entries, lacks bits the installed one has set, has a time or revision far ahead, or answers yes for most keys (never one that fails a pin or the fill check)")
-	c.String("sha256", "", "pin the filter to a SHA-256 digest: `HEX`, or the URL of a digest file published beside it (FILTER.sha256)")
-	c.String("signature", "", "pin the filter to the SSH signature at `URL` (ssh-keygen -Y sign -n pkbf FILTER makes FILTER.sig); needs --signer-key")
-	c.String("signer-key", "", "the public key(s) the signature must be made with: a .pub `FILE`, one key a line")
-	c.Bool("allow-http", false, "allow plain http URLs and redirects (credentials are never sent over http); needs --sha256 HEX or --signature")
-	c.Duration("max-age", 0, "refuse a filter whose header says it was updated more than `D` ago (0: no limit), installed already or not")
-	c.Bool("replace-invalid", false, "replace a file at FILTER that is not a readable filter (a directory, FIFO or device is never replaced)")
-	c.String("header-file", "", "read request headers (\"Name: value\" lines, credentials) from `FILE`; else from $"+updateHeaderEnv)
-	c.Var(newSizeFlag(update.DefaultMaxSize), "max-size", "refuse a filter larger than `SIZE` (bytes, or with KiB, MiB, GiB, TiB)")
-	c.Int("retries", update.DefaultRetries, "retry a failed download `N` times (network errors, 429, 5xx, too slow), resuming it")
-	c.Duration("stall", update.DefaultStall, "retry when no data arrives for `D`")
-	c.Var(newSizeFlag(update.DefaultMinRate), "min-rate", "retry when the body arrives slower than `SIZE` a second over --rate-window")
-	c.Duration("rate-window", update.DefaultRateWindow, "the window `D` over which --min-rate is measured")
-	c.Duration("max-time", update.DefaultMaxTime, "give up after `D` in all, retries included (the download is kept for the next run)")
-	c.Bool("quiet", false, "print nothing when the filter is already current")
+	fl.maxSize, fl.minRate = sizeFlag(update.DefaultMaxSize), sizeFlag(update.DefaultMinRate)
+	c.BoolVar(&fl.force, "force", false, "install the server's filter even if it is older than the installed one, has its header but other bits, has fewer hashes, bits or entries, lacks bits the installed one has set, has a time or revision far ahead, or answers yes for most keys (never one that fails a pin or the fill check)")
+	c.StringVar(&fl.sha256, "sha256", "", "pin the filter to a SHA-256 digest: `HEX`, or the URL of a digest file published beside it (FILTER.sha256)")
+	c.StringVar(&fl.signature, "signature", "", "pin the filter to the SSH signature at `URL` (ssh-keygen -Y sign -n pkbf FILTER makes FILTER.sig); needs --signer-key")
+	c.StringVar(&fl.signerKey, "signer-key", "", "the public key(s) the signature must be made with: a .pub `FILE`, one key a line")
+	c.BoolVar(&fl.allowHTTP, "allow-http", false, "allow plain http URLs and redirects (credentials are never sent over http); needs --sha256 HEX or --signature")
+	c.DurationVar(&fl.maxAge, "max-age", 0, "refuse a filter whose header says it was updated more than `D` ago (0: no limit), installed already or not")
+	c.BoolVar(&fl.replaceInvalid, "replace-invalid", false, "replace a file at FILTER that is not a readable filter (a directory, FIFO or device is never replaced)")
+	c.StringVar(&fl.headerFile, "header-file", "", "read request headers (\"Name: value\" lines, credentials) from `FILE`; else from $"+updateHeaderEnv)
+	c.Var(&fl.maxSize, "max-size", "refuse a filter larger than `SIZE` (bytes, or with KiB, MiB, GiB, TiB)")
+	c.IntVar(&fl.retries, "retries", update.DefaultRetries, "retry a failed download `N` times (network errors, 429, 5xx, too slow), resuming it")
+	c.DurationVar(&fl.stall, "stall", update.DefaultStall, "retry when no data arrives for `D`")
+	c.Var(&fl.minRate, "min-rate", "retry when the body arrives slower than `SIZE` a second over --rate-window")
+	c.DurationVar(&fl.rateWindow, "rate-window", update.DefaultRateWindow, "the window `D` over which --min-rate is measured")
+	c.DurationVar(&fl.maxTime, "max-time", update.DefaultMaxTime, "give up after `D` in all, retries included (the download is kept for the next run)")
+	c.BoolVar(&fl.quiet, "quiet", false, "print nothing when the filter is already current")
 	c.alias("f", "force")
 	c.alias("q", "quiet")
 	return c
 }
 
-func runUpdate(args []string, stdout, stderr io.Writer) int {
-	c := updateCommand(stdout, stderr)
+func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var fl updateFlags
+	c := fl.command(stdout, stderr)
 	if ok, code := c.parse(args, 2, 2); !ok {
 		return code
 	}
-	get := func(name string) any { return c.Lookup(name).Value.(flag.Getter).Get() }
 	for _, f := range []struct {
-		name string
-		bad  bool
+		name  string
+		value any
+		bad   bool
 	}{
-		{"max-size", get("max-size").(int64) < 1},
-		{"max-age", get("max-age").(time.Duration) < 0},
-		{"retries", get("retries").(int) < 0},
-		{"stall", get("stall").(time.Duration) <= 0},
-		{"min-rate", get("min-rate").(int64) < 1},
-		{"rate-window", get("rate-window").(time.Duration) <= 0},
-		{"max-time", get("max-time").(time.Duration) <= 0},
+		{"max-size", &fl.maxSize, fl.maxSize < 1},
+		{"max-age", fl.maxAge, fl.maxAge < 0},
+		{"retries", fl.retries, fl.retries < 0},
+		{"stall", fl.stall, fl.stall <= 0},
+		{"min-rate", &fl.minRate, fl.minRate < 1},
+		{"rate-window", fl.rateWindow, fl.rateWindow <= 0},
+		{"max-time", fl.maxTime, fl.maxTime <= 0},
 	} {
 		if f.bad {
 			what := "positive"
 			if f.name == "retries" || f.name == "max-age" {
 				what = "0 or more"
 			}
-			_, code := c.fail(fmt.Sprintf("--%s %s: must be %s", f.name, c.Lookup(f.name).Value, what))
+			_, code := c.fail(fmt.Sprintf("--%s %v: must be %s", f.name, f.value, what))
 			return code
 		}
 	}
 	rawURL, path := c.Arg(0), c.Arg(1)
-	header, err := requestHeader(get("header-file").(string))
+	header, err := requestHeader(fl.headerFile)
 	if err != nil {
 		errorf(stderr, "%s", message(err))
 		return exitTrouble
 	}
-	pin, sigURL, keyFile := get("sha256").(string), get("signature").(string), get("signer-key").(string)
+	pin, sigURL, keyFile := fl.sha256, fl.signature, fl.signerKey
 	if (sigURL == "") != (keyFile == "") {
 		_, code := c.fail("--signature and --signer-key go together: the signature's URL and the key it must be made with")
 		return code
@@ -105,7 +114,7 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	} else {
 		sha256Hex = pin
 	}
-	retries := get("retries").(int)
+	retries := fl.retries
 	if retries == 0 {
 		retries = -1 // none; the library's 0 is its default
 	}
@@ -115,10 +124,10 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 		p.line = func(elapsed time.Duration) string { return downloadProgress(done.Load(), total.Load(), elapsed) }
 	})
 	opts := update.Options{
-		Client: updateClient, Header: header, Force: get("force").(bool), ReplaceInvalid: get("replace-invalid").(bool),
-		AllowHTTP: get("allow-http").(bool), SHA256: sha256Hex, SHA256URL: sha256URL, SignatureURL: sigURL, SignerKeys: signers,
-		MaxSize: get("max-size").(int64), MaxAge: get("max-age").(time.Duration), Retries: retries, Stall: get("stall").(time.Duration),
-		MinRate: get("min-rate").(int64), RateWindow: get("rate-window").(time.Duration), MaxTime: get("max-time").(time.Duration),
+		Client: updateClient, Header: header, Force: fl.force, ReplaceInvalid: fl.replaceInvalid,
+		AllowHTTP: fl.allowHTTP, SHA256: sha256Hex, SHA256URL: sha256URL, SignatureURL: sigURL, SignerKeys: signers,
+		MaxSize: int64(fl.maxSize), MaxAge: fl.maxAge, Retries: retries, Stall: fl.stall,
+		MinRate: int64(fl.minRate), RateWindow: fl.rateWindow, MaxTime: fl.maxTime,
 		Progress: func(d, t int64) { done.Store(d); total.Store(t) },
 		Logf:     func(format string, args ...any) { scr.warnf("%s", message(perr.Errorf(format, args...))) },
 	}
@@ -137,7 +146,7 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 		}
 		scr.errorf("interrupted: %s was not changed%s", path, kept)
 		return exitSignaled
-	case errors.Is(err, update.ErrPlainHTTP) && !get("allow-http").(bool) && len(header) == 0 && !strings.Contains(rawURL, "@"):
+	case errors.Is(err, update.ErrPlainHTTP) && !fl.allowHTTP && len(header) == 0 && !strings.Contains(rawURL, "@"):
 		scr.errorf("%s (--allow-http with --sha256 HEX or --signature)", message(err))
 		return exitTrouble
 	case errors.Is(err, update.ErrNotFilter):
@@ -147,7 +156,7 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 		scr.errorf("%s", message(err))
 		return exitTrouble
 	case !res.Updated:
-		if !get("quiet").(bool) {
+		if !fl.quiet {
 			fmt.Fprintf(stdout, "up to date: %s, revision %d, updated %s\n", path, res.New.Revision, updatedText(res.New))
 		}
 		return exitOK

@@ -251,8 +251,8 @@ func TestSizeFlag(t *testing.T) {
 			t.Errorf("Set(%q) accepted: %d", in, f)
 		}
 	}
-	if s := newSizeFlag(64 << 30).String(); s != "64GiB" {
-		t.Errorf("String() = %q", s)
+	if f := sizeFlag(64 << 30); f.String() != "64GiB" {
+		t.Errorf("String() = %q", f.String())
 	}
 }
 

@@ -14,7 +14,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +46,19 @@ func ReadFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Post posts body to url and returns the status and the answer's body,
+// or fails the test.
+func Post(t testing.TB, url string, body []byte) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/octet-stream", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // CheckErr fails the test unless err wraps sentinel and its message starts

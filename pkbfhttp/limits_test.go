@@ -1,9 +1,11 @@
-package main
+package pkbfhttp
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -13,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func reply(conn net.Conn) string {
 // A body over the limit is refused from its declared length alone: a
 // client that asked for "100 Continue" never gets it.
 func TestServeExpectContinueRefusedEarly(t *testing.T) {
-	srv, _ := hostileService(t, limits{body: 8 << 20, inFlight: 4, keys: 10000})
+	srv, _ := hostileService(t, Limits{MaxBody: 8 << 20, MaxInFlight: 4, MaxKeys: 10000})
 	conn := rawRequest(t, srv.Listener.Addr().String(),
 		"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\nExpect: 100-continue\r\n\r\n")
 	got := reply(conn)
@@ -61,7 +62,7 @@ func TestServeExpectContinueRefusedEarly(t *testing.T) {
 // read: one more than it holds gets 503 at once, a small request still
 // goes through, and the bytes come back when the requests end.
 func TestServeBodyBudget(t *testing.T) {
-	srv, s := hostileService(t, limits{body: 1 << 20, memory: 4 << 20, inFlight: 4, keys: 10000})
+	srv, s := hostileService(t, Limits{MaxBody: 1 << 20, MaxBodyMemory: 4 << 20, MaxInFlight: 4, MaxKeys: 10000})
 	addr := srv.Listener.Addr().String()
 	var held []net.Conn
 	for range 3 { // 3 MiB of the 3.5 large bodies may take
@@ -83,7 +84,7 @@ func TestServeBodyBudget(t *testing.T) {
 	if got := reply(chunked); !strings.HasPrefix(got, "HTTP/1.1 503 ") {
 		t.Errorf("a chunked body past the budget: %.100q, want 503", got)
 	}
-	if code, out := post(t, srv.URL+"/v1/check", testkit.ReadFile(t, key("p384.pub"))); code != 200 || !strings.Contains(out, `"probably":`) {
+	if code, out := testkit.Post(t, srv.URL+"/v1/check", testkit.ReadFile(t, key("p384.pub"))); code != 200 || !strings.Contains(out, `"probably":`) {
 		t.Errorf("a small request beside the large ones: %d %q", code, out)
 	}
 	for _, c := range held {
@@ -108,13 +109,13 @@ func TestServeConnectionLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	s := newService(live, limits{body: 1 << 20, memory: 8 << 20, conns: 3, inFlight: 4, keys: 10000})
+	s := newService(t, live, Limits{MaxBody: 1 << 20, MaxBodyMemory: 8 << 20, MaxConns: 3, MaxInFlight: 4, MaxKeys: 10000})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := newHTTPServer(s, log.New(io.Discard, "", 0))
-	go srv.Serve(s.limitConns(ln))
+	srv := s.Server(log.New(io.Discard, "", 0))
+	go srv.Serve(s.Listener(ln))
 	defer srv.Close()
 	addr := ln.Addr().String()
 	for range 3 {
@@ -146,7 +147,7 @@ func TestServeHealthFollowsFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	srv := httptest.NewServer(newService(live, limits{body: 1 << 20, inFlight: 4, keys: 10000}))
+	srv := httptest.NewServer(newService(t, live, Limits{MaxBody: 1 << 20, MaxInFlight: 4, MaxKeys: 10000}))
 	defer srv.Close()
 	get := func(p string) (int, string) {
 		resp, err := http.Get(srv.URL + p)
@@ -186,56 +187,45 @@ func TestServeHealthFollowsFilter(t *testing.T) {
 	}
 }
 
-// SIGTERM with a client mid-upload: the grace passes, the request is cut
-// off, and the log says what was cut; stopping as asked exits 0.
+// Shutdown with a client mid-upload: the context ends, the request is
+// cut off, its connection closed, and Shutdown says what was cut; readyz
+// answers 503 from the start.
 func TestServeShutdownSaysWhatWasCut(t *testing.T) {
-	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
-	shutdownGrace = 200 * time.Millisecond
 	live, err := pkbf.OpenLive(exampleFilter, pkbf.LiveOptions{Interval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	s := newService(live, limits{body: 1 << 20, inFlight: 4, keys: 10000})
+	s := newService(t, live, Limits{MaxBody: 1 << 20, MaxInFlight: 4, MaxKeys: 10000})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	logger := log.New(writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) }), "", 0)
-	srv := newHTTPServer(s, logger)
-	go srv.Serve(s.limitConns(ln))
+	srv := s.Server(log.New(io.Discard, "", 0))
+	go srv.Serve(s.Listener(ln))
 	conn := rawRequest(t, ln.Addr().String(), "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nssh-")
 	for s.receiving.Load() != 1 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	start := time.Now()
-	code := s.shutdown(srv, os.Interrupt, logger)
-	took := time.Since(start)
-	mu.Lock()
-	text := logs.String()
-	mu.Unlock()
-	if code != exitOK || !strings.Contains(text, "cut off 1 request receiving a body, 0 requests waiting to be checked, 0 requests being checked") {
-		t.Errorf("exit %d, log:\n%s", code, text)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	cut, err := s.Shutdown(ctx, srv)
+	if !errors.Is(err, context.DeadlineExceeded) || cut != (InFlight{Receiving: 1}) {
+		t.Errorf("Shutdown: %+v, %v; want one request cut off receiving its body", cut, err)
 	}
-	if took > 5*time.Second {
-		t.Errorf("shutdown took %v with a grace of %v", took, shutdownGrace)
+	if !s.shuttingDown.Load() {
+		t.Error("readyz does not answer shutting down")
 	}
 	if _, err := bufio.NewReader(conn).ReadByte(); err == nil {
 		t.Error("the cut-off client's connection is still open")
 	}
 }
 
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
 // An encrypted key in a request gets an error that says what to send
 // instead, not a passphrase option serve does not have.
 func TestServeEncryptedKeyHint(t *testing.T) {
-	srv, _ := hostileService(t, limits{body: 1 << 20, inFlight: 4, keys: 10000})
-	code, out := post(t, srv.URL+"/v1/check", testkit.ReadFile(t, filepath.Join(keysDir, "more", "chain-password.p12")))
+	srv, _ := hostileService(t, Limits{MaxBody: 1 << 20, MaxInFlight: 4, MaxKeys: 10000})
+	code, out := testkit.Post(t, srv.URL+"/v1/check", testkit.ReadFile(t, filepath.Join(keysDir, "more", "chain-password.p12")))
 	if code != http.StatusBadRequest || !strings.Contains(out, "pkbf serve takes no passphrase: send the public key or the certificate") || strings.Contains(out, "--passphrase-file") {
 		t.Errorf("%d %s", code, out)
 	}

@@ -1,4 +1,4 @@
-package main
+package pkbfhttp
 
 import (
 	"bytes"
@@ -21,13 +21,13 @@ import (
 
 // Requests an attacker would send to serve.
 
-func hostileService(t *testing.T, l limits) (*httptest.Server, *service) {
+func hostileService(t *testing.T, l Limits) (*httptest.Server, *Service) {
 	live, err := pkbf.OpenLive(exampleFilter, pkbf.LiveOptions{Interval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { live.Close() })
-	s := newService(live, l)
+	s := newService(t, live, l)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return srv, s
@@ -38,21 +38,21 @@ func hostileService(t *testing.T, l limits) (*httptest.Server, *service) {
 // small multiple of the body.
 func TestServeKeyLimit(t *testing.T) {
 	line := testkit.ReadFile(t, key("p384.pub"))
-	srv, _ := hostileService(t, limits{body: 16 << 20, inFlight: 4, keys: 3})
-	if code, out := post(t, srv.URL+"/v1/check", bytes.Repeat(line, 3)); code != 200 || strings.Count(out, "\n") != 3 {
+	srv, _ := hostileService(t, Limits{MaxBody: 16 << 20, MaxInFlight: 4, MaxKeys: 3})
+	if code, out := testkit.Post(t, srv.URL+"/v1/check", bytes.Repeat(line, 3)); code != 200 || strings.Count(out, "\n") != 3 {
 		t.Errorf("3 keys with a limit of 3: status %d, %q", code, out)
 	}
-	code, out := post(t, srv.URL+"/v1/check", bytes.Repeat(line, 4))
+	code, out := testkit.Post(t, srv.URL+"/v1/check", bytes.Repeat(line, 4))
 	if code != http.StatusRequestEntityTooLarge || !strings.Contains(out, "more than 3 keys") {
 		t.Errorf("4 keys with a limit of 3: status %d, %q", code, out)
 	}
 
-	srv, _ = hostileService(t, limits{body: 16 << 20, inFlight: 4, keys: 10000})
+	srv, _ = hostileService(t, Limits{MaxBody: 16 << 20, MaxInFlight: 4, MaxKeys: 10000})
 	empty := bytes.Repeat([]byte{0x30, 0}, 4<<20)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
-	code, out = post(t, srv.URL+"/v1/check", empty)
+	code, out = testkit.Post(t, srv.URL+"/v1/check", empty)
 	runtime.ReadMemStats(&after)
 	if code != http.StatusRequestEntityTooLarge || !strings.Contains(out, "more than 10000 keys") {
 		t.Errorf("8 MiB of empty DER objects: status %d, %.200q", code, out)
@@ -68,7 +68,7 @@ func TestServeKeyLimit(t *testing.T) {
 // when its whole body has arrived: clients sending their bodies a byte a
 // second hold only their own connections.
 func TestServeSlowBodiesHoldNoSlot(t *testing.T) {
-	srv, _ := hostileService(t, limits{body: 1 << 20, inFlight: 1, keys: 10000})
+	srv, _ := hostileService(t, Limits{MaxBody: 1 << 20, MaxInFlight: 1, MaxKeys: 10000})
 	for range 3 {
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
@@ -119,7 +119,7 @@ func costlyPFX() []byte {
 // A request of costly objects stops between two of them when its client
 // goes away, and frees its slot.
 func TestServeStopsWhenClientLeaves(t *testing.T) {
-	srv, s := hostileService(t, limits{body: 1 << 20, inFlight: 1, keys: 10000})
+	srv, s := hostileService(t, Limits{MaxBody: 1 << 20, MaxInFlight: 1, MaxKeys: 10000})
 	body := bytes.Repeat(costlyPFX(), 60) // about 20 s of work here
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -136,7 +136,7 @@ func TestServeStopsWhenClientLeaves(t *testing.T) {
 		t.Fatalf("the server still works on a request its client left %v ago", time.Since(start))
 	}
 	// The slot is free: a normal request is answered.
-	if code, _ := post(t, srv.URL+"/v1/check", testkit.ReadFile(t, key("p384.pub"))); code != 200 {
+	if code, _ := testkit.Post(t, srv.URL+"/v1/check", testkit.ReadFile(t, key("p384.pub"))); code != 200 {
 		t.Errorf("a request after the costly one: status %d", code)
 	}
 	t.Logf("the server stopped %v after the request began", time.Since(start))

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package pkbfhttp
 
 import (
 	"net/http/httptest"
@@ -26,14 +26,14 @@ func TestServeFilterCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	s := newService(live, limits{body: 1 << 20, inFlight: 4, keys: 10000})
+	s := newService(t, live, Limits{MaxBody: 1 << 20, MaxInFlight: 4, MaxKeys: 10000})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		code, out := post(t, srv.URL+"/v1/check", testkit.ReadFile(t, key("p256.cert.pem")))
+		code, out := testkit.Post(t, srv.URL+"/v1/check", testkit.ReadFile(t, key("p256.cert.pem")))
 		if code != 503 || !strings.Contains(out, path+" was truncated or changed while in use") {
 			t.Errorf("after truncation: %d %q, want 503 naming the file", code, out)
 		}

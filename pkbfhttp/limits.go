@@ -1,0 +1,179 @@
+package pkbfhttp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// readBody reads a request's body within the service's budget, or
+// answers the error and reports false. Call release once done with the
+// body. A body over the limit, or one the budget has no room for, is
+// refused before a byte of it is read when its length is declared: no
+// "100 Continue" goes to a client that asked, and the connection is
+// closed rather than drained.
+func (s *Service) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
+	n := r.ContentLength
+	if n > s.limits.MaxBody {
+		w.Header().Set("Connection", "close")
+		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is larger than %d bytes", n, s.limits.MaxBody))
+		return nil, nil, false
+	}
+	s.receiving.Add(1)
+	defer s.receiving.Add(-1)
+	held := int64(0)
+	release = func() { s.bodies.give(held) }
+	refuse := func(code int, msg string) ([]byte, func(), bool) {
+		release()
+		w.Header().Set("Connection", "close")
+		if code == http.StatusServiceUnavailable {
+			s.busy.Add(1)
+			w.Header().Set("Retry-After", "1")
+		}
+		s.httpError(w, code, msg)
+		return nil, nil, false
+	}
+	busy := fmt.Sprintf("the server holds as many request bodies as it may (%d bytes in all): try again shortly", s.limits.MaxBodyMemory)
+	if n >= 0 { // the length is declared: take it all at once
+		if !s.bodies.take(n) {
+			return refuse(http.StatusServiceUnavailable, busy)
+		}
+		held = n
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			return refuse(http.StatusBadRequest, "reading the request body: "+err.Error())
+		}
+		body = buf
+	} else { // chunked: take the budget as the body grows
+		var buf bytes.Buffer
+		lr := http.MaxBytesReader(w, r.Body, s.limits.MaxBody)
+		for {
+			if buf.Available() == 0 {
+				step := int64(min(max(buf.Cap(), 64<<10), 1<<20))
+				if !s.bodies.take(step) {
+					return refuse(http.StatusServiceUnavailable, busy)
+				}
+				held += step
+				buf.Grow(int(step))
+			}
+			m, err := lr.Read(buf.AvailableBuffer()[:buf.Available()])
+			buf.Write(buf.AvailableBuffer()[:m])
+			if err == io.EOF {
+				break
+			}
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.limits.MaxBody))
+			}
+			if err != nil {
+				return refuse(http.StatusBadRequest, "reading the request body: "+err.Error())
+			}
+		}
+		body = buf.Bytes()
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return refuse(http.StatusBadRequest, "the request body is empty: POST keys, certificates or requests")
+	}
+	return body, release, true
+}
+
+// budget is a number of bytes shared by all requests: a request takes
+// its body's size before reading it and gives it back when done. Bodies
+// of more than smallBody bytes may take only largeShare of it, so that
+// small requests always find room while large uploads fill the rest.
+type budget struct {
+	mu         sync.Mutex
+	used, size int64
+}
+
+const (
+	smallBody  = 64 << 10
+	largeShare = 0.875
+)
+
+func (b *budget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	limit := b.size
+	if n > smallBody {
+		limit = int64(float64(b.size) * largeShare)
+	}
+	if b.used+n > limit && n > 0 {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *budget) held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+}
+
+// Listener wraps ln so that at most [Limits.MaxConns] connections it
+// accepted are open at once: one more is answered 503 and closed at once,
+// instead of waiting for a free one with its memory held. Serve s
+// through it.
+func (s *Service) Listener(ln net.Listener) net.Listener {
+	return &connLimiter{Listener: ln, s: s}
+}
+
+type connLimiter struct {
+	net.Listener
+	s *Service
+}
+
+func (l *connLimiter) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.s.conns.Add(1) <= int64(l.s.limits.MaxConns) {
+			return &countedConn{Conn: c, s: l.s}, nil
+		}
+		l.s.conns.Add(-1)
+		l.s.connsRefused.Add(1)
+		refuseConn(c)
+	}
+}
+
+// tooManyConns is the whole answer to a connection over the limit.
+var tooManyConns = func() string {
+	body := `{"error":"too many connections: try again shortly"}` + "\n"
+	return "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n" +
+		"Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}()
+
+// refuseConn answers 503 on c and closes it, without waiting for the
+// client: the write is small enough for the socket's buffer.
+func refuseConn(c net.Conn) {
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	io.WriteString(c, tooManyConns)
+	c.Close()
+}
+
+// countedConn gives its place back when closed.
+type countedConn struct {
+	net.Conn
+	s    *Service
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.s.conns.Add(-1) })
+	return c.Conn.Close()
+}

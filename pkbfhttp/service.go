@@ -1,0 +1,425 @@
+// Package pkbfhttp answers checks against a pkbf filter over HTTP, for
+// programs in any language: the service of "pkbf serve".
+//
+// Make a [Service] with [New] from a [pkbf.Live] (a filter that follows
+// its file as new ones are renamed over it), wrap the listener with
+// [Service.Listener] so that connections are bounded, serve it with the
+// server [Service.Server] returns, whose timeouts a public-facing server
+// needs, and stop it with [Service.Shutdown]:
+//
+//	svc, err := pkbfhttp.New(live, pkbfhttp.Options{})
+//	srv := svc.Server(logger)
+//	go srv.Serve(svc.Listener(ln))
+//	...
+//	cut, err := svc.Shutdown(ctx, srv)
+//
+// # Endpoints
+//
+//	POST /v1/check   a body of keys, certificates and requests in any
+//	                 form pkbf.Bytes reads; one JSON line a key, as
+//	                 pkbf.Verdict.AppendJSON writes it
+//	GET  /healthz    200 while the filter can answer, else 503
+//	GET  /readyz     200 until Shutdown begins (and while the filter can
+//	                 answer), then 503
+//	GET  /v1/status  the filter's header, reloads and the last reload error
+//	GET  /metrics    counters in the Prometheus text format
+//	POST /v1/step-ca/authorize
+//	                 step-ca's AUTHORIZING webhook ([Options.StepCA])
+//
+// # Limits
+//
+// What one request and all of them together may ask of the service is
+// bounded ([Limits]): a request body's size, the bytes of bodies held at
+// once, the connections held, the requests checked at once, the objects
+// in one body. A request over a limit is refused (413 for one that can
+// never fit, 503 with Retry-After for one that may later), never queued
+// with its memory held. A request body is read whole before it waits for
+// a check slot, so that slow clients hold only their own connections,
+// and its check stops between two keys when its client goes away.
+//
+// A filter whose file was cut short or overwritten in place answers 503
+// and is reloaded; a key the filter holds is a 200 answer whose JSON says
+// so. Everything here is safe for concurrent use.
+package pkbfhttp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/jsontext"
+	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keys"
+	"github.com/pkbf/pkbf/stepca"
+)
+
+// StepCAPath is where the service answers step-ca's AUTHORIZING webhook.
+const StepCAPath = "/v1/step-ca/authorize"
+
+// Limits bound what one request, and all requests together, may ask of
+// a [Service]. A zero field takes its default, in [DefaultLimits].
+type Limits struct {
+	// MaxBody is the most bytes of one request body; a longer one gets
+	// 413, before it is read when its length is declared.
+	MaxBody int64
+	// MaxBodyMemory is the most bytes of request bodies held at once, all
+	// connections together; a request the budget has no room for gets
+	// 503. It may not be less than MaxBody.
+	MaxBodyMemory int64
+	// MaxConns is the most connections [Service.Listener] holds at once;
+	// one more is answered 503 and closed.
+	MaxConns int
+	// MaxInFlight is the most requests checked at once; others wait.
+	MaxInFlight int
+	// MaxKeys is the most keys, certificates and requests in one request
+	// body; a request with more gets 413.
+	MaxKeys int
+}
+
+// DefaultLimits are the limits a zero [Limits] field takes.
+var DefaultLimits = Limits{MaxBody: 8 << 20, MaxBodyMemory: 64 << 20, MaxConns: 1024, MaxInFlight: 32, MaxKeys: 10000}
+
+// Options configure a [Service].
+type Options struct {
+	Limits
+	// StepCA answers POST /v1/step-ca/authorize. When nil, the path is
+	// answered by a stepca.Handler with no options, which refuses every
+	// call as unauthenticated (403): only a server that verifies
+	// step-ca's client certificate can tell the CA's calls from others.
+	StepCA *stepca.Handler
+}
+
+// Timeouts of the server [Service.Server] returns: a slow or idle client
+// cannot hold a connection for ever. Variables, for tests.
+var (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+)
+
+// maxAnswer bounds the answer to one request: with the key limit, it is
+// reached only by keys with long error messages.
+const maxAnswer = 16 << 20
+
+// A Service is the HTTP API over one filter. It is an http.Handler, safe
+// for concurrent use.
+type Service struct {
+	live         *pkbf.Live
+	limits       Limits
+	slots        chan struct{}
+	bodies       *budget // the bytes of request bodies held
+	conns        atomic.Int64
+	started      time.Time
+	shuttingDown atomic.Bool
+	mux          *http.ServeMux
+	webhook      *stepca.Handler
+
+	// What requests are doing now, for Shutdown's report.
+	receiving, waiting, checking atomic.Int64
+
+	// Counters, exposed by /metrics.
+	requests, badRequests, keys, hits, keyErrors, filterErrors, abandoned, busy, connsRefused atomic.Int64
+}
+
+// New returns a Service answering from live under opts. It returns an
+// error for a negative limit, and for a MaxBody over MaxBodyMemory (no
+// body that size could ever be taken).
+func New(live *pkbf.Live, opts Options) (*Service, error) {
+	l, d := opts.Limits, DefaultLimits
+	if l.MaxBody < 0 || l.MaxBodyMemory < 0 || l.MaxConns < 0 || l.MaxInFlight < 0 || l.MaxKeys < 0 {
+		return nil, perr.Errorf("negative limit: %+v", l)
+	}
+	if l.MaxBodyMemory == 0 {
+		l.MaxBodyMemory = max(l.MaxBody, d.MaxBodyMemory)
+	}
+	for _, f := range []struct{ v, d *int }{{&l.MaxConns, &d.MaxConns}, {&l.MaxInFlight, &d.MaxInFlight}, {&l.MaxKeys, &d.MaxKeys}} {
+		if *f.v == 0 {
+			*f.v = *f.d
+		}
+	}
+	if l.MaxBody == 0 {
+		l.MaxBody = min(d.MaxBody, l.MaxBodyMemory)
+	}
+	if l.MaxBody > l.MaxBodyMemory {
+		return nil, perr.Errorf("the body limit %d is more than the body memory %d: no body that size could ever be taken", l.MaxBody, l.MaxBodyMemory)
+	}
+	s := &Service{live: live, limits: l, slots: make(chan struct{}, l.MaxInFlight), bodies: &budget{size: l.MaxBodyMemory},
+		started: time.Now(), mux: http.NewServeMux(), webhook: opts.StepCA}
+	if s.webhook == nil {
+		s.webhook = stepca.NewHandler(live, stepca.Options{})
+	}
+	s.mux.HandleFunc("/v1/check", s.check)
+	s.mux.HandleFunc("/healthz", s.healthz)
+	s.mux.HandleFunc("/readyz", s.readyz)
+	s.mux.HandleFunc("/v1/status", s.status)
+	s.mux.HandleFunc("/metrics", s.metrics)
+	s.mux.Handle(StepCAPath, s.webhook)
+	return s, nil
+}
+
+// ServeHTTP answers one request.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Server returns an http.Server for s with every timeout a public-facing
+// server needs, logging its errors to logger (nil: the log package's).
+// Set its TLSConfig for HTTPS.
+func (s *Service) Server(logger *log.Logger) *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          logger,
+	}
+}
+
+// InFlight counts the requests at each stage of their work.
+type InFlight struct {
+	Receiving int64 // reading their bodies
+	Waiting   int64 // waiting for a check slot
+	Checking  int64 // being checked
+}
+
+// Shutdown stops srv, the server of s: /readyz answers 503 from now on, no
+// connection is accepted, and requests in flight may finish until ctx is
+// done. Then the connections left are closed, their clients get no
+// answer, and Shutdown returns what they were doing with ctx's error.
+// It returns a zero InFlight and nil when every request finished.
+func (s *Service) Shutdown(ctx context.Context, srv *http.Server) (InFlight, error) {
+	s.shuttingDown.Store(true)
+	err := srv.Shutdown(ctx)
+	if err == nil {
+		return InFlight{}, nil
+	}
+	cut := InFlight{Receiving: s.receiving.Load(), Waiting: s.waiting.Load(), Checking: s.checking.Load()}
+	srv.Close()
+	return cut, err
+}
+
+// httpError answers with a status and a JSON error.
+func (s *Service) httpError(w http.ResponseWriter, code int, msg string) {
+	if code < 500 {
+		s.badRequests.Add(1)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	b := jsontext.AppendString([]byte(`{"error":`), msg)
+	w.Write(append(b, "}\n"...))
+}
+
+// check answers POST /v1/check. A request is read whole before it takes
+// one of the slots that bound the requests checked at once. Its work
+// stops between two keys when the client goes away or the write timeout
+// passes (no answer could be written after it).
+func (s *Service) check(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		s.httpError(w, http.StatusMethodNotAllowed, "POST keys, certificates or requests to /v1/check")
+		return
+	}
+	body, release, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+	defer cancel()
+	s.waiting.Add(1)
+	select {
+	case s.slots <- struct{}{}:
+		s.waiting.Add(-1)
+		defer func() { <-s.slots }()
+	case <-ctx.Done():
+		s.waiting.Add(-1)
+		s.stopped(w, ctx)
+		return
+	}
+	s.checking.Add(1)
+	defer s.checking.Add(-1)
+	out, found, status := s.answer(ctx, body)
+	switch {
+	case status == http.StatusRequestEntityTooLarge:
+		s.httpError(w, status, fmt.Sprintf("the request body holds more than %d keys, certificates and requests: send them in several requests", s.limits.MaxKeys))
+		return
+	case ctx.Err() != nil:
+		s.stopped(w, ctx)
+		return
+	case status == http.StatusServiceUnavailable:
+		s.filterErrors.Add(1)
+		s.live.Reload()
+		s.httpError(w, status, string(out)+"; reloading: try again")
+		return
+	case found == 0 && len(out) == 0:
+		s.httpError(w, http.StatusBadRequest, "no key, certificate or request in the request body")
+		return
+	case len(out) > maxAnswer:
+		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the answer would be larger than %d bytes: send fewer keys a request", maxAnswer))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	if found == 0 { // nothing in the body could be read as a key
+		s.badRequests.Add(1)
+		w.WriteHeader(http.StatusBadRequest)
+	}
+	w.Write(out)
+}
+
+// stopped answers a request whose work stopped: 503 if it ran out of
+// time, nothing if the client went away.
+func (s *Service) stopped(w http.ResponseWriter, ctx context.Context) {
+	s.abandoned.Add(1)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		s.httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("checking the request took longer than %v: send fewer keys a request", writeTimeout))
+	}
+}
+
+// answer checks the keys of a request body in the current filter and
+// returns the answer's body and how many of its objects could be read as
+// keys. Its status is 413 past the key limit, 503 when the filter's file
+// failed while in use (out is then the reason), else 0.
+func (s *Service) answer(ctx context.Context, body []byte) (out []byte, found, status int) {
+	request := pkbf.Bytes("request", body)
+	objects := 0
+	s.live.Do(func(f *pkbf.Filter) {
+		// One goroutine a request: requests run in parallel already.
+		for v := range f.Check(ctx, request, pkbf.CheckOptions{Workers: 1}) {
+			if objects++; objects > s.limits.MaxKeys {
+				status = http.StatusRequestEntityTooLarge
+				return
+			}
+			switch {
+			case errors.Is(v.Err, pkbf.ErrFileChanged):
+				out, status = []byte(perr.Text(v.Err)), http.StatusServiceUnavailable
+				return
+			case v.Err != nil:
+				s.keyErrors.Add(1)
+				if errors.Is(v.Err, keys.ErrEncryptedKey) {
+					v.Err = perr.Errorf("%w; pkbf serve takes no passphrase: send the public key or the certificate", v.Err)
+				}
+			default:
+				found++
+				s.keys.Add(1)
+				if v.Probably {
+					s.hits.Add(1)
+				}
+			}
+			if len(out) <= maxAnswer {
+				out = v.AppendJSON(out)
+			}
+		}
+	})
+	return out, found, status
+}
+
+// filterErr reports whether the filter in use can answer: nil, or why not
+// (its file was cut short or overwritten in place, and no valid file has
+// been renamed over it yet).
+func (s *Service) filterErr() (err error) {
+	s.live.Do(func(f *pkbf.Filter) { err = f.FileChanged() })
+	return err
+}
+
+// healthz answers 200 while the filter can answer checks, else 503 with
+// the reason.
+func (s *Service) healthz(w http.ResponseWriter, r *http.Request) {
+	if err := s.filterErr(); err != nil {
+		s.httpError(w, http.StatusServiceUnavailable, "the filter cannot answer: "+perr.Text(err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	io.WriteString(w, "ok\n")
+}
+
+// readyz answers 200 while the service takes requests and its filter can
+// answer them; 503, with the reason, while the filter cannot and once
+// shutdown begins, so that a load balancer stops sending requests.
+func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.shuttingDown.Load() {
+		s.httpError(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
+	if err := s.filterErr(); err != nil {
+		s.httpError(w, http.StatusServiceUnavailable, "the filter cannot answer: "+perr.Text(err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	io.WriteString(w, "ready\n")
+}
+
+// updatedText words a header's update time as pkbf info does: RFC 3339,
+// or the seconds where they are past what a date can show.
+func updatedText(h pkbf.Header) string {
+	if secs := h.Updated.Unix(); secs < 0 && !h.Updated.IsZero() {
+		return fmt.Sprintf("%d seconds after 1970 (past any date)", uint64(secs))
+	}
+	return h.Updated.UTC().Format(time.RFC3339)
+}
+
+// status answers the filter's header and the reload history as JSON.
+func (s *Service) status(w http.ResponseWriter, r *http.Request) {
+	st := s.live.Stats()
+	h := st.Header
+	v := map[string]any{
+		"file": s.live.Path(), "revision": h.Revision, "updated": updatedText(h),
+		"entries": h.EntryCount, "hash_count": h.HashCount, "hash_length": h.HashLength, "bits": h.Bits(),
+		"size": h.FileSize(), "loaded_at": st.LoadedAt.UTC().Format(time.RFC3339), "reloads": st.Reloads,
+		"reload_errors": st.Errors, "pending_closes": st.PendingCloses, "started_at": s.started.UTC().Format(time.RFC3339),
+	}
+	if st.LastError != nil {
+		v["last_reload_error"] = perr.Text(st.LastError)
+	}
+	if err := s.filterErr(); err != nil {
+		v["filter_error"] = perr.Text(err)
+	}
+	v["connections"], v["body_bytes_held"] = s.conns.Load(), s.bodies.held()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// metrics answers the counters in the Prometheus text exposition format.
+func (s *Service) metrics(w http.ResponseWriter, r *http.Request) {
+	st := s.live.Stats()
+	webhook := s.webhook.Stats()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	for _, m := range []struct {
+		name, kind, help string
+		value            float64
+	}{
+		{"pkbf_requests_total", "counter", "Requests to /v1/check.", float64(s.requests.Load())},
+		{"pkbf_bad_requests_total", "counter", "Requests answered with a 4xx status.", float64(s.badRequests.Load())},
+		{"pkbf_keys_checked_total", "counter", "Keys looked up in the filter.", float64(s.keys.Load())},
+		{"pkbf_keys_probably_total", "counter", "Keys the filter answered probably for.", float64(s.hits.Load())},
+		{"pkbf_key_errors_total", "counter", "Objects in request bodies that could not be read as keys.", float64(s.keyErrors.Load())},
+		{"pkbf_filter_errors_total", "counter", "Requests that failed because the filter file changed under the server.", float64(s.filterErrors.Load())},
+		{"pkbf_requests_stopped_total", "counter", "Requests whose work stopped because the client went away or time ran out.", float64(s.abandoned.Load())},
+		{"pkbf_requests_busy_total", "counter", "Requests refused with 503 because request bodies held all of --max-body-memory.", float64(s.busy.Load())},
+		{"pkbf_connections_refused_total", "counter", "Connections refused with 503 because --max-conns were open.", float64(s.connsRefused.Load())},
+		{"pkbf_connections", "gauge", "Connections open.", float64(s.conns.Load())},
+		{"pkbf_body_bytes_held", "gauge", "Bytes of request bodies held, of --max-body-memory.", float64(s.bodies.held())},
+		{"pkbf_reloads_total", "counter", "Switches to a new filter file.", float64(st.Reloads)},
+		{"pkbf_reload_errors_total", "counter", "New filter files that could not be loaded.", float64(st.Errors)},
+		{"pkbf_filter_pending_closes", "gauge", "Replaced filter files still being released (the kernel can take seconds for a large one).", float64(st.PendingCloses)},
+		{"pkbf_filter_entries", "gauge", "Entries in the filter's header.", float64(st.Header.EntryCount)},
+		{"pkbf_filter_revision", "gauge", "Revision in the filter's header.", float64(st.Header.Revision)},
+		{"pkbf_filter_loaded_timestamp_seconds", "gauge", "When the filter in use was loaded.", float64(st.LoadedAt.Unix())},
+		{"pkbf_stepca_allowed_total", "counter", "step-ca webhook calls allowed.", float64(webhook.Allowed)},
+		{"pkbf_stepca_refused_total", "counter", "step-ca webhook calls refused, for any reason.", float64(webhook.Refused)},
+		{"pkbf_stepca_compromised_total", "counter", "step-ca webhook calls refused for a key the filter holds.", float64(webhook.Compromised)},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", m.name, m.help, m.name, m.kind, m.name, strconv.FormatFloat(m.value, 'f', -1, 64))
+	}
+}
