@@ -1,6 +1,8 @@
 package pkbfssh
 
 import (
+	"errors"
+	"io/fs"
 	"os/user"
 	"path/filepath"
 	"strings"
@@ -61,6 +63,34 @@ func ExpandPath(pattern string, u *user.User) string {
 		path = filepath.Join(u.HomeDir, path)
 	}
 	return path
+}
+
+// A File is one of a user's authorized_keys files, as [ReadFiles] read it.
+type File struct {
+	Path string // the file's path, its pattern expanded
+	Data []byte // its contents, or nil when Err is set
+	Err  error  // why it was not read (it is then skipped); never a missing file's
+}
+
+// ReadFiles reads u's authorized_keys files named by patterns (sshd's
+// AuthorizedKeysFile, expanded by [ExpandPath]; [DefaultFiles] when there
+// are none), in order, each as [ReadFile] reads it. A missing file is left
+// out, as sshd skips it silently; one that could not be read is returned
+// with its error, which names it, and no data.
+func ReadFiles(patterns []string, u *user.User, opts Options) []File {
+	if len(patterns) == 0 {
+		patterns = DefaultFiles
+	}
+	var files []File
+	for _, p := range patterns {
+		path := ExpandPath(p, u)
+		b, err := ReadFile(path, u, opts)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		files = append(files, File{Path: path, Data: b, Err: err})
+	}
+	return files
 }
 
 // ReadFile reads the authorized_keys file at path for user u as sshd

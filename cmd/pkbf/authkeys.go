@@ -1,27 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os/user"
 	"strings"
-	"sync"
 
-	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
 
-// pkbf authorized-keys is sshd's AuthorizedKeysCommand: it prints the
-// user's authorized_keys lines but those whose key the filter probably
-// holds. With AuthorizedKeysFile none, sshd then accepts only what it
-// prints, so a compromised key cannot log in even while it stays in the
-// file. sshd runs it for every key a client offers (twice for an accepted
-// one): it must cost a few milliseconds whatever the filter's size, so
-// the filter is mapped, never read whole.
+// pkbf authorized-keys is sshd's AuthorizedKeysCommand, and pkbf
+// authorized-principals its AuthorizedPrincipalsCommand: pkbfssh.Gate
+// decides what they print and why; the commands read sshd's tokens and
+// log to standard error and syslog, as sshd does.
 
 type authKeysFlags struct {
 	fail, syslog choiceFlag
@@ -42,14 +34,8 @@ func (fl *authKeysFlags) command(stdout, stderr io.Writer) *command {
 }
 
 // failFlag is --fail of the commands sshd runs; syslogFlag their --syslog.
-func failFlag() choiceFlag { return choiceFlag{value: "closed", choices: []string{"closed", "open"}} }
-func syslogFlag() choiceFlag {
-	return choiceFlag{value: "auto", choices: []string{"auto", "on", "off"}}
-}
-
-// openSSHDFilter opens the filter of the commands sshd runs; tests
-// replace it to cut the file short under them.
-var openSSHDFilter = pkbf.Open
+func failFlag() choiceFlag   { return choiceFlag{value: "closed", choices: []string{"closed", "open"}} }
+func syslogFlag() choiceFlag { return choiceFlag{value: "auto", choices: []string{"auto", "on", "off"}} }
 
 // The exit statuses sshd sees: anything but 0 makes it ignore the output
 // and log the failure.
@@ -57,10 +43,6 @@ const (
 	authKeysOK     = 0
 	authKeysFailed = 1
 )
-
-// maxLoggedLines is how many lines left out of one file, their key
-// probably compromised, are logged one by one; the rest are counted.
-const maxLoggedLines = 10
 
 func runAuthKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var fl authKeysFlags
@@ -73,51 +55,19 @@ func runAuthKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		_, code := c.fail("want FILTER USER, and optionally KEYTYPE KEY and FINGERPRINT (sshd's %u %t %k %f)")
 		return code
 	}
-	a := &authKeys{filterPath: rest[0], user: rest[1], lg: newAuthLog(stderr, fl.syslog.value)}
-	defer a.lg.close()
-	open := fl.fail.value == "open"
-
-	u, err := user.Lookup(a.user)
-	if err != nil {
-		a.lg.errorf("user %s: %v: no keys", a.user, err)
-		return authKeysFailed
-	}
+	lg := newAuthLog(stderr, fl.syslog.value)
+	defer lg.close()
 	var offered *pkbfssh.Key
 	if len(rest) >= 4 {
+		var err error
 		if offered, err = pkbfssh.ParseKey(rest[2], rest[3]); err != nil {
-			a.lg.errorf("user %s: no key accepted: the key offered (%s): %s", a.user, rest[2], message(err))
+			lg.errorf("user %s: no key accepted: the key offered (%s): %s", rest[1], rest[2], message(err))
 			return authKeysFailed
 		}
 	}
-	// The files are read once, when first needed: checked, or passed on
-	// unchecked (--fail open) when the filter fails.
-	files := sync.OnceValue(func() []authFile { return a.read(u, &fl) })
-	f, err := openSSHDFilter(a.filterPath)
-	if err != nil {
-		return a.noFilter(stdout, open, err, files)
-	}
-	defer f.Close()
-
-	// The offered key decides first: when the filter probably holds it,
-	// nothing is printed, whatever the files hold.
-	if offered != nil {
-		held, err := offered.CompromisedKey(f)
-		if err != nil {
-			return a.noFilter(stdout, open, err, files)
-		}
-		if held != nil {
-			a.lg.errorf("refused login of user %s with %s key %s", a.user, offered.Type, a.why(offered, held, ""))
-			return authKeysOK
-		}
-	}
-	out, err := a.filter(f, files())
-	if err == nil {
-		err = f.FileChanged()
-	}
-	if err != nil {
-		return a.noFilter(stdout, open, err, files)
-	}
-	return a.print(stdout, out)
+	g := &pkbfssh.Gate{Filter: rest[0], FailOpen: fl.fail.value == "open", Files: fl.files.values,
+		Options: pkbfssh.Options{IgnoreModes: !fl.strictModes, MaxSize: int64(fl.maxSize)}, Log: lg.log}
+	return lg.exit(g.AuthorizedKeys(stdout, rest[1], offered))
 }
 
 // parseSSHDArgs parses the flags of a command sshd runs, which come only
@@ -141,113 +91,20 @@ func parseSSHDArgs(c *command, args []string, stdout io.Writer) (rest []string, 
 	return rest, 0, true
 }
 
-// noFilter handles a filter that cannot be read, or was cut short while
-// read: with --fail closed nothing is printed and the exit status tells
-// sshd the command failed; with --fail open the keys are printed
-// unchecked.
-func (a *authKeys) noFilter(stdout io.Writer, open bool, err error, files func() []authFile) int {
-	if !open {
-		a.lg.errorf("user %s: no key accepted (--fail closed): %s", a.user, message(err))
-		return authKeysFailed
+// log logs a Gate's message: a warning or an error.
+func (lg *authLog) log(warning bool, msg string) {
+	if warning {
+		lg.warnf("%s", msg)
+	} else {
+		lg.errorf("%s", msg)
 	}
-	a.lg.errorf("user %s: keys passed on unchecked (--fail open): %s", a.user, message(err))
-	out, _ := a.filter(nil, files())
-	return a.print(stdout, out)
 }
 
-// authKeys is one run of authorized-keys.
-type authKeys struct {
-	filterPath, user string
-	lg               *authLog
-}
-
-type authFile struct {
-	path string
-	data []byte
-}
-
-// read reads the user's authorized_keys files as sshd does; a missing one
-// is skipped silently, as sshd skips it.
-func (a *authKeys) read(u *user.User, fl *authKeysFlags) []authFile {
-	patterns := fl.files.values
-	if len(patterns) == 0 {
-		patterns = pkbfssh.DefaultFiles
-	}
-	opts := pkbfssh.Options{IgnoreModes: !fl.strictModes, MaxSize: int64(fl.maxSize)}
-	var files []authFile
-	for _, p := range patterns {
-		path := pkbfssh.ExpandPath(p, u)
-		b, err := pkbfssh.ReadFile(path, u, opts)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue
-		case err != nil:
-			a.lg.errorf("user %s: skipping %s: %s", a.user, path, message(err))
-			continue
-		}
-		files = append(files, authFile{path, b})
-	}
-	return files
-}
-
-// filter returns the lines of the files that may stay (with f nil, every
-// line with a key), and logs those left out.
-func (a *authKeys) filter(f *pkbf.Filter, files []authFile) ([]byte, error) {
-	var out bytes.Buffer
-	var filter pkbfssh.Filter
-	if f != nil {
-		filter = f
-	}
-	for _, af := range files {
-		r, err := pkbfssh.FilterLines(&out, filter, af.data)
-		if err != nil {
-			return nil, err
-		}
-		for i, l := range r.Compromised {
-			if i == maxLoggedLines {
-				a.lg.warnf("user %s: left out %s more of %s whose key is probably compromised", a.user, plural(len(r.Compromised)-i, "line", "lines"), af.path)
-				break
-			}
-			a.lg.warnf("user %s: left out %s line %d: %s", a.user, af.path, l.Num, a.why(l.Key, l.Held, l.Comment))
-		}
-		if r.Unreadable > 0 {
-			a.lg.warnf("user %s: left out %s of %s with no key pkbf reads as sshd does (the first, line %d: %s)",
-				a.user, plural(r.Unreadable, "line", "lines"), af.path, r.FirstUnreadable.Num, message(r.FirstUnreadable.Err))
-		}
-	}
-	return out.Bytes(), nil
-}
-
-// why words which key of k (with its comment) the filter probably holds:
-// held, k itself or a certificate's CA key (pkbfssh.Key.CompromisedKey).
-func (a *authKeys) why(k, held *pkbfssh.Key, comment string) string {
-	name := k.Fingerprint
-	if comment != "" {
-		name += " " + shortComment(comment)
-	}
-	if held != k {
-		name += ": its CA key " + held.Fingerprint
-	}
-	return fmt.Sprintf("%s: probably compromised (filter %s; SPKI SHA-256 %s)", name, a.filterPath, held.PwnedkeysFingerprint())
-}
-
-// shortComment keeps a key's comment, which may be of any length, short
-// in a log line, and on one line.
-func shortComment(c string) string {
-	if len(c) > 80 {
-		c = c[:80] + "..."
-	}
-	return strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, c)
-}
-
-func (a *authKeys) print(stdout io.Writer, out []byte) int {
-	if _, err := stdout.Write(out); err != nil {
-		a.lg.errorf("user %s: writing the keys: %v", a.user, err)
+// exit logs a Gate's error, which tells sshd the command failed, and
+// returns the exit status.
+func (lg *authLog) exit(err error) int {
+	if err != nil {
+		lg.errorf("%s", message(err))
 		return authKeysFailed
 	}
 	return authKeysOK

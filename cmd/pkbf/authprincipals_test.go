@@ -64,8 +64,8 @@ func TestAuthorizedPrincipals(t *testing.T) {
 		{"plain key", append([]string{filter, "--", "alice"}, plain...), 1, "", "not a certificate"},
 		{"bad base64", []string{filter, "--", "alice", "ssh-ed25519-cert-v01@openssh.com", "AAAA-"}, 1, "", "no certificate accepted"},
 		{"user name sshd reads otherwise", append([]string{filter, "--", "a b"}, cert(clean, ca, "a b")...), 1, "", "not read the name as one principal"},
-		{"missing filter, fail closed", append([]string{missing, "--", "alice"}, cert(clean, ca, "alice")...), 1, "", "no certificate accepted (--fail closed)"},
-		{"missing filter, fail open", append([]string{"--fail", "open", missing, "--", "alice"}, cert(clean, ca, "alice")...), 0, "alice\n", "passed on unchecked (--fail open)"},
+		{"missing filter, fail closed", append([]string{missing, "--", "alice"}, cert(clean, ca, "alice")...), 1, "", "no certificate accepted (fail closed)"},
+		{"missing filter, fail open", append([]string{"--fail", "open", missing, "--", "alice"}, cert(clean, ca, "alice")...), 0, "alice\n", "passed on unchecked (fail open)"},
 		{"too few arguments", []string{filter, "--", "alice"}, 2, "", "want FILTER USER KEYTYPE KEY"},
 	} {
 		r := runWith(t, nil, append([]string{"authorized-principals", "--syslog", "off"}, c.args...)...)

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/textproto"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -220,31 +218,16 @@ func groupDigits(n int64) string {
 	return b.String()
 }
 
-// requestHeader reads "Name: value" lines from the file, or else from the
-// environment variable; blank lines and lines starting with # are
-// skipped. Messages never quote a value.
+// requestHeader reads request headers from the file, or else from the
+// environment variable (update.ParseHeader).
 func requestHeader(file string) (http.Header, error) {
-	text, from := os.Getenv(updateHeaderEnv), "$"+updateHeaderEnv
+	text, from := []byte(os.Getenv(updateHeaderEnv)), "$"+updateHeaderEnv
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return nil, err
 		}
-		text, from = string(b), file
+		text, from = b, file
 	}
-	h := http.Header{}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, value, ok := strings.Cut(line, ":")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			return nil, fmt.Errorf("%s: line %d is not a \"Name: value\" header", from, n)
-		}
-		h.Add(textproto.CanonicalMIMEHeaderKey(name), strings.TrimSpace(value))
-	}
-	return h, nil
+	return update.ParseHeader(text, from)
 }
