@@ -37,8 +37,7 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	pws, err := passphrases(fl.passphraseFile)
 	if err != nil {
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	path, names := c.Arg(0), c.Args()[1:]
 	f, err := pkbf.Edit(path)

@@ -34,8 +34,10 @@ func (fl *authKeysFlags) command(stdout, stderr io.Writer) *command {
 }
 
 // failFlag is --fail of the commands sshd runs; syslogFlag their --syslog.
-func failFlag() choiceFlag   { return choiceFlag{value: "closed", choices: []string{"closed", "open"}} }
-func syslogFlag() choiceFlag { return choiceFlag{value: "auto", choices: []string{"auto", "on", "off"}} }
+func failFlag() choiceFlag { return choiceFlag{value: "closed", choices: []string{"closed", "open"}} }
+func syslogFlag() choiceFlag {
+	return choiceFlag{value: "auto", choices: []string{"auto", "on", "off"}}
+}
 
 // The exit statuses sshd sees: anything but 0 makes it ignore the output
 // and log the failure.
@@ -52,8 +54,7 @@ func runAuthKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(rest) < 2 || len(rest) > 5 || len(rest) == 3 {
-		_, code := c.fail("want FILTER USER, and optionally KEYTYPE KEY and FINGERPRINT (sshd's %u %t %k %f)")
-		return code
+		return c.fail("want FILTER USER, and optionally KEYTYPE KEY and FINGERPRINT (sshd's %u %t %k %f)")
 	}
 	lg := newAuthLog(stderr, fl.syslog.value)
 	defer lg.close()
@@ -81,8 +82,7 @@ func parseSSHDArgs(c *command, args []string, stdout io.Writer) (rest []string, 
 			c.printUsage(stdout)
 			return nil, exitOK, false
 		}
-		_, code := c.fail(c.flagError(err))
-		return nil, code, false
+		return nil, c.fail(c.flagError(err)), false
 	}
 	rest = c.Args()
 	if len(rest) > 1 && rest[1] == "--" {

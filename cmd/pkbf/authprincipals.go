@@ -28,8 +28,7 @@ func runAuthPrincipals(args []string, _ io.Reader, stdout, stderr io.Writer) int
 		return code
 	}
 	if len(rest) != 4 {
-		_, code := c.fail("want FILTER USER KEYTYPE KEY (sshd's %u %t %k)")
-		return code
+		return c.fail("want FILTER USER KEYTYPE KEY (sshd's %u %t %k)")
 	}
 	lg := newAuthLog(stderr, fl.syslog.value)
 	defer lg.close()

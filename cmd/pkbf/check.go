@@ -58,8 +58,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	names := c.Args()[1:]
 	if (c.Arg(0) == "-" || c.Arg(0) == "/dev/stdin") && (len(names) == 0 || slices.Contains(names, "-")) {
-		_, code := c.fail("the filter is read from standard input: name the key files")
-		return code
+		return c.fail("the filter is read from standard input: name the key files")
 	}
 	f, err := openFilter(c.Arg(0), stdin)
 	if err != nil {
@@ -69,8 +68,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer f.Close()
 	pws, err := passphrases(fl.passphraseFile)
 	if err != nil {
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	// A first Ctrl-C stops the check and prints the verdicts made; a
 	// second quits at once, even while the input is blocked.
@@ -136,10 +134,10 @@ func parseCheck(c *command, fl *checkFlags, args []string) (ok bool, code int) {
 	c.Visit(func(f *flag.Flag) { set[c.longName(f.Name)] = true })
 	if fl.confirm {
 		if u, err := url.Parse(fl.api); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return c.fail(fmt.Sprintf("--api %q is not an http or https URL", fl.api))
+			return false, c.fail(fmt.Sprintf("--api %q is not an http or https URL", fl.api))
 		}
 	} else if set["api"] || set["timeout"] {
-		return c.fail("--api and --timeout go with --confirm")
+		return false, c.fail("--api and --timeout go with --confirm")
 	}
 	return true, exitOK
 }
@@ -209,14 +207,7 @@ func verdictError(v *pkbf.Verdict) string {
 
 // checkExitTable is check's exit status for every mix of what it saw, in
 // the order the rows are tried; --help and docs/command.md show it.
-const checkExitTable = `  1    a key is probably compromised (--confirm: a verified one), whatever
-       else happened: a hit is never hidden behind an error
-  2    no hit, but something was not checked: an input or object that could
-       not be read, an unsupported or encrypted key, an unconfirmed answer,
-       a filter that failed while in use; or no key at all in the input
-       (unless --allow-empty); or bad usage
-  0    every object was checked and no key is probably compromised
-  130  interrupted (Ctrl-C), after printing the verdicts made`
+var checkExitTable = helpFile("check-exit")
 
 // finish prints the summary and returns check's exit code: the first row
 // of checkExitTable that applies.

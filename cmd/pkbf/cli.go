@@ -61,7 +61,7 @@ func (c *command) parse(args []string, minArgs, maxArgs int) (ok bool, code int)
 			c.printUsage(c.stdout)
 			return false, exitOK
 		case err != nil:
-			return c.fail(c.flagError(err))
+			return false, c.fail(c.flagError(err))
 		}
 		rest := c.Args()
 		used := len(args) - len(rest)
@@ -77,9 +77,9 @@ func (c *command) parse(args []string, minArgs, maxArgs int) (ok bool, code int)
 	c.Parse(append([]string{"--"}, positional...)) // so that Arg and Args see them
 	switch {
 	case len(positional) < minArgs:
-		return c.fail("missing arguments")
+		return false, c.fail("missing arguments")
 	case maxArgs >= 0 && len(positional) > maxArgs:
-		return c.fail(fmt.Sprintf("unexpected arguments: %s", strings.Join(positional[maxArgs:], " ")))
+		return false, c.fail(fmt.Sprintf("unexpected arguments: %s", strings.Join(positional[maxArgs:], " ")))
 	}
 	return true, exitOK
 }
@@ -101,10 +101,11 @@ func (c *command) flagError(err error) string {
 	return msg
 }
 
-func (c *command) fail(msg string) (bool, int) {
+// fail reports a usage error, with the usage, and returns its exit code.
+func (c *command) fail(msg string) int {
 	fmt.Fprintf(c.stderr, "pkbf: error: %s: %s\n", c.Name(), msg)
 	fmt.Fprintf(c.stderr, "Usage: pkbf %s\nRun 'pkbf help %s' for more.\n", c.usage, c.Name())
-	return false, exitTrouble
+	return exitTrouble
 }
 
 // printUsage prints the command's usage: synopsis, summary and flags,
@@ -197,6 +198,12 @@ func message(err error) string { return perr.Text(err) }
 // errorf reports an error on stderr in the command's format.
 func errorf(stderr io.Writer, format string, args ...any) {
 	fmt.Fprintf(stderr, "pkbf: error: "+format+"\n", args...)
+}
+
+// trouble reports err on stderr and returns exitTrouble.
+func trouble(stderr io.Writer, err error) int {
+	errorf(stderr, "%s", message(err))
+	return exitTrouble
 }
 
 // plural gives "1 key", "2 keys".

@@ -49,26 +49,20 @@ func runCreate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	byParams, bySize := set["hashes"] || set["length"], set["keys"] || set["entries"] || set["fp-rate"]
 	switch {
 	case byParams && bySize:
-		_, code := c.fail("give either --hashes and --length or --keys (or --entries) and --fp-rate, not both")
-		return code
+		return c.fail("give either --hashes and --length or --keys (or --entries) and --fp-rate, not both")
 	case byParams && !(set["hashes"] && set["length"]):
-		_, code := c.fail("--hashes and --length go together")
-		return code
+		return c.fail("--hashes and --length go together")
 	case set["keys"] && set["entries"]:
-		_, code := c.fail("give --keys or --entries, not both: an entry is one encoding of a key, and --keys counts each key as 2")
-		return code
+		return c.fail("give --keys or --entries, not both: an entry is one encoding of a key, and --keys counts each key as 2")
 	case bySize && !((set["keys"] || set["entries"]) && set["fp-rate"]):
-		_, code := c.fail("--keys (or --entries) and --fp-rate go together")
-		return code
+		return c.fail("--keys (or --entries) and --fp-rate go together")
 	case !byParams && !bySize:
-		_, code := c.fail("give --keys and --fp-rate, or --hashes and --length")
-		return code
+		return c.fail("give --keys and --fp-rate, or --hashes and --length")
 	}
 	n := fl.entries
 	if set["keys"] {
 		if fl.keys > math.MaxUint64/entriesPerKey {
-			_, code := c.fail(fmt.Sprintf("--keys %d is too many", fl.keys))
-			return code
+			return c.fail(fmt.Sprintf("--keys %d is too many", fl.keys))
 		}
 		n = fl.keys * entriesPerKey
 	}
@@ -76,14 +70,12 @@ func runCreate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if bySize {
 		var err error
 		if k, l, err = pkbf.Parameters(n, fl.rate); err != nil {
-			errorf(stderr, "%s", message(err))
-			return exitTrouble
+			return trouble(stderr, err)
 		}
 	}
 	path := c.Arg(0)
 	if err := pkbf.Create(path, k, l); err != nil {
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	h := pkbf.Header{HashCount: uint8(k), HashLength: uint8(l)}
 	fmt.Fprintf(stdout, "created %s: hash count %d, hash length %d (%d bits, %s)", path, k, l, h.Bits(), sizeText(h.FileSize()))

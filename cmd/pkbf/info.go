@@ -32,8 +32,7 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	path := c.Arg(0)
 	f, err := openFilter(path, stdin)
 	if err != nil {
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	defer f.Close()
 	h := f.Header() // Open checked that the file is exactly h.FileSize() bytes
@@ -45,8 +44,7 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = f.FileChanged()
 	}
 	if err != nil {
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	info := struct {
 		File              string   `json:"file"`

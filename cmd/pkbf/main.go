@@ -45,26 +45,7 @@ const (
 )
 
 // usageTail is the general usage after its list of commands.
-const usageTail = `
-Flags go anywhere among the arguments (authorized-keys: before FILTER),
-with one dash or two (-json or --json); -- ends them. FILTER may be - or /dev/stdin for standard input
-where a command only reads it. Run 'pkbf help COMMAND' for a command's
-flags.
-
-Examples:
-  pkbf check testdata/example.pkbf testdata/keys/p256.cert.pem
-  cat *.pem | pkbf check --json filter.pkbf > verdicts.jsonl
-  pkbf check --confirm pwnedkeys.pkbf /etc/ssh/ssh_host_*_key.pub
-  pkbf create --keys 1000000 --fp-rate 0.001 mine.pkbf
-  pkbf add mine.pkbf compromised/*.pem ~/.ssh/known_bad.pub
-  pkbf info --json mine.pkbf
-
-Exit codes: 0 success (check: every object checked, none probably
-compromised); 1 check found a probably compromised key (with --confirm: a
-verified one), whatever else happened; 2 bad usage or trouble (check: no
-hit, but an input, object or answer was not checked, the filter failed,
-or no key at all; see 'pkbf help check'); 130 interrupted.
-`
+var usageTail = helpFile("usage")
 
 // usage is the general usage, made from the table of subcommands.
 func usage() string {

@@ -45,8 +45,7 @@ func runMerge(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "interrupted: %s was not written", out)
 		return exitSignaled
 	case err != nil:
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	fmt.Fprintf(stdout, "merged %s into %s: revision %d, %d entries (a key in several filters counted once for each), hash count %d, hash length %d, %s, %s\n",
 		plural(len(inputs), "filter", "filters"), out, h.Revision, h.EntryCount, h.HashCount, h.HashLength,

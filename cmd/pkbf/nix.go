@@ -20,44 +20,7 @@ import (
 // field of the cache's nix-cache-info), so that a client asks the cache
 // only about paths it may hold.
 
-const nixHelp = `Build and query the Bloom filter a Nix binary cache publishes of its store
-paths (the BloomFilter field of its nix-cache-info names the file).
-
-pkbf nix build [--fp-rate P] [--output PATH] SOURCE
-  SOURCE is a binary cache directory (as nix copy --to file://DIR writes
-  one): the filter holds the StorePath of each of its .narinfo files (read
-  as Nix reads them), is written to PATH inside it (default
-  ` + nixbloom.DefaultFilterName + `: a name the BloomFilter field reads back
-  as that file, and none of the cache's own: no .narinfo or .ls, nothing
-  under nar/, log/, realisations/ or debuginfo/), and its nix-cache-info
-  gets BloomFilter: PATH. A symbolic link under the cache on the way to
-  either file is refused: nothing is written through one. Or SOURCE is a
-  file of store paths, one a line (- for standard input), and --output
-  names the filter file. Files are replaced atomically (the filter first,
-  then nix-cache-info). Run it again after each nix copy to the cache: a
-  path added since is not in the filter, and clients would skip it.
-
-pkbf nix check [--json] [--confirm] CACHE [PATH...]
-  CACHE is the cache's URL (https://, http://, file://) or directory.
-  PATHs are store paths, base names or hash parts, in the characters Nix
-  allows (no control characters); standard input, one a line, when none.
-  Prints for each: possibly-present or absent, then the path, separated
-  by a tab (--json: one object a line). The filter answers from its bits
-  alone: absent is certain, possibly-present may be a false positive.
-  --confirm asks the cache for the .narinfo of each possibly-present
-  path: present (a Nix whose store is the path's directory would open the
-  cache and take that .narinfo for that path; signatures are not
-  checked), absent (the filter's false positive), or unconfirmed
-  (anything else: a cache or .narinfo Nix would refuse, a file sent with
-  a Content-Encoding, a path outside the cache's store). What a cache
-  says never leads to a file outside it: the BloomFilter field is a path
-  under the cache or an http(s) URL, redirects go to http(s) only, and
-  from an https cache never to plain http.
-
-Exit status of check, the first row that applies: 1 a path is possibly
-present (with --confirm: present); 2 no such path, but a PATH was not a
-store path, a confirmation failed, the filter could not be fetched, or
-there was no PATH at all; 0 every path is absent.`
+var nixHelp = helpFile("nix")
 
 func runNix(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
@@ -105,8 +68,7 @@ func runNixBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	rate := fl.rate
 	if !(rate > 0 && rate < 1) {
-		_, code := c.fail(fmt.Sprintf("--fp-rate %v: want a rate between 0 and 1", rate))
-		return code
+		return c.fail(fmt.Sprintf("--fp-rate %v: want a rate between 0 and 1", rate))
 	}
 	source := c.Arg(0)
 	start := time.Now()
@@ -117,8 +79,7 @@ func runNixBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case isCache && out == "":
 		out = nixbloom.DefaultFilterName
 	case !isCache && out == "":
-		_, code := c.fail("a list of store paths needs --output FILE")
-		return code
+		return c.fail("a list of store paths needs --output FILE")
 	}
 	var paths []string
 	switch {
@@ -139,8 +100,7 @@ func runNixBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	f, err := nixbloom.FromPaths(paths, rate)
 	if err != nil {
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	if isCache {
 		err = nixbloom.Publish(source, filepath.ToSlash(out), f)
@@ -149,8 +109,7 @@ func runNixBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = f.WriteFile(out)
 	}
 	if err != nil {
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d store paths, %d bits, %d hash functions, sized for a false-positive rate of %g, %s\n",
 		out, len(paths), f.M(), f.K(), rate, time.Since(start).Round(time.Millisecond))
@@ -197,8 +156,7 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	cache, err := nixbloom.OpenCache(c.Arg(0), nil)
 	if err != nil {
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	defer cache.Close()
 	f, err := cache.Filter(ctx)

@@ -69,12 +69,10 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	l := pkbfhttp.Limits{MaxBody: int64(fl.maxBody), MaxBodyMemory: int64(fl.maxMemory), MaxConns: fl.maxConns, MaxInFlight: fl.maxInFlight, MaxKeys: fl.maxKeys}
 	if l.MaxBody < 1 || l.MaxBodyMemory < 1 || l.MaxConns < 1 || l.MaxInFlight < 1 || l.MaxKeys < 1 {
-		_, code := c.fail("--max-body, --max-body-memory, --max-conns, --max-in-flight and --max-keys must be positive")
-		return code
+		return c.fail("--max-body, --max-body-memory, --max-conns, --max-in-flight and --max-keys must be positive")
 	}
 	if l.MaxBody > l.MaxBodyMemory {
-		_, code := c.fail(fmt.Sprintf("--max-body %s is more than --max-body-memory %s: no body that size could ever be taken", &fl.maxBody, &fl.maxMemory))
-		return code
+		return c.fail(fmt.Sprintf("--max-body %s is more than --max-body-memory %s: no body that size could ever be taken", &fl.maxBody, &fl.maxMemory))
 	}
 	if os.Getenv("GOGC") == "" {
 		// What serve holds is bounded by its limits; collect as often as
@@ -84,8 +82,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	tlsConfig, cert, webhook, err := stepCAOptions(&fl)
 	if err != nil {
-		_, code := c.fail(message(err))
-		return code
+		return c.fail(message(err))
 	}
 	logger := log.New(stderr, "pkbf: serve: ", log.LstdFlags)
 	webhook.Logger = logger
@@ -102,8 +99,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		OnError: func(err error) { logger.Printf("%s", message(err)) },
 	})
 	if err != nil {
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	defer live.Close()
 	opts := pkbfhttp.Options{Limits: l}
@@ -112,13 +108,11 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	svc, err := pkbfhttp.New(live, opts)
 	if err != nil {
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	ln, err := net.Listen("tcp", fl.listen)
 	if err != nil {
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	// Ctrl-C and SIGTERM drain, as they stop every other command; a
 	// second one quits at once. SIGHUP checks the filter and the

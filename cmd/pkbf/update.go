@@ -77,20 +77,17 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			if f.name == "retries" || f.name == "max-age" {
 				what = "0 or more"
 			}
-			_, code := c.fail(fmt.Sprintf("--%s %v: must be %s", f.name, f.value, what))
-			return code
+			return c.fail(fmt.Sprintf("--%s %v: must be %s", f.name, f.value, what))
 		}
 	}
 	rawURL, path := c.Arg(0), c.Arg(1)
 	header, err := requestHeader(fl.headerFile)
 	if err != nil {
-		errorf(stderr, "%s", message(err))
-		return exitTrouble
+		return trouble(stderr, err)
 	}
 	pin, sigURL, keyFile := fl.sha256, fl.signature, fl.signerKey
 	if (sigURL == "") != (keyFile == "") {
-		_, code := c.fail("--signature and --signer-key go together: the signature's URL and the key it must be made with")
-		return code
+		return c.fail("--signature and --signer-key go together: the signature's URL and the key it must be made with")
 	}
 	var signers []ssh.PublicKey
 	if keyFile != "" {
@@ -102,8 +99,7 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 		if err != nil {
-			errorf(stderr, "%s", message(err))
-			return exitTrouble
+			return trouble(stderr, err)
 		}
 	}
 	var sha256Hex, sha256URL string
