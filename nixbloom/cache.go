@@ -421,6 +421,40 @@ func Fetch(ctx context.Context, c *http.Client, cacheURL string) (*Filter, error
 	return cache.Filter(ctx)
 }
 
+// Verdicts of [Cache.Check] on a store path.
+const (
+	Absent          = "absent"           // the filter lacks the path (certain), or the cache has no .narinfo for it
+	PossiblyPresent = "possibly-present" // the filter may hold the path (not asked of the cache)
+	Present         = "present"          // the cache has the path's .narinfo, as Nix would take it
+	Unconfirmed     = "unconfirmed"      // the filter may hold the path, and asking the cache failed
+)
+
+// Check answers for the store path path (as [HashPart] takes it) from f,
+// the cache's filter: [Absent] or [PossiblyPresent]; with confirm, a path
+// f may hold is asked of the cache ([Cache.Confirm]): [Present], [Absent]
+// (f's false positive) or [Unconfirmed], with Confirm's error. It also
+// returns f's own answer. For what is no store path it returns "" and
+// the error.
+func (c *Cache) Check(ctx context.Context, f *Filter, path string, confirm bool) (verdict string, mayContain bool, err error) {
+	maybe, err := f.MayContain(path)
+	switch {
+	case err != nil:
+		return "", false, err
+	case !maybe:
+		return Absent, false, nil
+	case !confirm:
+		return PossiblyPresent, true, nil
+	}
+	present, err := c.Confirm(ctx, path)
+	switch {
+	case err != nil:
+		return Unconfirmed, true, err
+	case present:
+		return Present, true, nil
+	}
+	return Absent, true, nil
+}
+
 // Confirm asks the cache for the .narinfo of path (a store path, base name
 // or hash part, as [HashPart] takes it) and reports whether the cache
 // holds the path, as Nix would decide it: true only if a Nix whose store

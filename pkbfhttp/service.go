@@ -360,6 +360,24 @@ func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "ready\n")
 }
 
+// LiveOptions are options for pkbf.OpenLive(path, ...) that check path
+// every interval and log to logger each switch to a new file, each change
+// of the file in use in place, and each file that could not be loaded (the
+// old one is kept), as pkbf serve does.
+func LiveOptions(path string, interval time.Duration, logger *log.Logger) pkbf.LiveOptions {
+	return pkbf.LiveOptions{
+		Interval: interval,
+		OnReload: func(h pkbf.Header) {
+			logger.Printf("reloaded %s: revision %d, %d entries", path, h.Revision, h.EntryCount)
+		},
+		OnChange: func(was, h pkbf.Header) {
+			logger.Printf("%s changed in place: revision %d -> %d, %d -> %d entries, updated %s (keys added in place, or a filter copied over it)",
+				path, was.Revision, h.Revision, was.EntryCount, h.EntryCount, updatedText(h))
+		},
+		OnError: func(err error) { logger.Printf("%s", perr.Text(err)) },
+	}
+}
+
 // updatedText words a header's update time as pkbf info does: RFC 3339,
 // or the seconds where they are past what a date can show.
 func updatedText(h pkbf.Header) string {

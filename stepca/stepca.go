@@ -33,6 +33,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/asn1"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -107,6 +108,21 @@ type Options struct {
 	// Logger, if not nil, logs every refusal, with the fingerprint of a
 	// refused key.
 	Logger *log.Logger
+}
+
+// ParseSecret decodes a webhook secret as step-ca holds it, base64 (what
+// "step ca provisioner webhook add" prints), around white space, for
+// [Options.Secret]. It refuses text that is not base64, and an empty
+// secret, which would authenticate nothing.
+func ParseSecret(text []byte) ([]byte, error) {
+	secret, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(text)))
+	switch {
+	case err != nil:
+		return nil, perr.Errorf("not the base64 secret step-ca holds: %v", err)
+	case len(secret) == 0:
+		return nil, perr.Errorf("the webhook secret is empty")
+	}
+	return secret, nil
 }
 
 // A Handler answers step-ca's AUTHORIZING webhook calls from a filter

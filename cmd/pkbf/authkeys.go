@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
 
@@ -56,19 +57,18 @@ func runAuthKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(rest) < 2 || len(rest) > 5 || len(rest) == 3 {
 		return c.fail("want FILTER USER, and optionally KEYTYPE KEY and FINGERPRINT (sshd's %u %t %k %f)")
 	}
-	lg := newAuthLog(stderr, fl.syslog.value)
-	defer lg.close()
+	lg := pkbfssh.NewLog(stderr, "pkbf", fl.syslog.value)
+	defer lg.Close()
 	var offered *pkbfssh.Key
 	if len(rest) >= 4 {
 		var err error
 		if offered, err = pkbfssh.ParseKey(rest[2], rest[3]); err != nil {
-			lg.errorf("user %s: no key accepted: the key offered (%s): %s", rest[1], rest[2], message(err))
-			return authKeysFailed
+			return sshdExit(lg, perr.Errorf("user %s: no key accepted: the key offered (%s): %w", rest[1], rest[2], err))
 		}
 	}
 	g := &pkbfssh.Gate{Filter: rest[0], FailOpen: fl.fail.value == "open", Files: fl.files.values,
-		Options: pkbfssh.Options{IgnoreModes: !fl.strictModes, MaxSize: int64(fl.maxSize)}, Log: lg.log}
-	return lg.exit(g.AuthorizedKeys(stdout, rest[1], offered))
+		Options: pkbfssh.Options{IgnoreModes: !fl.strictModes, MaxSize: int64(fl.maxSize)}, Log: lg.Log}
+	return sshdExit(lg, g.AuthorizedKeys(stdout, rest[1], offered))
 }
 
 // parseSSHDArgs parses the flags of a command sshd runs, which come only
@@ -91,20 +91,11 @@ func parseSSHDArgs(c *command, args []string, stdout io.Writer) (rest []string, 
 	return rest, 0, true
 }
 
-// log logs a Gate's message: a warning or an error.
-func (lg *authLog) log(warning bool, msg string) {
-	if warning {
-		lg.warnf("%s", msg)
-	} else {
-		lg.errorf("%s", msg)
-	}
-}
-
-// exit logs a Gate's error, which tells sshd the command failed, and
+// sshdExit logs a Gate's error, which tells sshd the command failed, and
 // returns the exit status.
-func (lg *authLog) exit(err error) int {
+func sshdExit(lg *pkbfssh.Log, err error) int {
 	if err != nil {
-		lg.errorf("%s", message(err))
+		lg.Log(false, message(err))
 		return authKeysFailed
 	}
 	return authKeysOK

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 
+	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
 
@@ -30,13 +31,12 @@ func runAuthPrincipals(args []string, _ io.Reader, stdout, stderr io.Writer) int
 	if len(rest) != 4 {
 		return c.fail("want FILTER USER KEYTYPE KEY (sshd's %u %t %k)")
 	}
-	lg := newAuthLog(stderr, fl.syslog.value)
-	defer lg.close()
+	lg := pkbfssh.NewLog(stderr, "pkbf", fl.syslog.value)
+	defer lg.Close()
 	cert, err := pkbfssh.ParseKey(rest[2], rest[3])
 	if err != nil {
-		lg.errorf("user %s: no certificate accepted: the key offered (%s): %s", rest[1], pkbfssh.ShortComment(rest[2]), message(err))
-		return authKeysFailed
+		return sshdExit(lg, perr.Errorf("user %s: no certificate accepted: the key offered (%s): %w", rest[1], pkbfssh.ShortComment(rest[2]), err))
 	}
-	g := &pkbfssh.Gate{Filter: rest[0], FailOpen: fl.fail.value == "open", Log: lg.log}
-	return lg.exit(g.AuthorizedPrincipals(stdout, rest[1], cert))
+	g := &pkbfssh.Gate{Filter: rest[0], FailOpen: fl.fail.value == "open", Log: lg.Log}
+	return sshdExit(lg, g.AuthorizedPrincipals(stdout, rest[1], cert))
 }

@@ -1,22 +1,7 @@
-// Command pkbf inspects, queries, creates and extends pwnedkeys bloom
-// filters (pkbfv1).
-//
-// Usage:
-//
-//	pkbf info [--json] [--scan] FILTER
-//	pkbf check [--json] [--confirm] [flags] FILTER [FILE...]
-//	pkbf create (--keys N --fp-rate P | --entries N --fp-rate P | --hashes K --length L) FILTER
-//	pkbf add [flags] FILTER [FILE...]
-//	pkbf merge [--force] OUT FILTER...
-//	pkbf update [flags] URL FILTER
-//	pkbf serve [--listen ADDR] [flags] FILTER
-//	pkbf authorized-keys [flags] FILTER [--] USER [KEYTYPE KEY [FINGERPRINT]]
-//	pkbf nix (build [flags] SOURCE | check [flags] CACHE [PATH...])
-//	pkbf version | --version
-//	pkbf help [COMMAND]
-//	pkbf completion bash|zsh|fish
-//
-// Run "pkbf help" for the details and exit codes.
+// Command pkbf inspects, queries, creates, extends and serves pwnedkeys
+// bloom filters (pkbfv1), and gates sshd, step-ca and Nix caches with
+// them: "pkbf help" lists its commands (the table in commands.go), "pkbf
+// help COMMAND" gives a command's flags and exit status.
 package main
 
 import (

@@ -177,24 +177,19 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var found, failed, asked int
 	answer := func(source, path string) {
 		asked++
-		v := nixVerdict{Source: source, Path: path}
-		maybe, err := f.MayContain(path)
+		verdict, maybe, err := cache.Check(ctx, f, path, fl.confirm)
+		v := nixVerdict{Source: source, Path: path, Verdict: verdict}
 		switch {
-		case err != nil:
+		case verdict == "":
 			v.Error = fmt.Sprintf("%s: %s", source, message(err))
-		case maybe && fl.confirm:
-			v.PossiblyPresent = &maybe
-			present, err := cache.Confirm(ctx, path)
-			v.Verdict = map[bool]string{true: "present", false: "absent"}[present]
-			if err != nil {
-				v.Verdict, v.Error = "unconfirmed", fmt.Sprintf("%s: confirming %s: %s", source, path, message(err))
-			}
+		case err != nil:
+			v.Error = fmt.Sprintf("%s: confirming %s: %s", source, path, message(err))
+			fallthrough
 		default:
 			v.PossiblyPresent = &maybe
-			v.Verdict = map[bool]string{true: "possibly-present", false: "absent"}[maybe]
 		}
 		switch {
-		case v.Verdict == "present" || (v.Verdict == "possibly-present" && !fl.confirm):
+		case verdict == nixbloom.Present || verdict == nixbloom.PossiblyPresent:
 			found++
 		case v.Error != "":
 			failed++

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"log"
@@ -87,17 +85,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	logger := log.New(stderr, "pkbf: serve: ", log.LstdFlags)
 	webhook.Logger = logger
 	path := c.Arg(0)
-	live, err := pkbf.OpenLive(path, pkbf.LiveOptions{
-		Interval: fl.poll,
-		OnReload: func(h pkbf.Header) {
-			logger.Printf("reloaded %s: revision %d, %d entries", path, h.Revision, h.EntryCount)
-		},
-		OnChange: func(was, h pkbf.Header) {
-			logger.Printf("%s changed in place: revision %d -> %d, %d -> %d entries, updated %s (keys added in place, or a filter copied over it)",
-				path, was.Revision, h.Revision, was.EntryCount, h.EntryCount, updatedText(h))
-		},
-		OnError: func(err error) { logger.Printf("%s", message(err)) },
-	})
+	live, err := pkbf.OpenLive(path, pkbfhttp.LiveOptions(path, fl.poll, logger))
 	if err != nil {
 		return trouble(stderr, err)
 	}
@@ -201,12 +189,8 @@ func stepCAOptions(fl *serveFlags) (*tls.Config, *pkbfhttp.Certificate, stepca.O
 		if err != nil {
 			return nil, nil, opts, err
 		}
-		opts.Secret, err = base64.StdEncoding.DecodeString(string(bytes.TrimSpace(b)))
-		switch {
-		case err != nil:
-			return nil, nil, opts, perr.Errorf("--webhook-secret-file %s: not the base64 secret step-ca holds: %v", secret, err)
-		case len(opts.Secret) == 0:
-			return nil, nil, opts, perr.Errorf("--webhook-secret-file %s is empty", secret)
+		if opts.Secret, err = stepca.ParseSecret(b); err != nil {
+			return nil, nil, opts, perr.Errorf("--webhook-secret-file %s: %w", secret, err)
 		}
 	}
 	if cert == "" {

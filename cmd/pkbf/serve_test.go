@@ -113,7 +113,7 @@ func TestServeStepCAFlags(t *testing.T) {
 		{"--webhook-secret-file alone", []string{"--webhook-secret-file", secret}, "--webhook-secret-file needs --client-ca"},
 		{"secret file missing", []string{"--webhook-insecure", "--webhook-secret-file", missing}, "open " + missing + ": no such file"},
 		{"secret not base64", []string{"--webhook-insecure", "--webhook-secret-file", notPEM}, "--webhook-secret-file " + notPEM + ": not the base64 secret step-ca holds"},
-		{"secret empty", []string{"--webhook-insecure", "--webhook-secret-file", write("empty", "\n")}, "--webhook-secret-file " + filepath.Join(dir, "empty") + " is empty"},
+		{"secret empty", []string{"--webhook-insecure", "--webhook-secret-file", write("empty", "\n")}, "--webhook-secret-file " + filepath.Join(dir, "empty") + ": the webhook secret is empty"},
 		{"certificate missing", []string{"--tls-cert", missing, "--tls-key", notPEM}, "open " + missing + ": no such file"},
 		{"certificate not PEM", []string{"--tls-cert", notPEM, "--tls-key", notPEM}, "certificate " + notPEM + ", key " + notPEM + ": tls: failed to find any PEM data"},
 	} {
