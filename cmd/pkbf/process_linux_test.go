@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -232,5 +233,38 @@ func TestServeReloadUnderLoad(t *testing.T) {
 	}
 	if err := cmd2.Wait(); err != nil {
 		t.Errorf("serve after SIGTERM: %v\n%s", err, logs2.String())
+	}
+}
+
+// Issue 43, item 6: serve stops on Ctrl-C as every other command does
+// (interruptContext): a first interrupt drains, letting a request in
+// flight finish, a second one quits at once, here while a client holds
+// its upload open.
+func TestServeSecondInterruptQuits(t *testing.T) {
+	cmd, addr, logs := startServe(t, exampleFilter)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nssh-")
+	for held := 0.0; held != 1000; time.Sleep(5 * time.Millisecond) { // the upload has begun
+		resp, err := http.Get("http://" + addr + "/v1/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st map[string]any
+		json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		held, _ = st["body_bytes_held"].(float64)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	for !strings.Contains(logs.String(), "shutting down") {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != os.Interrupt {
+		t.Errorf("after a second Ctrl-C while draining: %v, want killed by it; log:\n%s", cmd.ProcessState, logs.String())
 	}
 }
