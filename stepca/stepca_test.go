@@ -444,3 +444,21 @@ func FuzzHandler(f *testing.F) {
 		}
 	})
 }
+
+// ParseSecret reads the secret as step-ca prints it, base64 with white
+// space around, and refuses what would not authenticate.
+func TestParseSecret(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, want, err string
+	}{
+		{"base64", "c2VjcmV0", "secret", ""},
+		{"line end", "  c2VjcmV0\n", "secret", ""},
+		{"not base64", "secret!", "", "not the base64 secret step-ca holds"},
+		{"empty", "\n", "", "the webhook secret is empty"},
+	} {
+		got, err := ParseSecret([]byte(tc.text))
+		if string(got) != tc.want || (tc.err == "") != (err == nil) || err != nil && (!strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), "pkbf: ")) {
+			t.Errorf("%s: %q, %v; want %q, %q", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+}
