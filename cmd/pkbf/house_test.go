@@ -2,14 +2,30 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/pkbf/pkbf/internal/testkit"
 )
+
+// sources are the command's non-test Go files, by name.
+func sources(t *testing.T) map[string][]byte {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs := map[string][]byte{}
+	for _, name := range files {
+		if !strings.HasSuffix(name, "_test.go") {
+			srcs[name] = testkit.ReadFile(t, name)
+		}
+	}
+	return srcs
+}
 
 // The command only parses flags and prints (issue 43, item 1): each
 // integration's logic lives in its package (pkbfhttp, pkbfssh, nixbloom,
@@ -17,19 +33,8 @@ import (
 // (3,644 before serve's service left it; help prose and completion
 // scripts are in help/).
 func TestCommandLineBudget(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	total := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, b := range sources(t) {
 		total += bytes.Count(b, []byte("\n")) // as wc -l counts
 	}
 	if total > 2600 {
@@ -43,18 +48,7 @@ func TestCommandLineBudget(t *testing.T) {
 // source reads a flag's value back by name.
 func TestFlagsDeclaredOneWay(t *testing.T) {
 	byName := regexp.MustCompile(`flag\.Getter|\.Get\(\)\.\(|Lookup\([^)]*\)\.Value`)
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for name, b := range sources(t) {
 		for i, line := range strings.Split(string(b), "\n") {
 			// alias makes a flag's Value another name's: it reads no value.
 			if byName.MatchString(line) && !strings.Contains(line, "c.Var(c.Lookup(long).Value, short") {

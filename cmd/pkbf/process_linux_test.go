@@ -248,16 +248,7 @@ func TestServeSecondInterruptQuits(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprint(conn, "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nssh-")
-	for held := 0.0; held != 1000; time.Sleep(5 * time.Millisecond) { // the upload has begun
-		resp, err := http.Get("http://" + addr + "/v1/status")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st map[string]any
-		json.NewDecoder(resp.Body).Decode(&st)
-		resp.Body.Close()
-		held, _ = st["body_bytes_held"].(float64)
-	}
+	waitBodyHeld(t, addr, 1000)
 	cmd.Process.Signal(os.Interrupt)
 	for !strings.Contains(logs.String(), "shutting down") {
 		time.Sleep(5 * time.Millisecond)

@@ -49,6 +49,21 @@ func TestServeAnswersAsCheckJSON(t *testing.T) {
 	}
 }
 
+// waitBodyHeld waits until serve at addr holds n bytes of request bodies:
+// an upload that declared them has begun.
+func waitBodyHeld(t *testing.T, addr string, n float64) {
+	for held := 0.0; held != n; time.Sleep(5 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/v1/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st map[string]any
+		json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		held, _ = st["body_bytes_held"].(float64)
+	}
+}
+
 // Asked to stop with a client mid-upload: the grace passes, the request
 // is cut off, and the log says what was cut; stopping as asked exits 0.
 func TestServeDrainSaysWhatWasCut(t *testing.T) {
@@ -67,16 +82,7 @@ func TestServeDrainSaysWhatWasCut(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprint(conn, "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nssh-")
-	for held := 0.0; held != 1000; time.Sleep(5 * time.Millisecond) { // the body's budget is taken
-		resp, err := http.Get("http://" + ln.Addr().String() + "/v1/status")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st map[string]any
-		json.NewDecoder(resp.Body).Decode(&st)
-		resp.Body.Close()
-		held, _ = st["body_bytes_held"].(float64)
-	}
+	waitBodyHeld(t, ln.Addr().String(), 1000)
 	var logs bytes.Buffer
 	code := drain(s, srv, errors.New("terminated"), log.New(&logs, "", 0))
 	if code != exitOK || !strings.Contains(logs.String(), "terminated: shutting down") ||

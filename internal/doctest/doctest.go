@@ -553,11 +553,11 @@ func (d *doc) goBlock(b *Block) {
 // without importing them.
 var packages = map[string]string{
 	"bufio": "bufio", "bytes": "bytes", "context": "context", "errors": "errors", "fmt": "fmt",
-	"io": "io", "log": "log", "os": "os", "signal": "os/signal", "strings": "strings", "time": "time", "http": "net/http",
+	"io": "io", "log": "log", "os": "os", "signal": "os/signal", "strings": "strings", "time": "time", "http": "net/http", "net": "net",
 	"pkbf": "github.com/pkbf/pkbf", "keys": "github.com/pkbf/pkbf/keys",
 	"pwnedkeys": "github.com/pkbf/pkbf/pwnedkeys", "update": "github.com/pkbf/pkbf/update",
 	"nixbloom": "github.com/pkbf/pkbf/nixbloom",
-	"pkbfssh":  "github.com/pkbf/pkbf/pkbfssh", "pkbftls": "github.com/pkbf/pkbf/pkbftls",
+	"pkbfssh":  "github.com/pkbf/pkbf/pkbfssh", "pkbftls": "github.com/pkbf/pkbf/pkbftls", "pkbfhttp": "github.com/pkbf/pkbf/pkbfhttp",
 	"stepca": "github.com/pkbf/pkbf/stepca", "ssh": "golang.org/x/crypto/ssh", "tls": "crypto/tls",
 }
 
