@@ -184,20 +184,32 @@ func atomicBit(words []uint32, p uint64) uint64 {
 
 // minBatch is the smallest batch probed as a batch: a key alone would
 // wait for its bits one round after another, where Probably waits for all
-// of them at once.
-const minBatch = 4
+// of them at once. minRoundsInCache is the smallest batch worked in rounds
+// on a filter in the caches without the vector hashes: there the rounds
+// pay for themselves only by giving half the keys no second hash
+// (BenchmarkBatch/KeySet), which small batches do not repay.
+const (
+	minBatch         = 4
+	minRoundsInCache = 64
+)
+
+// rounds reports whether ProbablyBatch answers n keys in rounds.
+func (c *core) rounds(n int) bool {
+	return n >= minBatch && c.large || n >= minRoundsInCache && !xxh64.Vector()
+}
 
 // ProbablyBatch sets out[i] = f.Probably(spkis[i]) for every i: exactly the
 // same answers, computed together. On a filter larger than the CPU caches
 // it overlaps the memory latency of many keys (one key cannot: see
-// [Filter.Probably]): it hashes keys in blocks and fetches their bits in
-// bursts between the blocks, more of a key's bits at once the more bits
-// the keys of earlier batches needed, and hashes a key the second time
-// only if its first bit is set. Batches of a few hundred keys or
-// more get the most from it. In cache it hashes several keys at once where
-// the CPU allows, and for fewer than four keys it is Probably in a loop.
-// It asks for keys' bytes a few keys before it hashes them: keys not in
-// the caches (a large slice, a page just read) cost it no more than Probably.
+// [Filter.Probably]): it hashes keys in runs and fetches their bits in
+// bursts between the blocks it takes from a run, more of a key's bits at
+// once the more bits the keys of earlier batches needed, and hashes a key
+// the second time only if its first bit is set. Batches of a few hundred
+// keys or more get the most from it. In cache it hashes several keys at
+// once where the CPU allows, and for fewer than four keys it is Probably
+// in a loop. Its keys are read in one stretch before they are probed, so
+// that keys not in the caches (a large slice, a page just read) stream in
+// from memory: they cost it no more than Probably.
 // out must be at least as long as spkis; ProbablyBatch panics otherwise.
 // It does not allocate, is safe for concurrent use, and panics as
 // Probably does on a closed filter or a file cut short.
@@ -206,7 +218,7 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 	if f.mapped != nil {
 		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
 	}
-	if f.large && len(spkis) >= minBatch {
+	if f.rounds(len(spkis)) {
 		for len(spkis) > 0 {
 			n := min(len(spkis), probe.MaxKeys)
 			mean := f.batchVisits.Load()
@@ -232,11 +244,12 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 		return
 	}
 	// In cache, with the vector hashes: keys hashed several at a time
-	// (their chains of multiplies side by side), then probed.
-	var h1, h2 [probe.RoundKeys]uint64
+	// (their chains of multiplies side by side), a run of them in one
+	// stretch (see internal/probe), then probed.
+	var h1, h2 [probe.HashRun]uint64
 	probe.PrefetchFirst(spkis)
-	for i := 0; i < len(spkis); i += probe.RoundKeys {
-		n := min(len(spkis)-i, probe.RoundKeys)
+	for i := 0; i < len(spkis); i += probe.HashRun {
+		n := min(len(spkis)-i, probe.HashRun)
 		probe.HashBlock(spkis, i, n, h1[:], h2[:])
 		for j := range n {
 			out[i+j] = f.probe(h1[j], h2[j]|1)
@@ -271,7 +284,7 @@ func (w *Writable) ProbablyBatch(spkis [][]byte, out []bool) {
 	if w.mapped != nil {
 		defer w.mapped.CatchFault(debug.SetPanicOnFault(true))
 	}
-	if w.large && len(spkis) >= minBatch {
+	if w.rounds(len(spkis)) {
 		for len(spkis) > 0 {
 			n := min(len(spkis), probe.MaxKeys)
 			mean := w.batchVisits.Load()
