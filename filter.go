@@ -106,16 +106,11 @@ type core struct {
 	batchVisits atomic.Uint32
 }
 
-// largeFilter is the data size past which a filter is unlikely to stay in
-// the CPU caches (an EPYC core's share of L3 is 16 to 32 MiB).
-const largeFilter = 16 << 20
-
-// roundsFrom is the data size past which ProbablyBatch fetches a filter's
-// lines ahead in rounds (internal/probe) whatever the hashing: past a few
-// times a core's L2, a batch of keys that are not in the caches either
-// pushes the filter's lines out to the L3 or memory as it reads the keys
-// (BenchmarkBatch/KeySet: at 4 MiB the two ways measure the same).
-const roundsFrom = 4 << 20
+// roundsFrom: past this data size ProbablyBatch works in rounds whatever
+// the hashing, as keys read from memory push a filter's lines out of a
+// core's L2 (BenchmarkBatch/KeySet: equal at 4 MiB). hugePagesFrom: past
+// this size small pages cost a probe a TLB miss.
+const roundsFrom, hugePagesFrom = 4 << 20, 16 << 20
 
 // init sets c to a filter over data, which must be exactly h.DataSize()
 // bytes.
@@ -165,7 +160,7 @@ func Parse(b []byte) (*Filter, error) {
 		return nil, err
 	}
 	data := b[offData:len(b):len(b)]
-	if len(data) > largeFilter {
+	if len(data) > hugePagesFrom {
 		hugemem.Advise(data)
 	}
 	return newFilter(h, data), nil

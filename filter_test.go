@@ -365,14 +365,14 @@ func TestProbablyNoFalseNegatives(t *testing.T) {
 	}
 }
 
-// Filters past the CPU caches take the query path for them (see Probably),
-// and give the same answers.
+// Filters past roundsFrom take the batch path for them (rounds), and give
+// the same answers.
 func TestLargeFilterPath(t *testing.T) {
 	keys := [][]byte{[]byte("one"), []byte("two")}
 	for _, tt := range []struct {
 		l     uint8
 		large bool
-	}{{20, false}, {27, false}, {28, true}} { // 16 MiB is the limit
+	}{{20, false}, {25, false}, {26, true}} { // 4 MiB is the limit
 		f, err := Parse(buildFilter(t, 7, tt.l, keys...))
 		if err != nil {
 			t.Fatal(err)
