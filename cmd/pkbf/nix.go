@@ -59,7 +59,8 @@ pkbf nix check [--json] [--confirm] CACHE [PATH...]
   under the cache or an http(s) URL, redirects go to http(s) only, and
   from an https cache never to plain http.
 
-Exit status of check, the first row that applies: 1 a path is possibly
+Exit status of check, the first row that applies: 130 interrupted
+(Ctrl-C), after printing the answers made; 1 a path is possibly
 present (with --confirm: present); 2 no such path, but a PATH was not a
 store path, a confirmation failed, the filter could not be fetched, or
 there was no PATH at all; 0 every path is absent.`
@@ -187,8 +188,11 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
 	}
-	ctx, release := interruptContext()
+	// Ctrl-C ends the check as it ends pkbf check: "interrupted", exit
+	// 130; the timeout is a failure of the cache (exit 2).
+	interrupt, release := interruptContext()
 	defer release()
+	ctx := interrupt
 	if *fl.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *fl.timeout)
@@ -201,6 +205,10 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer cache.Close()
 	f, err := cache.Filter(ctx)
+	if err != nil && interrupt.Err() != nil {
+		errorf(stderr, "interrupted: no path checked")
+		return exitSignaled
+	}
 	if err != nil {
 		msg := message(err)
 		if errors.Is(err, nixbloom.ErrNoFilter) {
@@ -217,6 +225,9 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	enc.SetEscapeHTML(false)
 	var found, failed, asked int
 	answer := func(source, path string) {
+		if interrupt.Err() != nil {
+			return
+		}
 		asked++
 		v := nixVerdict{Source: source, Path: path}
 		maybe, err := f.MayContain(path)
@@ -226,6 +237,10 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case maybe && *fl.confirm:
 			v.PossiblyPresent = &maybe
 			present, err := cache.Confirm(ctx, path)
+			if err != nil && interrupt.Err() != nil {
+				asked-- // not answered: the run ends as interrupted
+				return
+			}
 			v.Verdict = map[bool]string{true: "present", false: "absent"}[present]
 			if err != nil {
 				v.Verdict, v.Error = "unconfirmed", fmt.Sprintf("%s: confirming %s: %s", source, path, message(err))
@@ -269,6 +284,9 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	switch {
+	case interrupt.Err() != nil:
+		errorf(stderr, "interrupted: %s answered", plural(asked, "path", "paths"))
+		return exitSignaled
 	case found > 0:
 		return exitFound
 	case failed > 0 || ctx.Err() != nil:
