@@ -281,3 +281,57 @@ func TestEveryBenchmarkCommandIsRun(t *testing.T) {
 		t.Error("no benchmark command in any document")
 	}
 }
+
+var skipCommandRE = regexp.MustCompile("`(go test -v [^`]*--- SKIP[^`]*)`")
+
+// TestReadmeSkipCommandShowsReasons: the README's command that lists the
+// skipped tests "with their reasons" shows them, run as written on a
+// module whose tests skip (issue 43, item 12: with -v, go test prints a
+// skip's reason before its "--- SKIP" line, and the README's grep -A1
+// showed the line after it instead).
+func TestReadmeSkipCommandShowsReasons(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and runs a module's tests")
+	}
+	src, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := skipCommandRE.FindStringSubmatch(string(src))
+	if m == nil {
+		t.Fatal("the README has no `go test -v ... --- SKIP` command")
+	}
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module example.com/skips\n\ngo 1.21\n",
+		"a_test.go": `package skips
+
+import "testing"
+
+func TestLogsThenSkips(t *testing.T) { t.Log("set up"); t.Skip("reason one: no widget here") }
+func TestRuns(t *testing.T)          {}
+func TestSub(t *testing.T) {
+	t.Run("inner", func(t *testing.T) { t.Skipf("reason %s", "two") })
+}
+`,
+		"b/b_test.go": "package b\n\nimport \"testing\"\n\nfunc TestB(t *testing.T) { t.Skip(\"reason three\") }\n",
+	}
+	for name, text := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("bash", "-c", m[1])
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", m[1], err, out)
+	}
+	for _, reason := range []string{"reason one: no widget here", "reason two", "reason three"} {
+		if !strings.Contains(string(out), reason) {
+			t.Errorf("%s prints no %q:\n%s", m[1], reason, out)
+		}
+	}
+}
