@@ -148,9 +148,9 @@ func checkDataSize(h Header, have uint64) error {
 // wrap [ErrInvalidFile].
 //
 // Past 16 MiB of data, where small pages cost a probe a TLB miss, Parse
-// asks Linux to back b's whole 2 MiB pages with huge pages (MADV_HUGEPAGE,
-// MADV_COLLAPSE), as [ReadFilter] does for its own memory: b's bytes and
-// the caller's other memory stay as they are.
+// asks Linux to back b's whole 2 MiB pages with huge pages, in the
+// background (MADV_HUGEPAGE, MADV_COLLAPSE): b's bytes and the caller's
+// other memory stay as they are, and Parse returns at once.
 func Parse(b []byte) (*Filter, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
