@@ -92,7 +92,7 @@ func TestProbablyBatch(t *testing.T) {
 		for _, p := range []struct{ k, l uint8 }{{1, 12}, {3, 10}, {12, 14}, {40, 16}} {
 			t.Run(fmt.Sprintf("%s/k%d/L%d", kd.name, p.k, p.l), func(t *testing.T) {
 				f := kd.make(t, p.k, p.l)
-				for _, n := range []int{0, 1, minBatch, probe.RoundKeys - 1, probe.RoundKeys + 1, probe.LiveKeys + 1, 1000} {
+				for _, n := range []int{0, 1, minBatch, probe.RoundKeys - 1, probe.RoundKeys + 1, probe.LiveKeys + 1, probe.HashRun - 1, probe.HashRun + 1, 3*probe.HashRun + 5} {
 					// Depths a large filter's batches fetch after the
 					// second hash: the running mean of visits picks them
 					// (0: one line at a time; 2k: all of a key's lines

@@ -369,9 +369,10 @@ func BenchmarkBatch(b *testing.B) {
 // caches unless the whole set fits: x-hashes is the query's time over
 // those hashes', side by side; x-floor is ns/key over max(hash, lines ×
 // load), with hash that time per key and load, dep as in BenchmarkBatch.
-// keys-MB is the set's total size. The filters are 128 KiB (in the L2)
-// and 256 MiB (from Parse, Open and ReadFilter), half their bits set: the
-// keys are absent from them.
+// keys-MB is the set's total size. The filters are 128 KiB (in the L2),
+// 16 MiB (the largest ProbablyBatch takes for in the caches) and 256 MiB
+// (from Parse, Open and ReadFilter), half their bits set: the keys are
+// absent from them.
 func benchmarkKeySet(b *testing.B) {
 	spki, err := SPKI(testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")))
 	if err != nil {
@@ -396,6 +397,8 @@ func benchmarkKeySet(b *testing.B) {
 		from string // as in BenchmarkBatch
 	}{
 		{"128KiB", 20, ""},
+		{"4MiB", 25, ""},
+		{"16MiB", 27, ""},
 		{"256MiB", 31, ""},
 		{"256MiB/Open", 31, "Open"},
 		{"256MiB/ReadFilter", 31, "ReadFilter"},

@@ -97,7 +97,7 @@ type core struct {
 	data   []byte        // the bit data, exactly hdr.DataSize() bytes
 	mask   uint64        // m - 1: a position is a hash masked to L bits
 	k      uint64        // hash count
-	large  bool          // larger than the CPU caches: see Probably
+	large  bool          // batches work in rounds: see roundsFrom
 	mapped *mapfile.File // the file behind a filter from Open or Edit, or nil
 	opened Header        // the header when the file was opened
 
@@ -106,16 +106,18 @@ type core struct {
 	batchVisits atomic.Uint32
 }
 
-// largeFilter is the data size past which a filter is unlikely to stay in
-// the CPU caches (an EPYC core's share of L3 is 16 to 32 MiB).
-const largeFilter = 16 << 20
+// roundsFrom: past this data size ProbablyBatch works in rounds whatever
+// the hashing, as keys read from memory push a filter's lines out of a
+// core's L2 (BenchmarkBatch/KeySet: equal at 4 MiB). hugePagesFrom: past
+// this size small pages cost a probe a TLB miss.
+const roundsFrom, hugePagesFrom = 4 << 20, 16 << 20
 
 // init sets c to a filter over data, which must be exactly h.DataSize()
 // bytes.
 func (c *core) init(h Header, data []byte) {
 	c.hdr, c.data = h, data
 	c.mask, c.k = h.Bits()-1, uint64(h.HashCount)
-	c.large = len(data) > largeFilter
+	c.large = len(data) > roundsFrom
 }
 
 // newFilter makes a Filter over data, which must be exactly h.DataSize() bytes.
@@ -146,9 +148,9 @@ func checkDataSize(h Header, have uint64) error {
 // wrap [ErrInvalidFile].
 //
 // Past 16 MiB of data, where small pages cost a probe a TLB miss, Parse
-// asks Linux to back b's whole 2 MiB pages with huge pages (MADV_HUGEPAGE,
-// MADV_COLLAPSE), as [ReadFilter] does for its own memory: b's bytes and
-// the caller's other memory stay as they are.
+// asks Linux to back b's whole 2 MiB pages with huge pages, in the
+// background (MADV_HUGEPAGE, MADV_COLLAPSE): b's bytes and the caller's
+// other memory stay as they are, and Parse returns at once.
 func Parse(b []byte) (*Filter, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
@@ -158,7 +160,7 @@ func Parse(b []byte) (*Filter, error) {
 		return nil, err
 	}
 	data := b[offData:len(b):len(b)]
-	if len(data) > largeFilter {
+	if len(data) > hugePagesFrom {
 		hugemem.Advise(data)
 	}
 	return newFilter(h, data), nil

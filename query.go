@@ -167,8 +167,7 @@ func wordShift(p uint64) (uint64, uint64) {
 
 // byteInWord maps a byte's index within a 32-bit word to its position in
 // the word's value: the identity on little-endian machines, reversed on
-// big-endian ones. cpu.IsBigEndian is a constant, so this is one too once
-// inlined.
+// big-endian ones (a constant once inlined).
 func byteInWord() uint64 {
 	if cpu.IsBigEndian {
 		return 3
@@ -182,22 +181,25 @@ func atomicBit(words []uint32, p uint64) uint64 {
 	return uint64(atomic.LoadUint32(&words[w])>>shift) & 1
 }
 
-// minBatch is the smallest batch probed as a batch: a key alone would
-// wait for its bits one round after another, where Probably waits for all
-// of them at once.
-const minBatch = 4
+// minBatch is the smallest batch probed as a batch (a key alone would wait
+// a round a bit); in the caches without the vector hashes, rounds pay only
+// by sparing half the keys a second hash, from 64 keys.
+const minBatch, minRoundsInCache = 4, 64
+
+// rounds reports whether ProbablyBatch answers n keys in rounds.
+func (c *core) rounds(n int) bool {
+	return n >= minBatch && c.large || n >= minRoundsInCache && !xxh64.Vector()
+}
 
 // ProbablyBatch sets out[i] = f.Probably(spkis[i]) for every i: exactly the
-// same answers, computed together. On a filter larger than the CPU caches
-// it overlaps the memory latency of many keys (one key cannot: see
-// [Filter.Probably]): it hashes keys in blocks and fetches their bits in
-// bursts between the blocks, more of a key's bits at once the more bits
-// the keys of earlier batches needed, and hashes a key the second time
-// only if its first bit is set. Batches of a few hundred keys or
-// more get the most from it. In cache it hashes several keys at once where
-// the CPU allows, and for fewer than four keys it is Probably in a loop.
-// It asks for keys' bytes a few keys before it hashes them: keys not in
-// the caches (a large slice, a page just read) cost it no more than Probably.
+// same answers, computed together. It reads its keys in runs, one stretch
+// each, so that keys not in the caches (a large slice, a page just read)
+// stream in from memory. On a filter larger than the CPU caches it then
+// overlaps the memory latency of many keys (one key cannot: see
+// [Filter.Probably]), fetching their bits in bursts, more at once the more
+// bits earlier batches' keys needed, and hashes a key the second time only
+// if its first bit is set. Batches of a few hundred keys or more get the
+// most from it; for fewer than four it is Probably in a loop.
 // out must be at least as long as spkis; ProbablyBatch panics otherwise.
 // It does not allocate, is safe for concurrent use, and panics as
 // Probably does on a closed filter or a file cut short.
@@ -206,7 +208,7 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 	if f.mapped != nil {
 		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
 	}
-	if f.large && len(spkis) >= minBatch {
+	if f.rounds(len(spkis)) {
 		for len(spkis) > 0 {
 			n := min(len(spkis), probe.MaxKeys)
 			mean := f.batchVisits.Load()
@@ -231,12 +233,11 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 		}
 		return
 	}
-	// In cache, with the vector hashes: keys hashed several at a time
-	// (their chains of multiplies side by side), then probed.
-	var h1, h2 [probe.RoundKeys]uint64
+	// In cache, with the vector hashes: a run hashed four keys abreast, then probed.
+	var h1, h2 [probe.HashRun]uint64
 	probe.PrefetchFirst(spkis)
-	for i := 0; i < len(spkis); i += probe.RoundKeys {
-		n := min(len(spkis)-i, probe.RoundKeys)
+	for i := 0; i < len(spkis); i += probe.HashRun {
+		n := min(len(spkis)-i, probe.HashRun)
 		probe.HashBlock(spkis, i, n, h1[:], h2[:])
 		for j := range n {
 			out[i+j] = f.probe(h1[j], h2[j]|1)
@@ -244,9 +245,8 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 	}
 }
 
-// probeRounds is ProbablyBatch's rounds (internal/probe) on a large
-// filter, with plain loads; it returns the bits the keys needed tested in
-// turn.
+// probeRounds is ProbablyBatch's rounds (internal/probe), with plain
+// loads; it returns the bits the keys needed tested in turn.
 func (f *Filter) probeRounds(spkis [][]byte, out []bool, depth int) uint64 {
 	data := f.data
 	last := uint64(len(data) - 1) // == mask>>3, as in probe
@@ -263,15 +263,14 @@ func (f *Filter) probeRounds(spkis [][]byte, out []bool, depth int) uint64 {
 	}
 }
 
-// ProbablyBatch is [Filter.ProbablyBatch] on the filter being written,
-// with the answers [Writable.Probably] gives; it is safe to call while
-// keys are added.
+// ProbablyBatch is [Filter.ProbablyBatch] with [Writable.Probably]'s
+// answers: safe to call while keys are added.
 func (w *Writable) ProbablyBatch(spkis [][]byte, out []bool) {
 	checkBatch(w.data, spkis, out)
 	if w.mapped != nil {
 		defer w.mapped.CatchFault(debug.SetPanicOnFault(true))
 	}
-	if w.large && len(spkis) >= minBatch {
+	if w.rounds(len(spkis)) {
 		for len(spkis) > 0 {
 			n := min(len(spkis), probe.MaxKeys)
 			mean := w.batchVisits.Load()

@@ -73,22 +73,35 @@ type Hit struct {
 	Verdict pkbf.Verdict
 }
 
+// Source says where the hit is, as pkbf-ct's text line does: "LOG: entry
+// N (certificate)" or "(precertificate)".
+func (h *Hit) Source() string {
+	kind := "certificate"
+	if h.Precert {
+		kind = "precertificate"
+	}
+	return fmt.Sprintf("%s: entry %d (%s)", h.Log, h.Index, kind)
+}
+
 // AppendJSON appends the hit as one JSON object and a newline, as
 // pkbf-ct --json prints it: the object pkbf check --json prints for the
-// key ([pkbf.Verdict.AppendJSON], with source and file the log's URL:
-// fingerprint, fingerprint_as_given or fingerprint_named_curve where the
-// key's encoding in the certificate is not the one named, probably),
-// followed by the entry's fields: log, index (the entry's, numbered from
-// 0 as the log numbers them), timestamp, precertificate, serial, subject
-// and issuer.
+// key ([pkbf.Verdict.AppendJSON]: source, as [Hit.Source] says it; file,
+// the log's URL; fingerprint, fingerprint_as_given or
+// fingerprint_named_curve where the key's encoding in the certificate is
+// not the one named; probably), followed by the entry's fields: log,
+// index (the entry's, numbered from 0 as the log numbers them),
+// timestamp, precertificate, serial, subject and issuer.
 func (h *Hit) AppendJSON(b []byte) []byte {
 	v := h.Verdict
 	v.Input = h.Log
-	start := len(b)
-	b = v.AppendJSON(b)
-	obj := bytes.TrimRight(b[start:], "\n")
-	b = b[:start+len(obj)-1] // without its closing brace
-	entry, _ := json.Marshal(struct {
+	obj := v.AppendJSON(nil)
+	// The verdict's source is its input, the log; the hit's says where in
+	// it. (`,"file":` cannot be inside the source string, whose quotes are
+	// escaped.)
+	file := bytes.Index(obj, []byte(`,"file":`))
+	b = append(append(b, `{"source":`...), marshal(h.Source())...)
+	b = append(b, bytes.TrimRight(obj[file:], "}\n")...)
+	entry := marshal(struct {
 		Log       string `json:"log"`
 		Index     int64  `json:"index"`
 		Timestamp string `json:"timestamp"`
@@ -99,6 +112,16 @@ func (h *Hit) AppendJSON(b []byte) []byte {
 	}{h.Log, h.Index, h.Timestamp.Format(time.RFC3339Nano), h.Precert, h.Serial, h.Subject, h.Issuer})
 	b = append(append(b, ','), entry[1:]...)
 	return append(b, '\n')
+}
+
+// marshal is v in JSON as pkbf check --json writes strings: "<", ">" and
+// "&" as they are, not escaped for HTML.
+func marshal(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v) // a string or a struct of strings, numbers and a bool: no error
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // A Result says what a run did.

@@ -147,8 +147,11 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
 	}
-	ctx, release := interruptContext()
+	// Ctrl-C ends the check as it ends pkbf check: "interrupted", exit
+	// 130; the timeout is a failure of the cache (exit 2).
+	interrupt, release := interruptContext()
 	defer release()
+	ctx := interrupt
 	if fl.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, fl.timeout)
@@ -160,6 +163,10 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer cache.Close()
 	f, err := cache.Filter(ctx)
+	if err != nil && interrupt.Err() != nil {
+		errorf(stderr, "interrupted: no path checked")
+		return exitSignaled
+	}
 	if err != nil {
 		msg := message(err)
 		if errors.Is(err, nixbloom.ErrNoFilter) {
@@ -176,12 +183,18 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	enc.SetEscapeHTML(false)
 	var found, failed, asked int
 	answer := func(source, path string) {
+		if interrupt.Err() != nil {
+			return
+		}
 		asked++
 		verdict, maybe, err := cache.Check(ctx, f, path, fl.confirm)
 		v := nixVerdict{Source: source, Path: path, Verdict: verdict}
 		switch {
 		case verdict == "":
 			v.Error = fmt.Sprintf("%s: %s", source, message(err))
+		case err != nil && interrupt.Err() != nil:
+			asked-- // not answered: the run ends as interrupted
+			return
 		case err != nil:
 			v.Error = fmt.Sprintf("%s: confirming %s: %s", source, path, message(err))
 			fallthrough
@@ -223,6 +236,9 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	switch {
+	case interrupt.Err() != nil:
+		errorf(stderr, "interrupted: %s answered", plural(asked, "path", "paths"))
+		return exitSignaled
 	case found > 0:
 		return exitFound
 	case failed > 0 || ctx.Err() != nil:

@@ -5,6 +5,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,5 +113,53 @@ func TestMergeInterrupted(t *testing.T) {
 		if strings.Contains(e.Name(), ".tmp-") {
 			t.Errorf("temporary file %s left behind", e.Name())
 		}
+	}
+}
+
+// Issue 43, item 6: pkbf nix check handles Ctrl-C as the other commands
+// and pkbf-ct do: it says it was interrupted and exits 130, whether the
+// interrupt comes while the cache's filter is fetched or while a path is
+// confirmed (it exited 2, with "pkbf: error: nixbloom: Get ...: interrupt
+// signal received"). Its --timeout still exits 2: a cache that did not
+// answer is no interruption.
+func TestNixCheckInterrupted(t *testing.T) {
+	filter := nixTestFilter(t, nixTestPath)
+	for _, tc := range []struct {
+		name, hang string
+		args       []string
+		code       int
+	}{
+		{"while fetching the filter", "/nix-cache-info", nil, exitSignaled},
+		{"while confirming a path", "/" + nixTestHash + ".narinfo", []string{"--confirm"}, exitSignaled},
+		{"timeout, no interrupt", "/nix-cache-info", []string{"--timeout", "200ms"}, exitTrouble},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := make(chan struct{}, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.URL.Path == tc.hang:
+					asked <- struct{}{}
+					<-r.Context().Done()
+				case r.URL.Path == "/nix-cache-info":
+					io.WriteString(w, "StoreDir: /nix/store\nBloomFilter: f.nixbloom\n")
+				case r.URL.Path == "/f.nixbloom":
+					w.Write(filter)
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer srv.Close()
+			if tc.code == exitSignaled {
+				go func() {
+					<-asked
+					syscall.Kill(os.Getpid(), syscall.SIGINT)
+				}()
+			}
+			r := runWith(t, nil, append(append([]string{"nix", "check"}, tc.args...), srv.URL, nixTestPath)...)
+			interrupted := strings.Contains(r.stderr, "interrupted")
+			if r.code != tc.code || interrupted != (tc.code == exitSignaled) {
+				t.Errorf("exit %d, stderr %q; want %d and interrupted only for an interrupt", r.code, r.stderr, tc.code)
+			}
+		})
 	}
 }

@@ -43,6 +43,19 @@
 //   - run ARGS (Go): the program is also run, in the session's directory,
 //     with ARGS (split at spaces); it must exit 0, and the comment's
 //     further lines are its output, compared as a session's.
+//   - bench: the commands are benchmarks ("go test ... -bench PATTERN"):
+//     each runs once, with "-benchtime 1x -count 1" in place of its own
+//     (its timings are not compared), and must succeed and print a
+//     result, or a skip, for every benchmark its pattern names (each
+//     alternative, at each level of sub-benchmarks).
+//
+// # Commands in the text
+//
+// A code span in a paragraph or a table (not in a fenced block) that is
+// a benchmark command, "go test" with -bench, is run as a block with the
+// bench directive: the figures a document quotes come with the command
+// that reproduces them, which must keep naming benchmarks that exist. In
+// a table row, "\|" in a span is "|", as Markdown renders it.
 //
 // # Where commands run
 //
@@ -98,6 +111,9 @@ type Block struct {
 	Run       []string // the program's arguments, when it is to be run
 	RunWant   []string // and its output
 	Ran       bool     // Run was given
+	// Bench: the commands are benchmarks, run once each (the bench
+	// directive, or a benchmark command in the text: Info "inline").
+	Bench bool
 }
 
 // Command is one "$ " line of a session (with its continuation lines) and
@@ -128,9 +144,23 @@ func Parse(name string, src []byte) ([]Block, error) {
 	var blocks []Block
 	var pending []directive // the comments just before the next fence
 	var errs []error
+	var para []string // the text lines since the last blank line, fence or directive
+	paraLine := 0
+	endPara := func() {
+		blocks = append(blocks, inlineBenchmarks(name, paraLine, para)...)
+		para = nil
+	}
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		trimmed := strings.TrimSpace(line)
+		if m := fenceRE.FindStringSubmatch(line); m != nil || trimmed == "" || strings.HasPrefix(trimmed, "<!--") {
+			endPara()
+		} else {
+			if para == nil {
+				paraLine = i + 1
+			}
+			para = append(para, line)
+		}
 		if rest, ok := strings.CutPrefix(trimmed, "<!-- doctest:"); ok {
 			body := []string{}
 			first := rest
@@ -187,9 +217,36 @@ func Parse(name string, src []byte) ([]Block, error) {
 		if !b.Session() && b.Info == "" {
 			errs = append(errs, fmt.Errorf("%s: %w", b.Where(), ErrUnmarked))
 		}
+		if b.Bench && !b.Session() {
+			errs = append(errs, fmt.Errorf("%s: doctest: bench on a block with no commands", b.Where()))
+		}
 		blocks = append(blocks, b)
 	}
+	endPara()
 	return blocks, errors.Join(errs...)
+}
+
+var codeSpanRE = regexp.MustCompile("`([^`]+)`")
+
+// inlineBenchmarks returns the benchmark commands among the code spans of
+// a paragraph (its lines, the first numbered first), each a one-command
+// block with the bench directive.
+func inlineBenchmarks(name string, first int, para []string) []Block {
+	var blocks []Block
+	text := strings.Join(para, "\n")
+	for _, m := range codeSpanRE.FindAllStringSubmatchIndex(text, -1) {
+		span := strings.Join(strings.Fields(text[m[2]:m[3]]), " ")
+		if !strings.HasPrefix(span, "go test ") || !strings.Contains(span, " -bench") {
+			continue
+		}
+		line := first + strings.Count(text[:m[0]], "\n")
+		if row := para[line-first]; strings.HasPrefix(strings.TrimSpace(row), "|") {
+			span = strings.ReplaceAll(span, `\|`, "|") // a table cell's escaped pipe
+		}
+		blocks = append(blocks, Block{File: name, Line: line, Info: "inline", Text: []string{span},
+			Commands: []Command{{Line: line, Text: span}}, Bench: true, NoCompare: true})
+	}
+	return blocks
 }
 
 // directive is one "<!-- doctest: ... -->" comment.
@@ -229,8 +286,10 @@ func (d directive) apply(b *Block) error {
 		b.Prelude = strings.Join(d.body, "\n")
 	case "run":
 		b.Ran, b.Run, b.RunWant = true, args, d.body
+	case "bench":
+		b.Bench, b.NoCompare = true, true
 	default:
-		return fmt.Errorf("doctest: unknown directive %q (skip, nocompare, vectors, exit, module, prelude, run)", d.words[0])
+		return fmt.Errorf("doctest: unknown directive %q (skip, nocompare, vectors, exit, module, prelude, run, bench)", d.words[0])
 	}
 	return nil
 }
@@ -462,7 +521,11 @@ func (d *doc) session(b *Block) {
 	var script strings.Builder
 	script.WriteString("set -o pipefail\n")
 	for _, c := range b.Commands {
-		fmt.Fprintf(&script, "%s\nprintf '\\n%%s %%d\\n' %q $?\n", c.Text, mark)
+		text := c.Text
+		if b.Bench {
+			text = BenchOnce(text)
+		}
+		fmt.Fprintf(&script, "%s\nprintf '\\n%%s %%d\\n' %q $?\n", text, mark)
 	}
 	out, err := d.shell(script.String())
 	chunks := strings.Split(out, "\n"+mark+" ")
@@ -488,6 +551,16 @@ func (d *doc) session(b *Block) {
 			t.Errorf("%s:%d: $ %s\nexit status %d, want %d; output:\n%s", b.File, c.Line, c.Text, code, b.Exit, got)
 		case !b.NoCompare && !Match(c.Want, lines):
 			t.Errorf("%s:%d: $ %s\nprinted:\n%s\nthe document shows:\n%s", b.File, c.Line, c.Text, got, strings.Join(c.Want, "\n"))
+		case b.Bench:
+			missing, skipped, err := BenchmarksRun(c.Text, lines)
+			switch {
+			case err != nil:
+				t.Errorf("%s:%d: $ %s\n%v", b.File, c.Line, c.Text, err)
+			case len(missing) > 0:
+				t.Errorf("%s:%d: $ %s\nno benchmark ran for %q; printed:\n%s", b.File, c.Line, c.Text, missing, got)
+			case len(skipped) > 0:
+				d.skips = append(d.skips, fmt.Sprintf("%s:%d: benchmarks skipped (named, not run): %s", b.File, c.Line, strings.Join(skipped, "; ")))
+			}
 		}
 	}
 }

@@ -2,6 +2,9 @@ package doctest
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -124,6 +127,103 @@ func TestGoFile(t *testing.T) {
 			if strings.Contains(string(src), w) {
 				t.Errorf("%s: %q in\n%s", tc.name, w, src)
 			}
+		}
+	}
+}
+
+// Issue 43, items 8-9: the benchmark commands a document names in its
+// text (docs/performance.md quotes every figure with one, in prose and in
+// table cells) are commands it tells a user to run: Parse finds them, as
+// blocks with the bench directive, and reads a table cell's "\|" as "|".
+func TestInlineBenchmarks(t *testing.T) {
+	doc := "# Figures\n\n" +
+		"Measured with `go test -run '^$' -bench BenchmarkA -benchtime 300x\n" +
+		"-count 3 ./x`, and `go test ./...` runs the tests.\n\n" +
+		"| case | figure |\n| --- | --- |\n" +
+		"| b (`go test -run '^$' -bench 'BenchmarkB\\|BenchmarkC' -count 3 .`) | 1 ns |\n\n" +
+		"<!-- doctest: bench -->\n```console\n$ go test -run '^$' -bench BenchmarkD -benchtime 20x ./y\n```\n\n" +
+		"```console\n$ echo `go test -bench X` is not a span of the text\n```\n"
+	blocks, err := Parse("perf.md", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type cmd struct {
+		line int
+		text string
+	}
+	var got []cmd
+	for _, b := range blocks {
+		if !b.Bench {
+			continue
+		}
+		if !b.NoCompare || len(b.Commands) != 1 {
+			t.Errorf("%s: %+v: want one command, not compared", b.Where(), b)
+		}
+		got = append(got, cmd{b.Commands[0].Line, b.Commands[0].Text})
+	}
+	want := []cmd{
+		{3, "go test -run '^$' -bench BenchmarkA -benchtime 300x -count 3 ./x"},
+		{8, "go test -run '^$' -bench 'BenchmarkB|BenchmarkC' -count 3 ."},
+		{12, "go test -run '^$' -bench BenchmarkD -benchtime 20x ./y"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("benchmark commands:\n%v\nwant\n%v", got, want)
+	}
+	if _, err := Parse("d.md", []byte("<!-- doctest: bench -->\n```text\nnot a command\n```\n")); err == nil {
+		t.Error("bench on a block with no command: no error")
+	}
+}
+
+func TestBenchOnce(t *testing.T) {
+	for _, tc := range []struct{ name, cmd, want string }{
+		{"benchtime and count", "go test -run '^$' -bench X -benchtime 300x -count 3 ./x", "go test -benchtime 1x -count 1 -run '^$' -bench X ./x"},
+		{"with =", "go test -bench=X -benchtime=2s -count=2 .", "go test -benchtime 1x -count 1 -bench=X ."},
+		{"neither", "go test ./update/ -run '^$' -bench 'A|B'", "go test -benchtime 1x -count 1 ./update/ -run '^$' -bench 'A|B'"},
+		{"an environment first", "GOMAXPROCS=1 go test -bench X -count 5 .", "GOMAXPROCS=1 go test -benchtime 1x -count 1 -bench X ."},
+	} {
+		if got := BenchOnce(tc.cmd); got != tc.want {
+			t.Errorf("%s: BenchOnce(%q) = %q, want %q", tc.name, tc.cmd, got, tc.want)
+		}
+	}
+}
+
+func TestBenchmarksRun(t *testing.T) {
+	procs := fmt.Sprintf("-%d", runtime.GOMAXPROCS(0))
+	if runtime.GOMAXPROCS(0) == 1 {
+		procs = ""
+	}
+	out := []string{
+		"goos: linux",
+		"BenchmarkBatch/128KiB/HalfSet/Probably" + procs + "  \t       1\t  9724 ns/op",
+		"BenchmarkBatch/256MiB/AllSet/Probably" + procs + "  \t       1\t  9724 ns/op",
+		"BenchmarkCheck" + procs + " \t 1\t 5 ns/op",
+		"BenchmarkHandler/clean_P-256" + procs + " \t 1\t 5 ns/op",
+		"--- SKIP: BenchmarkServe",
+		"    serve_test.go:12: no step-ca here",
+		"PASS",
+	}
+	for _, tc := range []struct {
+		name, cmd       string
+		missing, skiped []string
+		err             bool
+	}{
+		{"every level", "go test -bench 'BenchmarkBatch$/(128KiB|256MiB)/(HalfSet|AllSet)$' .", nil, nil, false},
+		{"anchored, no sub-benchmarks", "go test -bench 'BenchmarkCheck$' .", nil, nil, false},
+		{"a name with a dash", "go test -bench BenchmarkHandler/P-256$ .", nil, nil, false},
+		{"a renamed benchmark", "go test -bench 'BenchmarkCheck$|BenchmarkGone' .", []string{"BenchmarkGone"}, nil, false},
+		{"a sub-benchmark that is gone", "go test -bench 'BenchmarkBatch$/(128KiB|1GiB)' .", []string{"1GiB"}, nil, false},
+		{"a level that is gone", "go test -bench 'BenchmarkCheck$/Sub' .", []string{"Sub"}, nil, false},
+		{"skipped counts, below it too", "go test -bench BenchmarkServe/X .", nil, []string{"BenchmarkServe"}, false},
+		{"an escaped pipe stays one alternative", `go test -bench 'BenchmarkCheck\|BenchmarkHandler' .`, []string{`BenchmarkCheck\|BenchmarkHandler`}, []string{"BenchmarkServe"}, false},
+		{"no -bench", "go test -run X .", nil, nil, true},
+		{"a pattern that does not compile", "go test -bench 'Benchmark(' .", nil, nil, true},
+	} {
+		missing, skipped, err := BenchmarksRun(tc.cmd, out)
+		if (err != nil) != tc.err || !slices.Equal(missing, tc.missing) {
+			t.Errorf("%s: missing %q, error %v; want %q, error %v", tc.name, missing, err, tc.missing, tc.err)
+		}
+		if tc.skiped != nil && !slices.Equal(skipped, tc.skiped) {
+			t.Errorf("%s: skipped %q, want %q", tc.name, skipped, tc.skiped)
 		}
 	}
 }

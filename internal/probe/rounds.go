@@ -11,18 +11,26 @@ import (
 // Batches: out of cache, every probe of a query is a cache miss (and a
 // TLB miss), and a negative answer's branch waits for its load. A batch
 // keeps many keys in flight so that their misses overlap with each other.
-// It works in rounds, and each round has separate passes: it hashes a
-// block of new keys (no filter memory touched), tests what the previous
-// round fetched, and asks the CPU in one burst for the lines of the new
-// block's first positions and the next line of every key still alive. A
-// line is thus tested a whole block of hashing after it was asked for.
-// Prefetches go in a burst after the hashing, never between two keys'
-// hashes: a prefetch that misses the TLB holds the core until its page
-// walk ends, which stalls hashing issued behind it. A key's first position
-// needs only its first hash, so a round hashes new keys with seed 0 alone
-// (unless one vector pass gives both) and gives a key its second hash only
-// once its first bit is found set: a key not in a half-full filter needs
-// three quarters of the scalar hashing on average.
+// It works in rounds, and each round has separate passes: it takes a
+// block of new keys' hashes, tests what the previous round fetched, and
+// asks the CPU in one burst for the lines of the new block's first
+// positions and the next line of every key still alive. Prefetches go in
+// a burst, never between two keys' hashes: a prefetch that misses the TLB
+// holds the core until its page walk ends, which stalls hashing issued
+// behind it. A key's first position needs only its first hash, so keys
+// are hashed with seed 0 alone (unless one vector pass gives both) and a
+// key gets its second hash only once its first bit is found set: a key
+// not in a half-full filter needs three quarters of the scalar hashing on
+// average.
+//
+// The keys are hashed HashRun at a time, ahead of the rounds that take
+// them a block at a time: read in one long stretch, keys that are not in
+// the caches (a large slice of them, a page just read) stream in from
+// memory ahead of their hashing, where a block a round, between the
+// rounds' loads and tests, waited for them (BenchmarkBatch/KeySet in the
+// root package measures both). A round between two runs has only its own
+// tests to cover its lines' trip to memory; the block and the live keys
+// keep enough lines in flight that the trips overlap.
 //
 // How many positions a key fetches after its second hash (its depth) is
 // the caller's choice: fetched one at a time, a key not in a half-full
@@ -31,17 +39,16 @@ import (
 // once. Rounds counts the bits its keys needed tested in turn (Visits),
 // from which the caller picks the next batch's depth.
 
-// RoundKeys is the number of keys hashed in a round: a block whose
-// hashing outlasts a round trip to memory (16 first hashes and the
-// second hashes of the block before take longer than a random read of
-// memory takes), few enough that the lines of a round fit in the CPU's
-// miss buffers as they arrive. MaxDepth bounds the positions fetched
+// RoundKeys is the number of keys a round starts: few enough that the
+// lines of a round fit in the CPU's miss buffers as they arrive. HashRun,
+// a multiple of it, is the number of keys hashed in one stretch. MaxDepth bounds the positions fetched
 // after the second hash; LiveKeys bounds the keys being tested one line
 // a round.
 const (
 	RoundKeys = 16
 	MaxDepth  = 16
 	LiveKeys  = 4 * RoundKeys
+	HashRun   = 16 * RoundKeys
 )
 
 // MaxKeys is the most keys one Rounds takes: their index fits in an
@@ -67,8 +74,9 @@ type entry struct {
 
 // Rounds is the state of one batch's rounds. A round:
 //
-//  1. hashes up to RoundKeys new keys (Hash), storing their first
-//     positions;
+//  1. takes the hashes of up to RoundKeys new keys (Hash), hashing the
+//     next HashRun keys first when it has none left, and stores their
+//     first positions;
 //  2. the caller loads the bits at the positions Hash returns, those the
 //     round before fetched, into Bits, with no test between the loads;
 //  3. Next tests the first bits of the keys hashed the round before; a key
@@ -109,6 +117,12 @@ type Rounds struct {
 	tests  [2][maxTests]uint64 // positions stored in a round, tested the next
 	nTests [2]int
 	lines  [maxTests]uintptr
+	// run holds the hashes of the keys hashed ahead of the rounds that
+	// take them (h2 only with both); at is the next a round takes.
+	run struct {
+		h1, h2 [HashRun]uint64
+		n, at  int
+	}
 
 	// Bits receives the bits at the positions Hash returns, 0 or 1 each.
 	Bits [maxTests]uint64
@@ -173,13 +187,23 @@ func (r *Rounds) Hash(spkis [][]byte) []uint64 {
 	if r.nLive <= LiveKeys {
 		fst.n = min(RoundKeys, len(spkis)-r.next)
 	}
-	if r.both {
-		HashBlock(spkis, r.next, fst.n, fst.h1[:], fst.h2[:])
-	} else {
-		for j, s := range spkis[r.next : r.next+fst.n] {
-			fst.h1[j] = xxhash.Sum64(s)
+	run := &r.run
+	if fst.n > 0 && run.at == run.n {
+		run.n, run.at = min(HashRun, len(spkis)-r.next), 0
+		if r.both {
+			HashBlock(spkis, r.next, run.n, run.h1[:], run.h2[:])
+		} else {
+			for j, s := range spkis[r.next : r.next+run.n] {
+				run.h1[j] = xxhash.Sum64(s)
+			}
 		}
 	}
+	fst.n = min(fst.n, run.n-run.at)
+	copy(fst.h1[:fst.n], run.h1[run.at:])
+	if r.both {
+		copy(fst.h2[:fst.n], run.h2[run.at:])
+	}
+	run.at += fst.n
 	for j, h1 := range fst.h1[:fst.n] {
 		cur[j] = h1 & r.mask
 	}

@@ -380,15 +380,11 @@ func (o *output) saving() (json.RawMessage, error) {
 }
 
 func (o *output) hit(h ct.Hit, asJSON bool) error {
-	kind := "certificate"
-	if h.Precert {
-		kind = "precertificate"
-	}
 	if asJSON {
 		o.w.Write(h.AppendJSON(nil))
 	} else {
-		fmt.Fprintf(o.w, "probably\t%s\t%s: entry %d (%s)\t%s\tserial %s\tsubject %s\tissuer %s\n",
-			h.Verdict.Fingerprint, h.Log, h.Index, kind, h.Timestamp.Format(time.RFC3339Nano), h.Serial, h.Subject, h.Issuer)
+		fmt.Fprintf(o.w, "probably\t%s\t%s\t%s\tserial %s\tsubject %s\tissuer %s\n",
+			h.Verdict.Fingerprint, h.Source(), h.Timestamp.Format(time.RFC3339Nano), h.Serial, h.Subject, h.Issuer)
 	}
 	// Each hit is written at once: a pipe's reader sees it, and a file
 	// holds it (until a resumed run cuts what the state does not cover).

@@ -437,3 +437,37 @@ func TestUncheckedFailsUntilAcknowledged(t *testing.T) {
 		}
 	}
 }
+
+// Issue 43, item 7: a hit's JSON says where the key is as the text line
+// does, as pkbf check's JSON source is its text's third field: "LOG:
+// entry N (precertificate)", not the log's URL alone (the object's file
+// is the URL). Compared on real outputs of both forms, hit by hit.
+func TestHitJSONSourceIsTextSource(t *testing.T) {
+	fx := cttest.NewFixture(t, 40, 20, 10)
+	dir, srv := serveStatic(t, fx)
+	out := func(name string, extra ...string) []string {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"--quiet", "--kind", "static", "--state", filepath.Join(dir, name+".state")}, append(extra, fx.Filter, srv.URL)...)
+		if code := run(args, nil, &stdout, &stderr); code != exitFound {
+			t.Fatalf("pkbf-ct %v: exit %d\n%s", args, code, stderr.String())
+		}
+		return strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	}
+	text, js := out("text"), out("json", "--json")
+	if len(text) != len(fx.Planted) || len(js) != len(text) {
+		t.Fatalf("%d text hits, %d JSON hits, %d planted", len(text), len(js), len(fx.Planted))
+	}
+	for i := range text {
+		var h struct {
+			Source, File, Log string
+			Index             int64
+		}
+		if err := json.Unmarshal([]byte(js[i]), &h); err != nil {
+			t.Fatalf("%q: %v", js[i], err)
+		}
+		fields := strings.Split(text[i], "\t")
+		if h.Source != fields[2] || h.File != srv.URL || h.Log != srv.URL {
+			t.Errorf("hit %d: JSON source %q, file %q, log %q; the text line's source is %q, the log %q", h.Index, h.Source, h.File, h.Log, fields[2], srv.URL)
+		}
+	}
+}
