@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -50,10 +48,10 @@ const (
 func runAuthKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var fl authKeysFlags
 	c := fl.command(stdout, stderr)
-	rest, code, ok := parseSSHDArgs(c, args, stdout)
-	if !ok {
+	if ok, code := c.parse(args, 0, -1); !ok {
 		return code
 	}
+	rest := c.Args()
 	if len(rest) < 2 || len(rest) > 5 || len(rest) == 3 {
 		return c.fail("want FILTER USER, and optionally KEYTYPE KEY and FINGERPRINT (sshd's %u %t %k %f)")
 	}
@@ -69,26 +67,6 @@ func runAuthKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	g := &pkbfssh.Gate{Filter: rest[0], FailOpen: fl.fail.value == "open", Files: fl.files.values,
 		Options: pkbfssh.Options{IgnoreModes: !fl.strictModes, MaxSize: int64(fl.maxSize)}, Log: lg.Log}
 	return sshdExit(lg, g.AuthorizedKeys(stdout, rest[1], offered))
-}
-
-// parseSSHDArgs parses the flags of a command sshd runs, which come only
-// before FILTER: the arguments after it come from sshd's tokens, which a
-// user name could make look like flags. It returns FILTER and the
-// arguments after it (a "--" after FILTER dropped), or ok false and the
-// exit code.
-func parseSSHDArgs(c *command, args []string, stdout io.Writer) (rest []string, code int, ok bool) {
-	if err := c.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			c.printUsage(stdout)
-			return nil, exitOK, false
-		}
-		return nil, c.fail(c.flagError(err)), false
-	}
-	rest = c.Args()
-	if len(rest) > 1 && rest[1] == "--" {
-		rest = append(rest[:1:1], rest[2:]...)
-	}
-	return rest, 0, true
 }
 
 // sshdExit logs a Gate's error, which tells sshd the command failed, and

@@ -24,10 +24,10 @@ func (fl *authPrincipalsFlags) command(stdout, stderr io.Writer) *command {
 func runAuthPrincipals(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var fl authPrincipalsFlags
 	c := fl.command(stdout, stderr)
-	rest, code, ok := parseSSHDArgs(c, args, stdout)
-	if !ok {
+	if ok, code := c.parse(args, 0, -1); !ok {
 		return code
 	}
+	rest := c.Args()
 	if len(rest) != 4 {
 		return c.fail("want FILTER USER KEYTYPE KEY (sshd's %u %t %k)")
 	}

@@ -49,9 +49,10 @@ func (c *command) alias(short, long string) {
 	c.short[short] = long
 }
 
-// parse parses args, flags anywhere, and checks the number of positional
-// arguments; on failure it returns the exit code to use (-h is a
-// success).
+// parse parses args, flags anywhere (with flagsFirst, before the first
+// argument only, and a "--" after it dropped: sshd's tokens that follow
+// are never flags), and checks the number of positional arguments; on
+// failure it returns the exit code to use (-h is a success).
 func (c *command) parse(args []string, minArgs, maxArgs int) (ok bool, code int) {
 	var positional []string
 	for {
@@ -65,7 +66,10 @@ func (c *command) parse(args []string, minArgs, maxArgs int) (ok bool, code int)
 		}
 		rest := c.Args()
 		used := len(args) - len(rest)
-		if used > 0 && args[used-1] == "--" { // the terminator: the rest are arguments
+		if c.flagsFirst && len(rest) > 1 && rest[1] == "--" {
+			rest = append(rest[:1:1], rest[2:]...)
+		}
+		if used > 0 && args[used-1] == "--" || c.flagsFirst { // the terminator: the rest are arguments
 			positional = append(positional, rest...)
 			break
 		}
