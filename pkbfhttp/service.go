@@ -47,6 +47,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pkbf/pkbf/internal/headertext"
 	"io"
 	"log"
 	"net/http"
@@ -372,19 +373,10 @@ func LiveOptions(path string, interval time.Duration, logger *log.Logger) pkbf.L
 		},
 		OnChange: func(was, h pkbf.Header) {
 			logger.Printf("%s changed in place: revision %d -> %d, %d -> %d entries, updated %s (keys added in place, or a filter copied over it)",
-				path, was.Revision, h.Revision, was.EntryCount, h.EntryCount, updatedText(h))
+				path, was.Revision, h.Revision, was.EntryCount, h.EntryCount, headertext.Updated(h.Updated))
 		},
 		OnError: func(err error) { logger.Printf("%s", perr.Text(err)) },
 	}
-}
-
-// updatedText words a header's update time as pkbf info does: RFC 3339,
-// or the seconds where they are past what a date can show.
-func updatedText(h pkbf.Header) string {
-	if secs := h.Updated.Unix(); secs < 0 && !h.Updated.IsZero() {
-		return fmt.Sprintf("%d seconds after 1970 (past any date)", uint64(secs))
-	}
-	return h.Updated.UTC().Format(time.RFC3339)
 }
 
 // status answers the filter's header and the reload history as JSON.
@@ -392,7 +384,7 @@ func (s *Service) status(w http.ResponseWriter, r *http.Request) {
 	st := s.live.Stats()
 	h := st.Header
 	v := map[string]any{
-		"file": s.live.Path(), "revision": h.Revision, "updated": updatedText(h),
+		"file": s.live.Path(), "revision": h.Revision, "updated": headertext.Updated(h.Updated),
 		"entries": h.EntryCount, "hash_count": h.HashCount, "hash_length": h.HashLength, "bits": h.Bits(),
 		"size": h.FileSize(), "loaded_at": st.LoadedAt.UTC().Format(time.RFC3339), "reloads": st.Reloads,
 		"reload_errors": st.Errors, "pending_closes": st.PendingCloses, "started_at": s.started.UTC().Format(time.RFC3339),

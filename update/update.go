@@ -57,6 +57,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pkbf/pkbf/internal/headertext"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -1104,12 +1105,12 @@ func (up *updater) install(resp *http.Response) error {
 			if !up.opts.Force {
 				os.Remove(up.download)
 				return perr.Errorf("%w: revision %d updated %s, in both; one was changed without a new revision; %s not replaced (force installs it)",
-					ErrSameHeader, h.Revision, formatTime(h), up.path)
+					ErrSameHeader, h.Revision, headertext.Updated(h.Updated), up.path)
 			}
 		case !up.opts.Force && (h.Revision < old.Revision || h.Revision == old.Revision && unixTime(h) < unixTime(*old)):
 			os.Remove(up.download)
 			return perr.Errorf("%w: revision %d updated %s, installed revision %d updated %s; %s not replaced (force installs it)",
-				ErrOlder, h.Revision, formatTime(h), old.Revision, formatTime(*old), up.path)
+				ErrOlder, h.Revision, headertext.Updated(h.Updated), old.Revision, headertext.Updated(old.Updated), up.path)
 		}
 	}
 	if !up.opts.Force {
@@ -1182,15 +1183,6 @@ func (up *updater) verify(h pkbf.Header, compare bool) (scanned, error) {
 // unixTime is a header's update time as the file stores it: unsigned, so
 // that times past 2^63 seconds order after the others.
 func unixTime(h pkbf.Header) uint64 { return uint64(h.Updated.Unix()) }
-
-// formatTime words a header's update time: RFC 3339, or the seconds
-// where no date can show them.
-func formatTime(h pkbf.Header) string {
-	if h.Updated.Unix() < 0 && !h.Updated.IsZero() {
-		return fmt.Sprintf("%d seconds after 1970 (past any date)", unixTime(h))
-	}
-	return h.Updated.Format(time.RFC3339)
-}
 
 // sameContent reports whether the files a and b hold the same bytes.
 func sameContent(a, b string) (bool, error) {

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/pkbf/pkbf/internal/headertext"
 	"hash"
 	"io"
 	"math"
@@ -110,7 +111,7 @@ func (up *updater) checkLockIn(old *pkbf.Header, h pkbf.Header) error {
 	var what string
 	switch now := time.Now(); {
 	case unixTime(h) > uint64(now.Add(MaxClockSkew).Unix()):
-		what = fmt.Sprintf("its update time %s is more than %s after this machine's clock (%s)", formatTime(h), MaxClockSkew, now.UTC().Format(time.RFC3339))
+		what = fmt.Sprintf("its update time %s is more than %s after this machine's clock (%s)", headertext.Updated(h.Updated), MaxClockSkew, now.UTC().Format(time.RFC3339))
 	case h.Revision > MaxRevision:
 		what = fmt.Sprintf("its revision %d is above %d", h.Revision, MaxRevision)
 	case old != nil && h.Revision > old.Revision && h.Revision-old.Revision > MaxRevisionJump:
@@ -137,7 +138,7 @@ func (up *updater) checkAge(h pkbf.Header, what string) error {
 		if age >= 48*time.Hour {
 			ago = fmt.Sprintf("%d days", age/(24*time.Hour))
 		}
-		return perr.Kind(ErrStale, up.errorf("%s was updated %s (revision %d), %s ago, more than the maximum age of %s: the publisher has stopped, or the server keeps an old filter", what, formatTime(h), h.Revision, ago, up.opts.MaxAge))
+		return perr.Kind(ErrStale, up.errorf("%s was updated %s (revision %d), %s ago, more than the maximum age of %s: the publisher has stopped, or the server keeps an old filter", what, headertext.Updated(h.Updated), h.Revision, ago, up.opts.MaxAge))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pkbf/pkbf/internal/headertext"
 	"io"
 	"net/http"
 	"os"
@@ -151,7 +152,7 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitTrouble
 	case !res.Updated:
 		if !fl.quiet {
-			fmt.Fprintf(stdout, "up to date: %s, revision %d, updated %s\n", path, res.New.Revision, updatedText(res.New))
+			fmt.Fprintf(stdout, "up to date: %s, revision %d, updated %s\n", path, res.New.Revision, headertext.Updated(res.New.Updated))
 		}
 		return exitOK
 	}
