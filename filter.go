@@ -29,7 +29,7 @@
 // never added under any encoding a filter may hold it in. A false answer
 // from Probably is definite only for those exact bytes. A true answer
 // means "look it up": the key is in the filter or is a false positive, at
-// about the rate [Filter.FalsePositiveRate] estimates. Confirm a true
+// about the rate [Header.FalsePositiveRate] estimates. Confirm a true
 // answer online with the pwnedkeys API (package
 // github.com/pkbf/pkbf/pwnedkeys, or [CheckOptions].Confirm).
 //
@@ -66,7 +66,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"math/bits"
 	"os"
 	"runtime/debug"
@@ -419,19 +418,6 @@ func (f *Filter) fileHeader() (h Header, err error) {
 // Header returns the filter's header, as it was when the filter was read.
 func (f *Filter) Header() Header { return f.hdr }
 
-// FalsePositiveRate estimates the probability that a key never added to the
-// filter is reported as probably present, from the header alone:
-// (1 - (1 - 1/m)^(k·n))^k for m bits, k hashes and n entries.
-func (f *Filter) FalsePositiveRate() float64 {
-	h := f.hdr
-	return falsePositiveRate(h.Bits(), uint64(h.HashCount), uint64(h.EntryCount))
-}
-
-func falsePositiveRate(m, k, n uint64) float64 {
-	// (1 - 1/m)^(kn) = exp(kn·log1p(-1/m)), exact even for m near 2^63.
-	unset := math.Exp(float64(k) * float64(n) * math.Log1p(-1/float64(m)))
-	return math.Pow(1-unset, float64(k))
-}
 
 // FillRatio returns the fraction of the filter's bits that are set, counted
 // over the whole data (it reads every byte). On a file cut short while in

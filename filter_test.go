@@ -388,7 +388,7 @@ func TestLargeFilterPath(t *testing.T) {
 
 func TestFalsePositiveRateAndFill(t *testing.T) {
 	empty, _ := Parse(buildFilter(t, 3, 14))
-	if r := empty.FalsePositiveRate(); r != 0 {
+	if r := empty.Header().FalsePositiveRate(); r != 0 {
 		t.Errorf("empty FalsePositiveRate = %v, want 0", r)
 	}
 	// 1000 keys in 2^14 bits with k=3 (the reference's choice for 1%):
@@ -398,7 +398,7 @@ func TestFalsePositiveRateAndFill(t *testing.T) {
 		keys = append(keys, fmt.Appendf(nil, "fp %d", i))
 	}
 	f, _ := Parse(buildFilter(t, 3, 14, keys...))
-	rate := f.FalsePositiveRate()
+	rate := f.Header().FalsePositiveRate()
 	if want := math.Pow(1-math.Exp(-3000.0/16384), 3); math.Abs(rate-want) > want*1e-3 {
 		t.Errorf("FalsePositiveRate = %v, want %v", rate, want)
 	}

@@ -63,7 +63,7 @@ func FuzzParse(f *testing.F) {
 		if r := flt.FillRatio(); r < 0 || r > 1 {
 			t.Fatalf("FillRatio = %v", r)
 		}
-		if r := flt.FalsePositiveRate(); r < 0 || r > 1 {
+		if r := flt.Header().FalsePositiveRate(); r < 0 || r > 1 {
 			t.Fatalf("FalsePositiveRate = %v", r)
 		}
 		flt.Probably(b)

@@ -181,3 +181,16 @@ func (h Header) Positions(dst []uint64, spki []byte) []uint64 {
 	}
 	return dst
 }
+
+// FalsePositiveRate estimates the probability that a key never added to a
+// filter with this header is reported as probably present, from the header
+// alone: (1 - (1 - 1/m)^(k·n))^k for m bits, k hashes and n entries.
+func (h Header) FalsePositiveRate() float64 {
+	return falsePositiveRate(h.Bits(), uint64(h.HashCount), uint64(h.EntryCount))
+}
+
+func falsePositiveRate(m, k, n uint64) float64 {
+	// (1 - 1/m)^(kn) = exp(kn·log1p(-1/m)), exact even for m near 2^63.
+	unset := math.Exp(float64(k) * float64(n) * math.Log1p(-1/float64(m)))
+	return math.Pow(1-unset, float64(k))
+}

@@ -207,7 +207,7 @@ func TestRoundTripFalsePositives(t *testing.T) {
 			hits++
 		}
 	}
-	expect := g.FalsePositiveRate() * trials
+	expect := g.Header().FalsePositiveRate() * trials
 	if expect >= rate*trials || math.Abs(float64(hits)-expect) > 6*math.Sqrt(expect) {
 		t.Errorf("%d false positives in %d, FalsePositiveRate predicts %.0f (target rate %v)", hits, trials, expect, rate)
 	}

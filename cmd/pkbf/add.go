@@ -19,10 +19,12 @@ import (
 type addFlags struct {
 	passphraseFile string
 	recursive      bool
+	fpRate         float64
 }
 
 func (fl *addFlags) command(stdout, stderr io.Writer) *command {
-	c := newCommand("add", "add [--passphrase-file FILE] [-r] FILTER [FILE...]", stdout, stderr)
+	c := newCommand("add", "add [--fp-rate P] [--passphrase-file FILE] [-r] FILTER [FILE...]", stdout, stderr)
+	c.Float64Var(&fl.fpRate, "fp-rate", 0, "warn when the filter's estimated false-positive rate passes `P` (the rate it was created for)")
 	c.StringVar(&fl.passphraseFile, "passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")")
 	c.BoolVar(&fl.recursive, "recursive", false, "add the keys of every file under the directories given (as grep -r: links inside them are not followed)")
 	c.alias("r", "recursive")
@@ -34,6 +36,9 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := fl.command(stdout, stderr)
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
+	}
+	if fl.fpRate < 0 || fl.fpRate >= 1 {
+		return c.fail(fmt.Sprintf("--fp-rate %v: must be between 0 and 1", fl.fpRate))
 	}
 	pws, err := passphrases(fl.passphraseFile)
 	if err != nil {
@@ -76,6 +81,9 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	h := f.Header()
 	fmt.Fprintf(stdout, "%s: %s from %s; %s, revision %d\n", path, plural(added, "new entry", "new entries"), plural(keysRead, "key", "keys"), plural(int(h.EntryCount), "entry", "entries"), h.Revision)
+	if r := h.FalsePositiveRate(); fl.fpRate > 0 && r > fl.fpRate {
+		fmt.Fprintf(stderr, "pkbf: warning: %s: %s give an estimated false-positive rate of %.3g, past %v: create a larger filter (an EC key is two entries)\n", path, plural(int(h.EntryCount), "entry", "entries"), r, fl.fpRate)
+	}
 	switch {
 	case ctx.Err() != nil:
 		errorf(stderr, "interrupted: the keys before stayed added, the rest were not")

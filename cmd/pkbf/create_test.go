@@ -61,7 +61,7 @@ func TestCreate(t *testing.T) {
 // create --keys N sizes for keys as add stores them: 1,000 P-256 keys,
 // two entries each, keep the filter within the rate asked for. --entries
 // counts entries: the same keys in a filter sized for 1,000 entries pass
-// it, as its help says.
+// it, as its help says, and add --fp-rate says so (issue 43, item 11).
 func TestCreateKeysSizesForKeys(t *testing.T) {
 	dir := t.TempDir()
 	var pems bytes.Buffer
@@ -85,14 +85,19 @@ func TestCreateKeysSizesForKeys(t *testing.T) {
 		if r := runWith(t, nil, "create", tc.flag, "1000", "--fp-rate", "0.01", path); r.code != 0 {
 			t.Fatalf("create %s: %+v", tc.flag, r)
 		}
-		if r := runWith(t, nil, "add", path, keysFile); r.code != 0 || !strings.Contains(r.stdout, "from 1000 keys") {
+		r := runWith(t, nil, "add", "--fp-rate", "0.01", path, keysFile)
+		if r.code != 0 || !strings.Contains(r.stdout, "from 1000 keys") {
 			t.Fatalf("add: %+v", r)
+		}
+		warned := strings.HasPrefix(r.stderr, "pkbf: warning: "+path+": ") && strings.Contains(r.stderr, "entries give an estimated false-positive rate of 0.028")
+		if warned == tc.withinFP {
+			t.Errorf("create %s 1000 --fp-rate 0.01, then add --fp-rate 0.01 of 1,000 P-256 keys: warned %v; stderr %q", tc.flag, warned, r.stderr)
 		}
 		f, err := pkbf.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rate := f.FalsePositiveRate()
+		rate := f.Header().FalsePositiveRate()
 		f.Close()
 		if (rate <= 0.01) != tc.withinFP {
 			t.Errorf("create %s 1000 --fp-rate 0.01, then 1,000 P-256 keys: false-positive rate %.4f", tc.flag, rate)

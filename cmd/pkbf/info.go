@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/pkbf/pkbf/internal/headertext"
 	"io"
 	"math"
 	"math/bits"
-	"time"
 
 	"github.com/pkbf/pkbf"
 )
@@ -58,8 +58,8 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		FalsePositiveRate float64  `json:"false_positive_rate"`
 		FillRatio         *float64 `json:"fill_ratio,omitempty"`
 		EstimatedEntries  *float64 `json:"estimated_entries,omitempty"`
-	}{path, h.Revision, updatedText(h), h.EntryCount, h.HashCount, h.HashLength,
-		h.Bits(), int64(h.FileSize()), f.FalsePositiveRate(), fill, distinct}
+	}{path, h.Revision, headertext.Updated(h.Updated), h.EntryCount, h.HashCount, h.HashLength,
+		h.Bits(), int64(h.FileSize()), h.FalsePositiveRate(), fill, distinct}
 	if asJSON {
 		b, _ := json.Marshal(info)
 		fmt.Fprintf(stdout, "%s\n", b)
@@ -142,14 +142,4 @@ func (c *bitCounter) Write(b []byte) (int, error) {
 		c.progress(c.done)
 	}
 	return n, nil
-}
-
-// updatedText words a header's update time: RFC 3339, or where the
-// file's unsigned seconds are past what a date can show (2^63 and up),
-// the number of seconds.
-func updatedText(h pkbf.Header) string {
-	if secs := h.Updated.Unix(); secs < 0 && !h.Updated.IsZero() {
-		return fmt.Sprintf("%d seconds after 1970 (past any date)", uint64(secs))
-	}
-	return h.Updated.UTC().Format(time.RFC3339)
 }

@@ -61,7 +61,7 @@ func TestInfo(t *testing.T) {
 	want := map[string]any{
 		"revision": float64(h.Revision), "updated": h.Updated.Format(time.RFC3339), "entries": float64(h.EntryCount),
 		"hash_count": float64(h.HashCount), "hash_length": float64(h.HashLength), "bits": float64(h.Bits()),
-		"false_positive_rate": f.FalsePositiveRate(), "fill_ratio": f.FillRatio(), "size": float64(h.FileSize()),
+		"false_positive_rate": f.Header().FalsePositiveRate(), "fill_ratio": f.FillRatio(), "size": float64(h.FileSize()),
 	}
 	for k, v := range want {
 		if got[k] != v {
