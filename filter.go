@@ -418,7 +418,6 @@ func (f *Filter) fileHeader() (h Header, err error) {
 // Header returns the filter's header, as it was when the filter was read.
 func (f *Filter) Header() Header { return f.hdr }
 
-
 // FillRatio returns the fraction of the filter's bits that are set, counted
 // over the whole data (it reads every byte). On a file cut short while in
 // use it panics as [Filter.Probably] does.
