@@ -56,3 +56,46 @@ func TestGateReadsFilesOnce(t *testing.T) {
 		t.Errorf("printed %q, logged:\n%s\nwant the key passed on, and the directory skipped once", out.String(), all)
 	}
 }
+
+// F2 of the sshd gate review: without sshd's %t %k, a cert-authority line
+// was printed when its CA key was clean, and sshd then let in every
+// certificate the CA signed, one of a compromised key too. With no key
+// offered, the Gate leaves each cert-authority line out, with a warning
+// naming the file and line and asking for %t %k; a plain key line is
+// checked and printed as before.
+func TestGateCertAuthorityWithoutOfferedKey(t *testing.T) {
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	filter := filepath.Join(dir, "f.pkbf")
+	if err := pkbf.Create(filter, 4, 20); err != nil {
+		t.Fatal(err)
+	}
+	typ, b64 := testLine(t, "ed25519.pub")
+	caTyp, caB64 := testLine(t, "p256.pub")
+	plain := typ + " " + b64 + " me"
+	keys := filepath.Join(dir, "authorized_keys")
+	file := plain + "\n" +
+		"cert-authority " + caTyp + " " + caB64 + " ca\n" +
+		`from="127.0.0.1,cert-authority" ` + plain + "\n"
+	if err := os.WriteFile(keys, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	g := &Gate{Filter: filter, Files: []string{keys}, Options: Options{IgnoreModes: true},
+		Log: func(_ bool, msg string) { logs = append(logs, msg) }}
+	var out bytes.Buffer
+	if err := g.AuthorizedKeys(&out, me.Username, nil); err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(logs, "\n")
+	want := plain + "\n" + `from="127.0.0.1,cert-authority" ` + plain + "\n"
+	if out.String() != want {
+		t.Errorf("printed:\n%s\nwant the plain key lines only:\n%s", out.String(), want)
+	}
+	if !strings.Contains(all, "left out "+keys+" line 2: cert-authority") || !strings.Contains(all, "%t %k") {
+		t.Errorf("logged:\n%s\nwant line 2 named, and %%t %%k asked for", all)
+	}
+}
