@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -13,7 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/pkbfssh"
 )
 
 // sshdTest is a real sshd (Debian's openssh-server) on 127.0.0.1 whose
@@ -303,6 +306,61 @@ func TestSSHDCertAuthorityWithoutOfferedKey(t *testing.T) {
 	}
 	if in, _ := s.login(port, bad); in {
 		t.Errorf("%%t %%k: the compromised key's certificate logged in:\n%s", log.String())
+	}
+}
+
+// F2 of the sshd gate review, the differential side: whether a line is a
+// cert-authority line is read from its options as sshd reads them, and
+// sshd itself is the oracle. Each line below, a CA key after its options,
+// is root's only authorized_keys line (no pkbf); a certificate that CA
+// signed logs in exactly when sshd reads cert-authority there, and then
+// pkbfssh, offered no key, must leave the line out. Where sshd refuses,
+// pkbfssh may leave the line out too (in doubt it does), never the other
+// way round.
+func TestSSHDCertAuthorityOptionsDifferential(t *testing.T) {
+	s := newSSHDTest(t)
+	ca := s.keygen("ca", "ed25519")
+	user := s.keygen("user", "ed25519")
+	s.run("ssh-keygen", "-q", "-s", ca, "-I", "user", "-n", "root", user+".pub")
+	caLine, _ := os.ReadFile(ca + ".pub")
+	authorized := filepath.Join(s.dir, "authorized_keys")
+	port, log := s.startConfig("AuthorizedKeysFile " + authorized)
+	w, err := pkbf.New(4, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, options string
+		sshd          bool // sshd lets the certificate in
+	}{
+		{"cert-authority", "cert-authority", true},
+		{"upper case", "CERT-AUTHORITY", true},
+		{"mixed case", "Cert-Authority", true},
+		{"after restrict", "restrict,cert-authority", true},
+		{"after a quoted value holding a comma", `from="127.0.0.1,::1",cert-authority`, true},
+		{"before principals", `cert-authority,principals="root"`, true},
+		{"after a value with an escaped quote", `environment="A=\",x",cert-authority`, true},
+		{"inside a quoted value only", `from="127.0.0.1,cert-authority"`, false},
+		{"after an escaped quote, inside the value", `environment="A=\",cert-authority",no-pty`, false},
+		{"negated (no such option)", "no-cert-authority", false},
+		{"more after the name", "cert-authorityx", false},
+		{"no options", "", false},
+	} {
+		line := strings.TrimSpace(c.options + " " + string(caLine))
+		if err := os.WriteFile(authorized, []byte(line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		in, out := s.login(port, user)
+		if in != c.sshd {
+			t.Errorf("%s: sshd let the certificate in: %v, the test expects %v\n%s\n%s", c.name, in, c.sshd, out, log.String())
+		}
+		r, err := pkbfssh.FilterLines(io.Discard, w, []byte(line+"\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := len(r.CertAuthority) == 1; in && !left {
+			t.Errorf("%s: sshd reads cert-authority on %q, and pkbfssh kept the line", c.name, line)
+		}
 	}
 }
 
