@@ -13,20 +13,28 @@ import (
 	"github.com/pkbf/pkbf"
 )
 
+// gateFiles returns the user running the test, a temporary directory and
+// an empty filter in it.
+func gateFiles(t *testing.T) (me *user.User, dir, filter string) {
+	t.Helper()
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	filter = filepath.Join(dir, "f.pkbf")
+	if err := pkbf.Create(filter, 4, 20); err != nil {
+		t.Fatal(err)
+	}
+	return me, dir, filter
+}
+
 // Issue 43, item 1: with FailOpen, a filter that fails after the user's
 // files were read (its file cut short while they were checked) passes on
 // the lines read then: the files are read once, so a file that cannot be
 // read is skipped, and logged, once.
 func TestGateReadsFilesOnce(t *testing.T) {
-	me, err := user.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	filter := filepath.Join(dir, "f.pkbf")
-	if err := pkbf.Create(filter, 4, 20); err != nil {
-		t.Fatal(err)
-	}
+	me, dir, filter := gateFiles(t)
 	typ, b64 := testLine(t, "ed25519.pub")
 	keys := filepath.Join(dir, "authorized_keys")
 	if err := os.WriteFile(keys, []byte(typ+" "+b64+" me\n"), 0o600); err != nil {
@@ -64,15 +72,7 @@ func TestGateReadsFilesOnce(t *testing.T) {
 // naming the file and line and asking for %t %k; a plain key line is
 // checked and printed as before.
 func TestGateCertAuthorityWithoutOfferedKey(t *testing.T) {
-	me, err := user.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	filter := filepath.Join(dir, "f.pkbf")
-	if err := pkbf.Create(filter, 4, 20); err != nil {
-		t.Fatal(err)
-	}
+	me, dir, filter := gateFiles(t)
 	typ, b64 := testLine(t, "ed25519.pub")
 	caTyp, caB64 := testLine(t, "p256.pub")
 	plain := typ + " " + b64 + " me"
