@@ -7,7 +7,8 @@ import (
 )
 
 // ErrCompromised is wrapped by the error [PublicKeyCallback] returns for a
-// key the filter probably holds.
+// key the filter probably holds, and by [FilterLines]'s for such a key
+// offered.
 var ErrCompromised = perr.New("probably compromised key")
 
 // PublicKeyCallback returns a callback for ssh.ServerConfig that refuses,

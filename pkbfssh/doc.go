@@ -4,11 +4,12 @@
 // accept.
 //
 // The gate is [FilterLines]: it writes the lines of a file that may stay
-// and reports those left out. [ReadFile] reads a user's file as sshd
-// does, and [ExpandPath] turns an AuthorizedKeysFile pattern into its
-// path. [ParseKey] reads the key sshd offers an AuthorizedKeysCommand
-// (%t %k): check it first, and print nothing when the filter probably
-// holds it.
+// for the key sshd offers and reports those left out. [ReadFile] reads a
+// user's file as sshd does, and [ExpandPath] turns an AuthorizedKeysFile
+// pattern into its path. [ParseKey] reads the key sshd offers an
+// AuthorizedKeysCommand (%t %k): nothing is printed when the filter
+// probably holds it, and without it no cert-authority line is (its CA key
+// lets in certificates of keys pkbf never sees).
 //
 // A Go SSH server (golang.org/x/crypto/ssh) wraps its callback with
 // [PublicKeyCallback], which refuses a compromised key, or a certificate

@@ -26,7 +26,7 @@ func ExampleFilterLines() {
 		edFields[0] + " " + edFields[1] + " laptop\n" +
 		p256Fields[0] + " " + p256Fields[1][:30] + "\v" + p256Fields[1][30:] + " desktop\n" +
 		"ssh-ed25519 AAAAnot-base64 old\n"
-	r, err := pkbfssh.FilterLines(os.Stdout, w, []byte(file))
+	r, err := pkbfssh.FilterLines(os.Stdout, w, []byte(file), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

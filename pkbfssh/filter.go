@@ -3,6 +3,8 @@ package pkbfssh
 import (
 	"bufio"
 	"io"
+
+	"github.com/pkbf/pkbf/internal/perr"
 )
 
 // Report is what [FilterLines] did with the lines of one file.
@@ -12,6 +14,9 @@ type Report struct {
 	// Compromised are the lines left out because the filter probably
 	// holds their key, or a certificate's CA key.
 	Compromised []Line
+	// CertAuthority are the cert-authority lines left out because no key
+	// was offered: which certificate sshd accepts by them is not known.
+	CertAuthority []Line
 	// Unreadable is the number of lines left out because they hold no
 	// key sshd would read, and FirstUnreadable the first of them.
 	Unreadable      int
@@ -19,15 +24,32 @@ type Report struct {
 }
 
 // FilterLines writes to w, each ending in a line feed, the lines of data
-// (an authorized_keys file) that may stay: blank and comment lines, and
+// (an authorized_keys file) that may stay when sshd offers the key offered
+// (its %t %k; nil when sshd gives none): blank and comment lines, and
 // lines whose key f lacks. Lines are written byte for byte, so that sshd
-// reads in them what FilterLines read. A nil f checks no key: every line
-// with a key is kept (for a filter that could not be opened, when the
-// operator chose to let logins go on). The error is w's, or one wrapping
+// reads in them what FilterLines read.
+//
+// A cert-authority line lets in every certificate its key signed, so a
+// clean CA key says nothing of the key certified: without offered it is
+// left out (Report.CertAuthority). With offered, FilterLines checks it
+// first and writes nothing when f probably holds it or, for a
+// certificate, its CA key (the error wraps [ErrCompromised]).
+//
+// A nil f checks no key: every line with a key is kept (for a filter that
+// could not be opened, when the operator chose to let logins go on). The
+// error is w's, one wrapping ErrCompromised, or one wrapping
 // pkbf.ErrFileChanged when the filter's file was cut short under it (then
 // the lines written must not be used).
-func FilterLines(w io.Writer, f Filter, data []byte) (Report, error) {
+func FilterLines(w io.Writer, f Filter, data []byte, offered *Key) (Report, error) {
 	var r Report
+	if offered != nil && f != nil {
+		switch held, err := offered.CompromisedKey(f); {
+		case err != nil:
+			return r, err
+		case held != nil:
+			return r, perr.Kind(ErrCompromised, perr.Errorf("the key offered, %s %s: probably compromised (SPKI SHA-256 %s)", offered.Type, offered.Fingerprint, held.PwnedkeysFingerprint()))
+		}
+	}
 	out := bufio.NewWriter(w)
 	for l := range lines(data) {
 		switch {
@@ -45,6 +67,10 @@ func FilterLines(w io.Writer, f Filter, data []byte) (Report, error) {
 			if held != nil {
 				l.Held = held
 				r.Compromised = append(r.Compromised, l)
+				continue
+			}
+			if l.CertAuthority && offered == nil {
+				r.CertAuthority = append(r.CertAuthority, l)
 				continue
 			}
 		}

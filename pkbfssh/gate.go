@@ -81,7 +81,7 @@ func (g *Gate) AuthorizedKeys(w io.Writer, name string, offered *Key) error {
 		}
 		var out []byte
 		if err == nil {
-			out, err = g.filter(name, f, files())
+			out, err = g.filter(name, f, files(), offered)
 		}
 		if err == nil {
 			err = f.FileChanged()
@@ -94,7 +94,7 @@ func (g *Gate) AuthorizedKeys(w io.Writer, name string, offered *Key) error {
 		return perr.Errorf("user %s: no key accepted (fail closed): %s", name, perr.Text(err))
 	}
 	g.logf(false, "user %s: keys passed on unchecked (fail open): %s", name, perr.Text(err))
-	out, _ := g.filter(name, nil, files())
+	out, _ := g.filter(name, nil, files(), offered)
 	return g.write(w, name, out)
 }
 
@@ -152,9 +152,9 @@ func (g *Gate) read(u *user.User) []File {
 	return files
 }
 
-// filter returns the lines of the files that may stay (with f nil, every
-// line with a key), and logs those left out.
-func (g *Gate) filter(name string, f *pkbf.Filter, files []File) ([]byte, error) {
+// filter returns the lines of the files that may stay for the key
+// offered (with f nil, every line with a key), and logs those left out.
+func (g *Gate) filter(name string, f *pkbf.Filter, files []File, offered *Key) ([]byte, error) {
 	var out bytes.Buffer
 	var filter Filter
 	if f != nil {
@@ -164,23 +164,35 @@ func (g *Gate) filter(name string, f *pkbf.Filter, files []File) ([]byte, error)
 		if af.Err != nil {
 			continue
 		}
-		r, err := FilterLines(&out, filter, af.Data)
+		r, err := FilterLines(&out, filter, af.Data, offered)
 		if err != nil {
 			return nil, err
 		}
-		for i, l := range r.Compromised {
-			if i == maxLoggedLines {
-				g.logf(true, "user %s: left out %s more of %s whose key is probably compromised", name, countLines(len(r.Compromised)-i), af.Path)
-				break
-			}
-			g.logf(true, "user %s: left out %s line %d: %s", name, af.Path, l.Num, g.why(l.Key, l.Held, l.Comment))
-		}
+		g.logLines(name, af.Path, r.Compromised, "whose key is probably compromised", func(l Line) string {
+			return g.why(l.Key, l.Held, l.Comment)
+		})
+		g.logLines(name, af.Path, r.CertAuthority, "of cert-authority", func(l Line) string {
+			return "cert-authority " + l.Key.Fingerprint + ": sshd gave no key, so pkbf cannot check the certificates it lets in (give the AuthorizedKeysCommand sshd's %t %k)"
+		})
 		if r.Unreadable > 0 {
 			g.logf(true, "user %s: left out %s of %s with no key pkbf reads as sshd does (the first, line %d: %s)",
 				name, countLines(r.Unreadable), af.Path, r.FirstUnreadable.Num, perr.Text(r.FirstUnreadable.Err))
 		}
 	}
 	return out.Bytes(), nil
+}
+
+// logLines logs lines left out of the file at path, each with why it
+// was (the first maxLoggedLines one by one, then their number, with what
+// they are).
+func (g *Gate) logLines(name, path string, lines []Line, what string, why func(Line) string) {
+	for i, l := range lines {
+		if i == maxLoggedLines {
+			g.logf(true, "user %s: left out %s more of %s %s", name, countLines(len(lines)-i), path, what)
+			return
+		}
+		g.logf(true, "user %s: left out %s line %d: %s", name, path, l.Num, why(l))
+	}
 }
 
 // why words which key of k (with its comment) the filter probably holds:

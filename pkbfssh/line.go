@@ -3,6 +3,7 @@ package pkbfssh
 import (
 	"bytes"
 	"iter"
+	"strings"
 )
 
 // Line is one line of an authorized_keys file and the key sshd finds on
@@ -17,6 +18,10 @@ type Line struct {
 	Key *Key
 	// Comment is the text after the key, if any.
 	Comment string
+	// CertAuthority is set on a line with a key whose options hold
+	// cert-authority: sshd accepts by it every certificate its key (a CA
+	// key) signed, and never the key itself.
+	CertAuthority bool
 	// Held is, on a line [FilterLines] left out as compromised, the key
 	// the filter probably holds (see [Key.CompromisedKey]): Key, or a
 	// certificate's CA key Key.CA. Otherwise nil.
@@ -35,7 +40,9 @@ func lines(data []byte) iter.Seq[Line] {
 			text, rest, _ := bytes.Cut(data, []byte("\n"))
 			data = rest
 			l := Line{Num: n, Text: text}
-			l.Key, l.Comment, l.Err = ParseLine(text)
+			var opts []byte
+			l.Key, l.Comment, opts, l.Err = parseLine(text)
+			l.CertAuthority = l.Key != nil && certAuthority(opts)
 			if !yield(l) {
 				return
 			}
@@ -51,29 +58,61 @@ func lines(data []byte) iter.Seq[Line] {
 // hold blanks, and \" does not end one). Errors wrap ErrNoKey and say why
 // the line holds no key sshd could read.
 func ParseLine(line []byte) (k *Key, comment string, err error) {
+	k, comment, _, err = parseLine(line)
+	return k, comment, err
+}
+
+// parseLine is ParseLine, and returns the options field the key follows
+// (nil when the key starts the line).
+func parseLine(line []byte) (k *Key, comment string, opts []byte, err error) {
 	if i := bytes.IndexByte(line, 0); i >= 0 {
 		line = line[:i]
 	}
 	cp := bytes.TrimLeft(line, " \t")
 	if len(cp) == 0 || cp[0] == '#' || allSpace(cp) {
-		return nil, "", nil
+		return nil, "", nil, nil
 	}
 	k, comment, err = readKey(cp)
 	if err == nil {
-		return k, comment, nil
+		return k, comment, nil, nil
 	}
 	rest, ok := advancePastOptions(cp)
 	if !ok {
-		return nil, "", noKeyf("options have an unterminated quote")
+		return nil, "", nil, noKeyf("options have an unterminated quote")
 	}
 	k, comment, err2 := readKey(bytes.TrimLeft(rest, " \t"))
 	if err2 != nil {
 		if lineType(string(firstField(cp))) != nil {
-			return nil, "", err // the line starts with a key type: say what is wrong after it
+			return nil, "", nil, err // the line starts with a key type: say what is wrong after it
 		}
-		return nil, "", err2
+		return nil, "", nil, err2
 	}
-	return k, comment, nil
+	return k, comment, cp[:len(cp)-len(rest)], nil
+}
+
+// certAuthority reports whether sshd's sshauthopt_parse (OpenSSH 9.2's
+// auth-options.c) could read cert-authority in an options field: options
+// are separated by commas outside double quotes (\" opens or closes none),
+// and a name is matched as a prefix, whatever its case. A name with more
+// after it, which sshd refuses with the whole line, counts too: in doubt,
+// a line is a cert-authority line.
+func certAuthority(opts []byte) bool {
+	const name = "cert-authority"
+	quoted, start := false, 0
+	for i := 0; i <= len(opts); i++ {
+		switch {
+		case i == len(opts) || !quoted && opts[i] == ',':
+			if o := opts[start:i]; len(o) >= len(name) && strings.EqualFold(string(o[:len(name)]), name) {
+				return true
+			}
+			start = i + 1
+		case opts[i] == '\\' && i+1 < len(opts) && opts[i+1] == '"':
+			i++
+		case opts[i] == '"':
+			quoted = !quoted
+		}
+	}
+	return false
 }
 
 // readKey reads a key at the start of s as sshkey_read does: a type name,

@@ -21,25 +21,83 @@ import (
 // and docs/stepca.md show, which TestDocs (internal/doctest) cannot run as
 // sessions, checked here by the tools that read them.
 
+// sshdConfigBlock is the sshd_config block of docs/sshd.md: both
+// commands, the principals lines first.
+func sshdConfigBlock(t *testing.T) doctest.Block {
+	return docBlocks(t, "sshd.md", 1, "AuthorizedPrincipalsCommand ", "AuthorizedKeysCommand ")[0]
+}
+
+// keysFirst returns sshd_config lines with the AuthorizedKeysCommand lines
+// moved above the rest, as docs/sshd.md once had them (a block for keys,
+// then one for certificates).
+func keysFirst(lines []string) []string {
+	var keys, rest []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "AuthorizedKeysCommand") {
+			keys = append(keys, l)
+		} else {
+			rest = append(rest, l)
+		}
+	}
+	return append(keys, rest...)
+}
+
 // TestDocsSSHDConfig: the sshd_config lines docs/sshd.md shows are ones
-// sshd accepts (sshd -t, with a host key of the test's).
+// sshd accepts (sshd -t, with a host key of the test's), and sshd reads
+// both commands from them: sshd -T shows what the page's check shows (F1
+// of the sshd gate review: OpenSSH 8.7 to 9.3 drop an
+// AuthorizedPrincipalsCommand below an AuthorizedKeysCommand, which sshd
+// -t does not see). The help of authorized-keys and authorized-principals
+// shows the same lines.
 func TestDocsSSHDConfig(t *testing.T) {
 	s := newSSHDTest(t)
-	b := docBlocks(t, "sshd.md", 1, "AuthorizedKeysCommand ")[0]
-	hostKey := s.keygen("host", "ed25519")
+	b := sshdConfigBlock(t)
 	config := filepath.Join(s.dir, "sshd_config")
-	text := "HostKey " + hostKey + "\nPidFile " + filepath.Join(s.dir, "pid") + "\n" + strings.Join(b.Text, "\n") + "\n"
+	text := "HostKey " + s.hostKey() + "\nPidFile " + filepath.Join(s.dir, "pid") + "\n" + strings.Join(b.Text, "\n") + "\n"
 	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("/usr/sbin/sshd", "-t", "-f", config).CombinedOutput(); err != nil || len(out) != 0 {
 		t.Errorf("%s: sshd -t: %v\n%s", b.Where(), err, out)
 	}
-	// sshd -T prints the configuration as it read it: the command is the
-	// one shown.
-	out, err := exec.Command("/usr/sbin/sshd", "-T", "-f", config, "-C", "user=root,host=localhost,addr=127.0.0.1").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "\nauthorizedkeyscommand /usr/local/bin/pkbf authorized-keys /var/lib/pkbf/pwnedkeys.pkbf -- %u %t %k\n") {
-		t.Errorf("%s: sshd -T: %v\n%s", b.Where(), err, out)
+	check := docBlocks(t, "sshd.md", 1, "$ sshd -T | grep -i -e authorizedkeyscommand -e authorizedprincipalscommand")[0]
+	var checkCmd string
+	var shown []string
+	for _, c := range check.Commands {
+		if strings.HasPrefix(c.Text, "sshd -T") {
+			checkCmd, shown = c.Text, c.Want
+		}
+	}
+	got := s.commands(b.Text...)
+	if strings.Join(got, "\n") != strings.Join(shown, "\n") {
+		t.Errorf("%s: sshd -T on the lines of %s shows:\n%s\nthe page shows:\n%s", check.Where(), b.Where(), strings.Join(got, "\n"), strings.Join(shown, "\n"))
+	}
+	for _, l := range shown {
+		if strings.HasSuffix(l, " none") {
+			t.Errorf("%s: the page's check shows a command not set: %s", check.Where(), l)
+		}
+	}
+	for _, name := range []string{"authorized-keys", "authorized-principals"} {
+		help := helpFile(name)
+		if !strings.Contains(help, "\n  "+strings.Join(b.Text, "\n  ")+"\n") || !strings.HasSuffix(help, "\n  "+checkCmd) {
+			t.Errorf("help/%s.txt does not show the lines of %s and, last, its check %q", name, b.Where(), checkCmd)
+		}
+	}
+}
+
+// F1 of the sshd gate review: with the AuthorizedKeysCommand lines above
+// the AuthorizedPrincipalsCommand (the order docs/sshd.md once showed),
+// Debian's sshd 9.2 drops the principals command, and the check the page
+// gives (sshd -T) shows it: "authorizedprincipalscommand none".
+func TestSSHDConfigKeysCommandFirst(t *testing.T) {
+	s := newSSHDTest(t)
+	b := sshdConfigBlock(t)
+	got := strings.Join(s.commands(keysFirst(b.Text)...), "\n")
+	if strings.Contains(got, "\nauthorizedprincipalscommand /") {
+		t.Skipf("this sshd reads an AuthorizedPrincipalsCommand below an AuthorizedKeysCommand (OpenSSH 9.4 or later):\n%s", got)
+	}
+	if !strings.Contains(got, "\nauthorizedprincipalscommand none\n") || !strings.Contains(got, "authorizedkeyscommand /usr/local/bin/pkbf") {
+		t.Errorf("sshd -T on the keys lines first shows:\n%s\nwant the keys command read and the principals command none", got)
 	}
 }
 

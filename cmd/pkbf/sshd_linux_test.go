@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -13,7 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/pkbfssh"
 )
 
 // sshdTest is a real sshd (Debian's openssh-server) on 127.0.0.1 whose
@@ -64,6 +67,36 @@ func newSSHDTest(t *testing.T) *sshdTest {
 	return s
 }
 
+// hostKey returns the path of the test's host key, made on first use.
+func (s *sshdTest) hostKey() string {
+	hostKey := filepath.Join(s.dir, "host_key")
+	if _, err := os.Stat(hostKey); err != nil {
+		s.run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
+	}
+	return hostKey
+}
+
+// commands returns the lines of sshd -T that name its keys and principals
+// commands, as an admin's "sshd -T | grep -i -e authorizedkeyscommand -e
+// authorizedprincipalscommand" shows them, for the configuration lines
+// given (after the test's host key).
+func (s *sshdTest) commands(config ...string) []string {
+	s.t.Helper()
+	file := filepath.Join(s.dir, "sshd_config.T")
+	text := "HostKey " + s.hostKey() + "\nPidFile " + filepath.Join(s.dir, "pid") + "\n" + strings.Join(config, "\n") + "\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	out := s.run("/usr/sbin/sshd", "-T", "-f", file, "-C", "user=root,host=localhost,addr=127.0.0.1")
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if low := strings.ToLower(l); strings.Contains(low, "authorizedkeyscommand") || strings.Contains(low, "authorizedprincipalscommand") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
 // run runs a command that must succeed and returns its output.
 func (s *sshdTest) run(name string, args ...string) string {
 	s.t.Helper()
@@ -83,14 +116,20 @@ func (s *sshdTest) keygen(name, typ string, bits ...string) string {
 }
 
 // start runs sshd with the AuthorizedKeysCommand's arguments given after
-// the command's path, until the test ends; it returns the port and
-// sshd's log (its stderr, with the command's).
+// the command's path, and the configuration lines given before it, until
+// the test ends; it returns the port and sshd's log (its stderr, with the
+// command's).
 func (s *sshdTest) start(command string, config ...string) (port int, log *syncBuffer) {
 	s.t.Helper()
-	hostKey := filepath.Join(s.dir, "host_key")
-	if _, err := os.Stat(hostKey); err != nil {
-		s.run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
-	}
+	return s.startConfig(append(config, "AuthorizedKeysCommand "+s.pkbf+" "+command, "AuthorizedKeysCommandUser nobody")...)
+}
+
+// startConfig runs sshd with the configuration lines given, then the
+// test's own (its address, host key, AuthorizedKeysFile none, no password
+// or PAM), until the test ends, as start does.
+func (s *sshdTest) startConfig(config ...string) (port int, log *syncBuffer) {
+	s.t.Helper()
+	hostKey := s.hostKey()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		s.t.Fatal(err)
@@ -108,10 +147,8 @@ PermitRootLogin prohibit-password
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 AuthorizedKeysFile none
-AuthorizedKeysCommand %s %s
-AuthorizedKeysCommandUser nobody
 Subsystem sftp internal-sftp
-`, port, hostKey, s.dir, port, s.pkbf, command)), 0o644)
+`, port, hostKey, s.dir, port)), 0o644)
 	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", configFile)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -225,6 +262,105 @@ func TestSSHDAuthorizedKeysCommand(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "keys passed on unchecked (fail open)") {
 		t.Errorf("--fail open: sshd's log does not say so:\n%s", log.String())
+	}
+}
+
+// F2 of the sshd gate review: with an AuthorizedKeysCommand given only
+// %u, pkbf cannot see the certificate offered, and a clean CA key's
+// cert-authority line, printed, let in a compromised key's certificate.
+// Now a real sshd refuses that certificate (the line is left out, and
+// sshd's log says so and asks for %t %k), and still lets in a clean plain
+// key of the same file; given %t %k, the line lets in a clean key's
+// certificate and pkbf refuses the compromised key's.
+func TestSSHDCertAuthorityWithoutOfferedKey(t *testing.T) {
+	s := newSSHDTest(t)
+	ca := s.keygen("ca", "ed25519")
+	clean, bad, certified := s.keygen("clean", "ed25519"), s.keygen("compromised", "ed25519"), s.keygen("certified", "ed25519")
+	for _, k := range []string{bad, certified} {
+		s.run("ssh-keygen", "-q", "-s", ca, "-I", filepath.Base(k), "-n", "root", k+".pub") // ssh loads KEY-cert.pub with KEY
+	}
+	caLine, _ := os.ReadFile(ca + ".pub")
+	cleanLine, _ := os.ReadFile(clean + ".pub")
+	authorized := filepath.Join(s.dir, "authorized_keys")
+	os.WriteFile(authorized, []byte("cert-authority "+string(caLine)+string(cleanLine)), 0o644)
+	filter := filepath.Join(s.dir, "compromised.pkbf")
+	s.run(s.pkbf, "create", "--hashes", "4", "--length", "16", filter)
+	s.run(s.pkbf, "add", filter, bad+".pub")
+	os.Chmod(filter, 0o644)
+
+	port, log := s.start(fmt.Sprintf("authorized-keys --syslog off --file %s %s -- %%u", authorized, filter))
+	if in, _ := s.login(port, bad); in {
+		t.Errorf("no key offered: the compromised key's certificate logged in through the cert-authority line:\n%s", log.String())
+	}
+	if in, out := s.login(port, clean); !in {
+		t.Errorf("no key offered: the clean plain key was refused:\n%s\n%s", out, log.String())
+	}
+	want := "left out " + authorized + " line 1: cert-authority "
+	if !waitFor(func() bool { return strings.Contains(log.String(), want) && strings.Contains(log.String(), "%t %k") }) {
+		t.Errorf("sshd's log does not say %q and ask for %%t %%k:\n%s", want, log.String())
+	}
+
+	port, log = s.start(fmt.Sprintf("authorized-keys --syslog off --file %s %s -- %%u %%t %%k", authorized, filter))
+	if in, out := s.login(port, certified); !in {
+		t.Errorf("%%t %%k: a clean key's certificate was refused:\n%s\n%s", out, log.String())
+	}
+	if in, _ := s.login(port, bad); in {
+		t.Errorf("%%t %%k: the compromised key's certificate logged in:\n%s", log.String())
+	}
+}
+
+// F2 of the sshd gate review, the differential side: whether a line is a
+// cert-authority line is read from its options as sshd reads them, and
+// sshd itself is the oracle. Each line below, a CA key after its options,
+// is root's only authorized_keys line (no pkbf); a certificate that CA
+// signed logs in exactly when sshd reads cert-authority there, and then
+// pkbfssh, offered no key, must leave the line out. Where sshd refuses,
+// pkbfssh may leave the line out too (in doubt it does), never the other
+// way round.
+func TestSSHDCertAuthorityOptionsDifferential(t *testing.T) {
+	s := newSSHDTest(t)
+	ca := s.keygen("ca", "ed25519")
+	user := s.keygen("user", "ed25519")
+	s.run("ssh-keygen", "-q", "-s", ca, "-I", "user", "-n", "root", user+".pub")
+	caLine, _ := os.ReadFile(ca + ".pub")
+	authorized := filepath.Join(s.dir, "authorized_keys")
+	port, log := s.startConfig("AuthorizedKeysFile " + authorized)
+	w, err := pkbf.New(4, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, options string
+		sshd          bool // sshd lets the certificate in
+	}{
+		{"cert-authority", "cert-authority", true},
+		{"upper case", "CERT-AUTHORITY", true},
+		{"mixed case", "Cert-Authority", true},
+		{"after restrict", "restrict,cert-authority", true},
+		{"after a quoted value holding a comma", `from="127.0.0.1,::1",cert-authority`, true},
+		{"before principals", `cert-authority,principals="root"`, true},
+		{"after a value with an escaped quote", `environment="A=\",x",cert-authority`, true},
+		{"inside a quoted value only", `from="127.0.0.1,cert-authority"`, false},
+		{"after an escaped quote, inside the value", `environment="A=\",cert-authority",no-pty`, false},
+		{"negated (no such option)", "no-cert-authority", false},
+		{"more after the name", "cert-authorityx", false},
+		{"no options", "", false},
+	} {
+		line := strings.TrimSpace(c.options + " " + string(caLine))
+		if err := os.WriteFile(authorized, []byte(line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		in, out := s.login(port, user)
+		if in != c.sshd {
+			t.Errorf("%s: sshd let the certificate in: %v, the test expects %v\n%s\n%s", c.name, in, c.sshd, out, log.String())
+		}
+		r, err := pkbfssh.FilterLines(io.Discard, w, []byte(line+"\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := len(r.CertAuthority) == 1; in && !left {
+			t.Errorf("%s: sshd reads cert-authority on %q, and pkbfssh kept the line", c.name, line)
+		}
 	}
 }
 

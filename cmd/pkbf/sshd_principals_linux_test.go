@@ -10,12 +10,15 @@ import (
 
 // F4 of the sshd attack report: with TrustedUserCAKeys, sshd accepts a
 // certificate without running the AuthorizedKeysCommand, so a certified
-// compromised key logged in. With pkbf authorized-principals as the
-// AuthorizedPrincipalsCommand, a real sshd lets in a clean key certified
-// by a clean CA, and refuses a compromised key certified by the clean CA,
-// a clean key certified by a compromised CA, and a clean certificate for
-// another principal; without the command (the control), the compromised
-// certified key gets in.
+// compromised key logged in. Through the sshd_config lines docs/sshd.md
+// shows (its paths the test's, pkbf's flags for the test added), with pkbf
+// authorized-principals as the AuthorizedPrincipalsCommand, a real sshd
+// lets in a clean key certified by a clean CA, and refuses a compromised
+// key certified by the clean CA, a clean key certified by a compromised
+// CA, and a clean certificate for another principal. Without the command
+// (the control), the compromised certified key gets in; so it does with
+// the same lines, the keys command first (F1 of the sshd gate review),
+// exactly when sshd -T shows the principals command dropped.
 func TestSSHDAuthorizedPrincipalsCommand(t *testing.T) {
 	s := newSSHDTest(t)
 	caOK, caBad := s.keygen("ca-clean", "ed25519"), s.keygen("ca-compromised", "ecdsa")
@@ -46,9 +49,22 @@ func TestSSHDAuthorizedPrincipalsCommand(t *testing.T) {
 		t.Fatalf("control: the certified compromised key was refused without AuthorizedPrincipalsCommand (the report's finding no longer holds?):\n%s", log.String())
 	}
 
-	port, log = s.start(keysCommand, "TrustedUserCAKeys "+cas,
-		fmt.Sprintf("AuthorizedPrincipalsCommand %s authorized-principals --syslog off %s -- %%u %%t %%k", s.pkbf, filter),
-		"AuthorizedPrincipalsCommandUser root")
+	ours := strings.NewReplacer("/usr/local/bin/pkbf", s.pkbf, "/var/lib/pkbf/pwnedkeys.pkbf", filter, "/etc/ssh/user_ca.pub", cas,
+		"authorized-keys ", "authorized-keys --syslog off --file "+empty+" ", "authorized-principals ", "authorized-principals --syslog off ")
+	var documented []string
+	for _, l := range sshdConfigBlock(t).Text {
+		documented = append(documented, ours.Replace(l))
+	}
+
+	// The documented lines, the keys command first.
+	wrong := keysFirst(documented)
+	dropped := !strings.Contains(strings.Join(s.commands(wrong...), "\n"), "\nauthorizedprincipalscommand /")
+	port, log = s.startConfig(wrong...)
+	if in, _ := s.login(port, keyBad); in != dropped {
+		t.Errorf("the keys command first: the certified compromised key logged in %v; sshd -T shows the principals command dropped: %v\n%s", in, dropped, log.String())
+	}
+
+	port, log = s.startConfig(documented...)
 	for _, c := range []struct {
 		name, key string
 		in        bool

@@ -1,0 +1,61 @@
+package pkbfssh
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/pkbf/pkbf"
+)
+
+// F2 of the sshd gate review: a cert-authority line lets in every
+// certificate its CA key signed, so without the key offered FilterLines
+// leaves it out (Report.CertAuthority); with a clean key offered it is
+// judged by its key as any line; with a compromised one offered nothing is
+// written. Options are read as sshd's sshauthopt_parse reads them.
+func TestFilterLinesCertAuthority(t *testing.T) {
+	caPriv, _, _ := newSSHKey(t)
+	_, cleanPub, _ := newSSHKey(t)
+	_, badPub, badSPKI := newSSHKey(t)
+	typ, b64 := testLine(t, "p256.pub")
+	ca := typ + " " + b64 + " ca"
+	w, err := pkbf.New(4, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AddKey(badSPKI); err != nil {
+		t.Fatal(err)
+	}
+	cleanCert, badCert := certKey(t, cleanPub, caPriv), certKey(t, badPub, caPriv)
+	for _, c := range []struct {
+		name, line string
+		ca         bool // read as a cert-authority line
+	}{
+		{"plain key", ca, false},
+		{"cert-authority", "cert-authority " + ca, true},
+		{"upper case, as sshd matches names", "CERT-Authority " + ca, true},
+		{"after another option", "restrict,cert-authority " + ca, true},
+		{"after a quoted value holding a comma", `command="a,b",cert-authority ` + ca, true},
+		{"inside a quoted value only", `from="127.0.0.1,cert-authority" ` + ca, false},
+		{"after an escaped quote", `environment="A=\",cert-authority",no-pty ` + ca, false},
+		{"name with more after it (sshd refuses the line)", "cert-authorityx " + ca, true},
+	} {
+		l := []byte(c.line)
+		var out bytes.Buffer
+		r, err := FilterLines(&out, w, l, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if left := len(r.CertAuthority) == 1; left != c.ca || (out.Len() == 0) != c.ca {
+			t.Errorf("%s, no key offered: left out as cert-authority %v, printed %q; want left out %v", c.name, left, out.String(), c.ca)
+		}
+		out.Reset()
+		if r, err := FilterLines(&out, w, l, cleanCert); err != nil || out.String() != c.line+"\n" || len(r.CertAuthority) != 0 {
+			t.Errorf("%s, a clean certificate offered: printed %q, %v; want the line", c.name, out.String(), err)
+		}
+		out.Reset()
+		if _, err := FilterLines(&out, w, l, badCert); !errors.Is(err, ErrCompromised) || out.Len() != 0 {
+			t.Errorf("%s, a compromised certificate offered: printed %q, %v; want nothing and ErrCompromised", c.name, out.String(), err)
+		}
+	}
+}
