@@ -12,6 +12,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/internal/suggest"
 )
 
 // The command line, as people expect it from git, openssl or ssh-keygen:
@@ -99,7 +100,7 @@ func (c *command) flagError(err error) string {
 	var names []string
 	c.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	msg = fmt.Sprintf("unknown flag -%s", name)
-	if s := suggest(name, names); s != "" {
+	if s := suggest.Nearest(name, names); s != "" {
 		msg += fmt.Sprintf("; did you mean -%s?", s)
 	}
 	return msg
@@ -152,46 +153,6 @@ func (c *command) printUsage(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s\n      %s\n", names, usage)
 	}
-}
-
-// suggest returns the candidate nearest to s, if it is near enough to be
-// a typo of it.
-func suggest(s string, candidates []string) string {
-	best, bestDist := "", 3
-	for _, c := range candidates {
-		d := editDistance(s, c)
-		if strings.HasPrefix(c, s) && len(s) >= 2 {
-			d = min(d, 1)
-		}
-		if d < bestDist || d == bestDist && best != "" && c < best {
-			best, bestDist = c, d
-		}
-	}
-	if bestDist > max(1, len(s)/3) {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // message is how the command shows an error after its own prefix ("pkbf:

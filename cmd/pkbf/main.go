@@ -10,6 +10,8 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"github.com/pkbf/pkbf/internal/suggest"
 )
 
 func main() {
@@ -73,7 +75,7 @@ func unknown(what, name, why string) string {
 		names = append(names, s.name)
 	}
 	msg := fmt.Sprintf("%s %q%s", what, name, why)
-	if s := suggest(name, names); s != "" {
+	if s := suggest.Nearest(name, names); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
 	return msg
