@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/internal/testkit"
 )
 
@@ -87,8 +88,11 @@ func TestCertificateReload(t *testing.T) {
 		t.Fatalf("serving %s from %s", got, c.CertFile())
 	}
 	os.WriteFile(keyFile, []byte("not a key"), 0o600)
-	if err := c.Reload(); err == nil || !strings.Contains(err.Error(), "certificate "+certFile+", key "+keyFile) || serving(c) != first {
-		t.Errorf("a key that cannot be read: %v, serving %s; want the error naming both files, and the first certificate", err, serving(c))
+	err = c.Reload()
+	var bad *CertificateError
+	if !errors.As(err, &bad) || bad.CertFile != certFile || bad.KeyFile != keyFile || bad.Err == nil || serving(c) != first ||
+		!strings.HasPrefix(err.Error(), "pkbf: certificate "+certFile+", key "+keyFile+": tls: ") || perr.Text(err) != strings.TrimPrefix(err.Error(), "pkbf: ") {
+		t.Errorf("a key that cannot be read: %v, serving %s; want a *CertificateError naming both files, and the first certificate", err, serving(c))
 	}
 	os.Remove(keyFile)
 	var pathErr *fs.PathError
@@ -102,7 +106,7 @@ func TestCertificateReload(t *testing.T) {
 	if _, err := TLSConfig(c, certFile+".missing"); !errors.As(err, &pathErr) {
 		t.Errorf("a missing client CA file: %v", err)
 	}
-	if _, err := TLSConfig(c, keyFile); err == nil || !strings.Contains(err.Error(), "holds no PEM certificate") {
+	if _, err := TLSConfig(c, keyFile); !errors.Is(err, ErrNoPEMCertificate) || err.Error() != "pkbf: client CA file "+keyFile+" holds no PEM certificate" {
 		t.Errorf("a client CA file with no certificate: %v", err)
 	}
 	if cfg, err := TLSConfig(c, certFile); err != nil || cfg.ClientAuth != tls.RequireAndVerifyClientCert || cfg.MinVersion != tls.VersionTLS12 {
