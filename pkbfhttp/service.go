@@ -73,7 +73,9 @@ type Limits struct {
 	MaxBody int64
 	// MaxBodyMemory is the most bytes of request bodies held at once, all
 	// connections together; a request the budget has no room for gets
-	// 503. It may not be less than MaxBody.
+	// 503. Bodies over 64 KiB share at most 7/8 of it, so that small ones
+	// find room, or MaxBody if that is more: a body within MaxBody always
+	// fits once the others are done. It may not be less than MaxBody.
 	MaxBodyMemory int64
 	// MaxConns is the most connections [Service.Listener] holds at once;
 	// one more is answered 503 and closed.
@@ -158,7 +160,7 @@ func New(live *pkbf.Live, opts Options) (*Service, error) {
 	if l.MaxBody > l.MaxBodyMemory {
 		return nil, perr.Errorf("the body limit %d is more than the body memory %d: no body that size could ever be taken", l.MaxBody, l.MaxBodyMemory)
 	}
-	s := &Service{live: live, limits: l, slots: make(chan struct{}, l.MaxInFlight), bodies: &budget{size: l.MaxBodyMemory},
+	s := &Service{live: live, limits: l, slots: make(chan struct{}, l.MaxInFlight), bodies: newBudget(l.MaxBodyMemory, l.MaxBody),
 		started: time.Now(), mux: http.NewServeMux(), webhook: opts.StepCA}
 	if s.webhook == nil {
 		s.webhook = stepca.Disabled(webhookDisabled)
