@@ -113,13 +113,18 @@ func (c *command) fail(msg string) int {
 	return exitTrouble
 }
 
-// printUsage prints the command's usage: synopsis, summary and flags,
-// each with its aliases.
+// printUsage prints the command's usage: synopsis, summary and flags.
 func (c *command) printUsage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: pkbf %s\n", c.usage)
 	if c.summary != "" {
 		fmt.Fprintf(w, "\n%s\n", c.summary)
 	}
+	c.printFlags(w, "")
+}
+
+// printFlags prints the command's flags, each with its aliases, under
+// "Flags" and of (" of pkbf nix build"), if it has any.
+func (c *command) printFlags(w io.Writer, of string) {
 	aliases := map[string][]string{}
 	for s, l := range c.short {
 		aliases[l] = append(aliases[l], s)
@@ -134,9 +139,9 @@ func (c *command) printUsage(w io.Writer) {
 		return
 	}
 	if c.flagsFirst {
-		fmt.Fprintln(w, "\nFlags (one or two dashes; before the first argument):")
+		fmt.Fprintf(w, "\nFlags%s (one or two dashes; before the first argument):\n", of)
 	} else {
-		fmt.Fprintln(w, "\nFlags (one or two dashes; anywhere among the arguments; -- ends them):")
+		fmt.Fprintf(w, "\nFlags%s (one or two dashes; anywhere among the arguments; -- ends them):\n", of)
 	}
 	for _, f := range flags {
 		arg, usage := flag.UnquoteUsage(f)
