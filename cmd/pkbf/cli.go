@@ -5,12 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/bytesize"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/internal/suggest"
 )
@@ -209,37 +208,15 @@ func openFilter(name string, stdin io.Reader) (*pkbf.Filter, error) {
 	return f, nil
 }
 
-// sizeFlag is a flag holding a number of bytes, written as a number with
-// an optional binary unit: 1024, 64KiB, 1M, 64 GiB.
+// sizeFlag is a flag holding a number of bytes, as bytesize.Parse reads
+// them: 1024, 64KiB, 1M, 64 GiB.
 type sizeFlag int64
 
-var sizeUnits = []struct {
-	suffix string
-	shift  uint
-}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"T", 40}, {"G", 30}, {"M", 20}, {"K", 10}, {"k", 10}, {"B", 0}}
-
+func (f *sizeFlag) String() string { return bytesize.Format(int64(*f)) }
 func (f *sizeFlag) Set(s string) error {
-	s = strings.TrimSpace(s)
-	shift := uint(0)
-	for _, u := range sizeUnits {
-		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
-			s, shift = strings.TrimSpace(rest), u.shift
-			break
-		}
+	n, err := bytesize.Parse(s)
+	if err == nil {
+		*f = sizeFlag(n)
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n > math.MaxInt64>>shift || n < math.MinInt64>>shift {
-		return errors.New("not a size: give bytes, or a number with KiB, MiB, GiB or TiB")
-	}
-	*f = sizeFlag(n << shift)
-	return nil
-}
-
-func (f *sizeFlag) String() string {
-	for _, u := range sizeUnits[:4] {
-		if v := int64(*f); v != 0 && v%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d%s", v>>u.shift, u.suffix)
-		}
-	}
-	return strconv.FormatInt(int64(*f), 10)
+	return err
 }
