@@ -3,12 +3,10 @@ package pkbfhttp
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,13 +54,7 @@ func TestNewLimits(t *testing.T) {
 // client CA file with no certificate.
 func TestCertificateReload(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, typ string, der []byte) string { return testkit.WritePEM(t, dir, name, typ, der) }
 	pair := func(cn string) (cert, key string, serial string) {
 		k, c := testkit.Cert(t, cn, nil, nil, func(c *x509.Certificate) { c.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)} })
 		der, err := x509.MarshalPKCS8PrivateKey(k)

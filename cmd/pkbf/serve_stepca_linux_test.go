@@ -722,13 +722,7 @@ func BenchmarkServeStepCASign(b *testing.B) {
 // the webhook answers without one.
 func TestServeClientCA(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name string, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, typ string, der []byte) string { return testkit.WritePEM(t, dir, name, typ, der) }
 	pkcs8 := func(k crypto.Signer) []byte {
 		der, err := x509.MarshalPKCS8PrivateKey(k)
 		if err != nil {

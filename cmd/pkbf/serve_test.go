@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -98,13 +97,7 @@ func TestServeDrainSaysWhatWasCut(t *testing.T) {
 // file X"), as they did before the service moved there.
 func TestServeTLSErrorsNameFlags(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, typ string, der []byte) string { return testkit.WritePEM(t, dir, name, typ, der) }
 	pair := func(cn string) (certFile, keyFile string) {
 		k, c := testkit.Cert(t, cn, nil, nil, nil)
 		der, err := x509.MarshalPKCS8PrivateKey(k)
