@@ -212,13 +212,13 @@ func TestServeStepCAWebhookNotEnabled(t *testing.T) {
 // With an unauthenticated handler (--webhook-insecure) the webhook is
 // answered, for local tests.
 func TestServeStepCAWebhookInsecure(t *testing.T) {
-	srv, s := newTestService(t, 1<<20)
+	_, s := newTestService(t, 1<<20)
 	body := []byte(`{"x509Certificate":{"publicKey":"` + base64.StdEncoding.EncodeToString(testkit.ReadFile(t, key("p384.spki.der"))) + `"}}`)
 	s, err := New(s.live, Options{Limits: s.limits, StepCA: stepca.NewHandler(s.live, stepca.Options{Unauthenticated: true})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv = httptest.NewServer(s)
+	srv := httptest.NewServer(s)
 	defer srv.Close()
 	if code, out := testkit.Post(t, srv.URL+"/v1/step-ca/authorize", body); code != 200 || out != `{"allow":true}`+"\n" {
 		t.Errorf("--webhook-insecure: %d %s, want allowed", code, out)
