@@ -50,32 +50,35 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 			return refuse(http.StatusBadRequest, "reading the request body: "+err.Error())
 		}
 		body = buf
-	} else { // chunked: take the budget as the body grows
-		var buf bytes.Buffer
+	} else { // chunked: take the budget as the body grows, never past MaxBody
 		lr := http.MaxBytesReader(w, r.Body, s.limits.MaxBody)
+		var probe [1]byte
 		for {
-			if buf.Available() == 0 {
-				step := int64(min(max(buf.Cap(), 64<<10), 1<<20))
+			if len(body) == cap(body) && held < s.limits.MaxBody {
+				step := min(max(held, 64<<10), 1<<20, s.limits.MaxBody-held)
 				if !s.bodies.take(step) {
 					return refuse(http.StatusServiceUnavailable, busy)
 				}
 				held += step
-				buf.Grow(int(step))
+				body = append(make([]byte, 0, held), body...)
 			}
-			m, err := lr.Read(buf.AvailableBuffer()[:buf.Available()])
-			buf.Write(buf.AvailableBuffer()[:m])
+			into := body[len(body):cap(body)]
+			if len(into) == 0 { // MaxBody bytes read: one more is too many
+				into = probe[:]
+			}
+			m, err := lr.Read(into)
+			body = append(body, into[:m]...)
 			if err == io.EOF {
 				break
 			}
 			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
+			if errors.As(err, &tooBig) || int64(len(body)) > s.limits.MaxBody {
 				return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.limits.MaxBody))
 			}
 			if err != nil {
 				return refuse(http.StatusBadRequest, "reading the request body: "+err.Error())
 			}
 		}
-		body = buf.Bytes()
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return refuse(http.StatusBadRequest, "the request body is empty: POST keys, certificates or requests")
@@ -86,10 +89,14 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 // budget is a number of bytes shared by all requests: a request takes
 // its body's size before reading it and gives it back when done. Bodies
 // of more than smallBody bytes may take only largeShare of it, so that
-// small requests always find room while large uploads fill the rest.
+// small requests always find room while large uploads fill the rest; but
+// never less than large, the most one request body may hold, so that a
+// body within that limit always fits once the others are done, and is
+// never told to retry a request that could never succeed.
 type budget struct {
 	mu         sync.Mutex
 	used, size int64
+	large      int64
 }
 
 const (
@@ -97,12 +104,17 @@ const (
 	largeShare = 0.875
 )
 
+// newBudget returns a budget of size bytes for bodies of at most maxBody.
+func newBudget(size, maxBody int64) *budget {
+	return &budget{size: size, large: max(int64(float64(size)*largeShare), maxBody)}
+}
+
 func (b *budget) take(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	limit := b.size
 	if n > smallBody {
-		limit = int64(float64(b.size) * largeShare)
+		limit = b.large
 	}
 	if b.used+n > limit && n > 0 {
 		return false

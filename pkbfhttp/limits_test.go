@@ -101,6 +101,55 @@ func TestServeBodyBudget(t *testing.T) {
 	}
 }
 
+// A body within MaxBody is never told to retry when no other request
+// holds the budget, chunked or not, however small the limits (serve
+// --max-body 2000 --max-body-memory 4000 answered every chunked request
+// 503 Retry-After: 1, its first read taking 64 KiB of the 4000 bytes), or
+// however close MaxBody is to MaxBodyMemory (a 1 MiB body under 1 MiB of
+// each was kept to 7/8 of it). One byte over MaxBody is 413.
+func TestServeBodyWithinLimitsFits(t *testing.T) {
+	pub := testkit.ReadFile(t, key("p256.pub"))
+	body := func(n int) []byte { // the key, then white space up to n bytes
+		return append(bytes.Clone(pub), bytes.Repeat([]byte("\n"), n-len(pub))...)
+	}
+	for _, tc := range []struct {
+		name            string
+		maxBody, memory int64
+		size            int
+		chunked         bool
+		want            int
+	}{
+		{"chunked, small limits", 2000, 4000, len(pub), true, 200},
+		{"chunked, small limits, MaxBody bytes", 2000, 4000, 2000, true, 200},
+		{"chunked, small limits, one byte over", 2000, 4000, 2001, true, 413},
+		{"chunked, MaxBody the whole memory", 2000, 2000, 2000, true, 200},
+		{"chunked, 1 MiB of 1 MiB", 1 << 20, 1 << 20, 1 << 20, true, 200},
+		{"chunked, 1 MiB of 1 MiB, one byte over", 1 << 20, 1 << 20, 1<<20 + 1, true, 413},
+		{"chunked, 1 MiB of 4 MiB", 1 << 20, 4 << 20, 1 << 20, true, 200},
+		{"declared, small limits, MaxBody bytes", 2000, 4000, 2000, false, 200},
+		{"declared, 1 MiB of 1 MiB", 1 << 20, 1 << 20, 1 << 20, false, 200},
+		{"declared, 1 MiB of 1 MiB, one byte over", 1 << 20, 1 << 20, 1<<20 + 1, false, 413},
+	} {
+		srv, s := hostileService(t, Limits{MaxBody: tc.maxBody, MaxBodyMemory: tc.memory, MaxInFlight: 4, MaxKeys: 10000})
+		var r io.Reader = bytes.NewReader(body(tc.size))
+		if tc.chunked {
+			r = struct{ io.Reader }{r} // no length: sent chunked
+		}
+		resp, err := http.Post(srv.URL+"/v1/check", "text/plain", r)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || tc.want == 200 && !bytes.Contains(b, []byte(`"probably":true`)) {
+			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, b, tc.want)
+		}
+		if got := s.bodies.held(); got != 0 || s.busy.Load() != 0 {
+			t.Errorf("%s: %d bytes held after the request, %d told to retry", tc.name, got, s.busy.Load())
+		}
+	}
+}
+
 // One connection more than --max-conns is answered 503 and closed, not
 // left waiting with its memory held.
 func TestServeConnectionLimit(t *testing.T) {

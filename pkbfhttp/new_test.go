@@ -3,16 +3,15 @@ package pkbfhttp
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/internal/testkit"
 )
 
@@ -55,13 +54,7 @@ func TestNewLimits(t *testing.T) {
 // client CA file with no certificate.
 func TestCertificateReload(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, typ string, der []byte) string { return testkit.WritePEM(t, dir, name, typ, der) }
 	pair := func(cn string) (cert, key string, serial string) {
 		k, c := testkit.Cert(t, cn, nil, nil, func(c *x509.Certificate) { c.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)} })
 		der, err := x509.MarshalPKCS8PrivateKey(k)
@@ -87,8 +80,11 @@ func TestCertificateReload(t *testing.T) {
 		t.Fatalf("serving %s from %s", got, c.CertFile())
 	}
 	os.WriteFile(keyFile, []byte("not a key"), 0o600)
-	if err := c.Reload(); err == nil || !strings.Contains(err.Error(), "certificate "+certFile+", key "+keyFile) || serving(c) != first {
-		t.Errorf("a key that cannot be read: %v, serving %s; want the error naming both files, and the first certificate", err, serving(c))
+	err = c.Reload()
+	var bad *CertificateError
+	if !errors.As(err, &bad) || bad.CertFile != certFile || bad.KeyFile != keyFile || bad.Err == nil || serving(c) != first ||
+		!strings.HasPrefix(err.Error(), "pkbf: certificate "+certFile+", key "+keyFile+": tls: ") || perr.Text(err) != strings.TrimPrefix(err.Error(), "pkbf: ") {
+		t.Errorf("a key that cannot be read: %v, serving %s; want a *CertificateError naming both files, and the first certificate", err, serving(c))
 	}
 	os.Remove(keyFile)
 	var pathErr *fs.PathError
@@ -102,7 +98,7 @@ func TestCertificateReload(t *testing.T) {
 	if _, err := TLSConfig(c, certFile+".missing"); !errors.As(err, &pathErr) {
 		t.Errorf("a missing client CA file: %v", err)
 	}
-	if _, err := TLSConfig(c, keyFile); err == nil || !strings.Contains(err.Error(), "holds no PEM certificate") {
+	if _, err := TLSConfig(c, keyFile); !errors.Is(err, ErrNoPEMCertificate) || err.Error() != "pkbf: client CA file "+keyFile+" holds no PEM certificate" {
 		t.Errorf("a client CA file with no certificate: %v", err)
 	}
 	if cfg, err := TLSConfig(c, certFile); err != nil || cfg.ClientAuth != tls.RequireAndVerifyClientCert || cfg.MinVersion != tls.VersionTLS12 {

@@ -73,7 +73,9 @@ type Limits struct {
 	MaxBody int64
 	// MaxBodyMemory is the most bytes of request bodies held at once, all
 	// connections together; a request the budget has no room for gets
-	// 503. It may not be less than MaxBody.
+	// 503. Bodies over 64 KiB share at most 7/8 of it, so that small ones
+	// find room, or MaxBody if that is more: a body within MaxBody always
+	// fits once the others are done. It may not be less than MaxBody.
 	MaxBodyMemory int64
 	// MaxConns is the most connections [Service.Listener] holds at once;
 	// one more is answered 503 and closed.
@@ -91,12 +93,17 @@ var DefaultLimits = Limits{MaxBody: 8 << 20, MaxBodyMemory: 64 << 20, MaxConns: 
 // Options configure a [Service].
 type Options struct {
 	Limits
-	// StepCA answers POST /v1/step-ca/authorize. When nil, the path is
-	// answered by a stepca.Handler with no options, which refuses every
-	// call as unauthenticated (403): only a server that verifies
-	// step-ca's client certificate can tell the CA's calls from others.
+	// StepCA answers POST /v1/step-ca/authorize. When nil, the path
+	// refuses every call (403, stepca.CodeDisabled), saying that the
+	// webhook is not enabled and how pkbf serve enables it: only a server
+	// that verifies step-ca's client certificate can tell the CA's calls
+	// from others.
 	StepCA *stepca.Handler
 }
+
+// webhookDisabled is the refusal of step-ca's webhook without
+// [Options.StepCA].
+const webhookDisabled = "step-ca's webhook is not enabled on this server: pkbf serve answers it with --tls-cert, --tls-key, --client-ca and --client-name (see docs/stepca.md)"
 
 // Timeouts of the server [Service.Server] returns: a slow or idle client
 // cannot hold a connection for ever. Variables, for tests.
@@ -153,10 +160,10 @@ func New(live *pkbf.Live, opts Options) (*Service, error) {
 	if l.MaxBody > l.MaxBodyMemory {
 		return nil, perr.Errorf("the body limit %d is more than the body memory %d: no body that size could ever be taken", l.MaxBody, l.MaxBodyMemory)
 	}
-	s := &Service{live: live, limits: l, slots: make(chan struct{}, l.MaxInFlight), bodies: &budget{size: l.MaxBodyMemory},
+	s := &Service{live: live, limits: l, slots: make(chan struct{}, l.MaxInFlight), bodies: newBudget(l.MaxBodyMemory, l.MaxBody),
 		started: time.Now(), mux: http.NewServeMux(), webhook: opts.StepCA}
 	if s.webhook == nil {
-		s.webhook = stepca.NewHandler(live, stepca.Options{})
+		s.webhook = stepca.Disabled(webhookDisabled)
 	}
 	s.mux.HandleFunc("/v1/check", s.check)
 	s.mux.HandleFunc("/healthz", s.healthz)

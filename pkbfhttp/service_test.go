@@ -40,6 +40,18 @@ func newService(t testing.TB, live *pkbf.Live, l Limits) *Service {
 	return s
 }
 
+// get returns the status and body of a GET of url, or fails the test.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 func newTestService(t *testing.T, maxBody int64) (*httptest.Server, *Service) {
 	live, err := pkbf.OpenLive(exampleFilter, pkbf.LiveOptions{Interval: -1})
 	if err != nil {
@@ -170,21 +182,43 @@ func serveSlowClients(t *testing.T) {
 
 // Without Options.StepCA (pkbf serve without --client-ca or
 // --webhook-insecure), step-ca's webhook is refused, never answered: a
-// plain HTTP server cannot authenticate the CA. stepca's refusal says so
-// in the shape step-ca reads. With an unauthenticated handler it is
-// answered, for local tests.
-func TestServeStepCAWebhookDisabled(t *testing.T) {
-	srv, s := newTestService(t, 1<<20)
+// plain HTTP server cannot authenticate the CA. The refusal is in the
+// shape step-ca reads (403, allow false), says the webhook is not enabled
+// and which flags enable it, and is counted with the other refusals.
+func TestServeStepCAWebhookNotEnabled(t *testing.T) {
+	srv, _ := newTestService(t, 1<<20)
 	body := []byte(`{"x509Certificate":{"publicKey":"` + base64.StdEncoding.EncodeToString(testkit.ReadFile(t, key("p384.spki.der"))) + `"}}`)
-	code, out := testkit.Post(t, srv.URL+StepCAPath, body)
-	if code != http.StatusForbidden || !strings.Contains(out, `"allow":false,"error":{"code":"pkbf-unauthenticated"`) || !strings.Contains(out, "verifies with --client-ca") {
-		t.Errorf("webhook not enabled: %d %s, want 403", code, out)
+	for name, body := range map[string][]byte{"a clean key": body, "not JSON": []byte("hello")} {
+		code, out := testkit.Post(t, srv.URL+StepCAPath, body)
+		var answer struct {
+			Allow *bool
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal([]byte(out), &answer); err != nil || code != http.StatusForbidden || answer.Allow == nil || *answer.Allow ||
+			answer.Error.Code != stepca.CodeDisabled || answer.Error.Message != "pkbf: "+webhookDisabled {
+			t.Errorf("%s to a server without the webhook: %d %s (%v), want 403 %s", name, code, out, err, stepca.CodeDisabled)
+		}
 	}
+	for _, flag := range []string{"not enabled on this server", "--tls-cert", "--tls-key", "--client-ca", "--client-name", "docs/stepca.md"} {
+		if !strings.Contains(webhookDisabled, flag) {
+			t.Errorf("the refusal does not say %q: %s", flag, webhookDisabled)
+		}
+	}
+	if _, b := get(t, srv.URL+"/metrics"); !strings.Contains(b, "pkbf_stepca_refused_total 2\n") || !strings.Contains(b, "pkbf_stepca_allowed_total 0\n") {
+		t.Errorf("metrics do not count the two refusals:\n%s", b)
+	}
+}
+
+// With an unauthenticated handler (--webhook-insecure) the webhook is
+// answered, for local tests.
+func TestServeStepCAWebhookInsecure(t *testing.T) {
+	_, s := newTestService(t, 1<<20)
+	body := []byte(`{"x509Certificate":{"publicKey":"` + base64.StdEncoding.EncodeToString(testkit.ReadFile(t, key("p384.spki.der"))) + `"}}`)
 	s, err := New(s.live, Options{Limits: s.limits, StepCA: stepca.NewHandler(s.live, stepca.Options{Unauthenticated: true})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv = httptest.NewServer(s)
+	srv := httptest.NewServer(s)
 	defer srv.Close()
 	if code, out := testkit.Post(t, srv.URL+"/v1/step-ca/authorize", body); code != 200 || out != `{"allow":true}`+"\n" {
 		t.Errorf("--webhook-insecure: %d %s, want allowed", code, out)
@@ -193,14 +227,9 @@ func TestServeStepCAWebhookDisabled(t *testing.T) {
 	if code, out := testkit.Post(t, srv.URL+"/v1/step-ca/authorize", pwned); code != 200 || !strings.Contains(out, `"allow":false,"error":{"code":"pkbf-compromised-key"`) {
 		t.Errorf("--webhook-insecure, a key the filter holds: %d %s, want refused", code, out)
 	}
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_, b := get(t, srv.URL+"/metrics")
 	for _, want := range []string{"pkbf_stepca_allowed_total 1\n", "pkbf_stepca_refused_total 1\n", "pkbf_stepca_compromised_total 1\n"} {
-		if !strings.Contains(string(b), want) {
+		if !strings.Contains(b, want) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}

@@ -19,9 +19,30 @@ type Certificate struct {
 	cur               atomic.Pointer[tls.Certificate]
 }
 
+// A CertificateError is a certificate and key whose files were read but
+// cannot be used together (not PEM, not a certificate, a key that does
+// not match it). Its message names both files; a program that took their
+// names from its own options can word it by them, from the fields.
+type CertificateError struct {
+	CertFile, KeyFile string
+	Err               error // crypto/tls's reason
+}
+
+func (e *CertificateError) Error() string { return e.Unwrap().Error() }
+
+// Unwrap returns e as a pkbf error, with the same message, which wraps
+// e.Err.
+func (e *CertificateError) Unwrap() error {
+	return perr.Errorf("certificate %s, key %s: %w", e.CertFile, e.KeyFile, e.Err)
+}
+
+// ErrNoPEMCertificate is what [TLSConfig] returns, wrapped and naming the
+// file, for a client CA file that holds no PEM certificate.
+var ErrNoPEMCertificate = perr.New("holds no PEM certificate")
+
 // LoadCertificate reads the certificate (with its chain) in certFile and
 // its private key in keyFile. An error opening a file is an *fs.PathError;
-// any other names both files.
+// any other is a *CertificateError.
 func LoadCertificate(certFile, keyFile string) (*Certificate, error) {
 	c := &Certificate{certFile: certFile, keyFile: keyFile}
 	if err := c.Reload(); err != nil {
@@ -39,7 +60,7 @@ func (c *Certificate) Reload() error {
 	case errors.As(err, &pathErr):
 		return err
 	case err != nil:
-		return perr.Errorf("certificate %s, key %s: %v", c.certFile, c.keyFile, err)
+		return &CertificateError{CertFile: c.certFile, KeyFile: c.keyFile, Err: err}
 	}
 	c.cur.Store(&pair)
 	return nil
@@ -57,7 +78,8 @@ func (c *Certificate) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, er
 // TLSConfig returns a server configuration, TLS 1.2 and up, serving cert.
 // When clientCAFile is not empty, every client must present a certificate
 // chained to a CA certificate in that PEM file (step-ca's root, for its
-// webhook): the error says when the file holds none.
+// webhook): an error opening it is an *fs.PathError, and one holding no
+// certificate is [ErrNoPEMCertificate].
 func TLSConfig(cert *Certificate, clientCAFile string) (*tls.Config, error) {
 	config := &tls.Config{GetCertificate: cert.GetCertificate, MinVersion: tls.VersionTLS12}
 	if clientCAFile == "" {
@@ -69,7 +91,7 @@ func TLSConfig(cert *Certificate, clientCAFile string) (*tls.Config, error) {
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(b) {
-		return nil, perr.Errorf("client CA file %s holds no PEM certificate", clientCAFile)
+		return nil, perr.Errorf("client CA file %s %w", clientCAFile, ErrNoPEMCertificate)
 	}
 	config.ClientAuth, config.ClientCAs = tls.RequireAndVerifyClientCert, pool
 	return config, nil

@@ -65,6 +65,8 @@ const (
 	CodeUnauthenticated = "pkbf-unauthenticated"
 	// CodeFilterError: the filter's file failed while in use.
 	CodeFilterError = "pkbf-filter-error"
+	// CodeDisabled: the server does not answer the webhook ([Disabled]).
+	CodeDisabled = "pkbf-webhook-disabled"
 )
 
 // DefaultMaxBody bounds a request body when Options.MaxBody is 0. A
@@ -128,8 +130,9 @@ func ParseSecret(text []byte) ([]byte, error) {
 // A Handler answers step-ca's AUTHORIZING webhook calls from a filter
 // that follows its file. It is safe for concurrent use.
 type Handler struct {
-	live *pkbf.Live
-	opts Options
+	live     *pkbf.Live
+	opts     Options
+	disabled *refusal // Disabled's refusal, or nil
 
 	allowed, refused, compromised, failed atomic.Int64
 }
@@ -148,6 +151,16 @@ func NewHandler(live *pkbf.Live, opts Options) *Handler {
 		opts.MaxBody = DefaultMaxBody
 	}
 	return &Handler{live: live, opts: opts}
+}
+
+// Disabled returns a Handler that refuses every call (403, [CodeDisabled])
+// with message, which should say how to enable the webhook, for a server
+// not set up to authenticate step-ca. Its Stats count the refusals.
+func Disabled(message string) *Handler {
+	if message == "" {
+		message = "the webhook is not enabled on this server"
+	}
+	return &Handler{disabled: refuse(http.StatusForbidden, CodeDisabled, "%s", message)}
 }
 
 // Stats returns the counts of the handler's answers so far.
@@ -291,6 +304,9 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 
 // authorize returns nil for a call to allow, else why it is refused.
 func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) *refusal {
+	if h.disabled != nil {
+		return h.disabled
+	}
 	if r.Method != http.MethodPost {
 		return refuse(http.StatusMethodNotAllowed, CodeBadRequest, "step-ca webhook calls are POST requests, not %s", r.Method)
 	}

@@ -369,6 +369,31 @@ func TestHandlerClientCertificate(t *testing.T) {
 	}
 }
 
+// A Disabled handler refuses every call, whatever it holds, in the shape
+// step-ca reads (403, allow false) with its message, or a default for an
+// empty one, and counts the refusals.
+func TestDisabled(t *testing.T) {
+	fx := newFixture(t)
+	for _, tc := range []struct{ name, message, want string }{
+		{"with a message", "off here: see the docs", "pkbf: off here: see the docs"},
+		{"empty message", "", "pkbf: the webhook is not enabled on this server"},
+	} {
+		h := Disabled(tc.message)
+		for _, body := range [][]byte{x509Body("x509Certificate", spkiOf(t, fx.cleanP256)), []byte("not JSON"), nil} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body)))
+			var a answer
+			if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil || rec.Code != http.StatusForbidden || a.Allow || a.Error == nil ||
+				a.Error.Code != CodeDisabled || a.Error.Message != tc.want {
+				t.Errorf("%s, body %q: %d %s, want 403 %s %q", tc.name, body, rec.Code, rec.Body, CodeDisabled, tc.want)
+			}
+		}
+		if s := h.Stats(); s.Refused != 3 || s.Allowed != 0 {
+			t.Errorf("%s: stats %+v, want 3 refused", tc.name, s)
+		}
+	}
+}
+
 // BenchmarkHandler measures one webhook call as the handler answers it,
 // from the request body to the JSON answer, without the network: the cost
 // pkbf adds to each certificate step-ca signs (docs/stepca.md).

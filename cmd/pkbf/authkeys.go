@@ -51,6 +51,9 @@ func runAuthKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if ok, code := c.parse(args, 0, -1); !ok {
 		return code
 	}
+	if fl.maxSize < 1 {
+		return c.fail(fmt.Sprintf("--max-size %v: must be positive", &fl.maxSize))
+	}
 	rest := c.Args()
 	if len(rest) < 2 || len(rest) > 5 || len(rest) == 3 {
 		return c.fail("want FILTER USER, and optionally KEYTYPE KEY and FINGERPRINT (sshd's %u %t %k %f)")

@@ -104,6 +104,29 @@ func TestAuthorizedKeysFiles(t *testing.T) {
 	}
 }
 
+// --max-size below 1 byte is a usage error (exit 2, no key printed), as
+// update's sizes are, not the 1 MiB default; 1 byte is the least taken.
+func TestAuthorizedKeysMaxSizePositive(t *testing.T) {
+	dir, filter, _, _, p384, me := authKeysSetup(t)
+	good := filepath.Join(dir, "good")
+	os.WriteFile(good, []byte(p384+"\n"), 0o644)
+	for _, tc := range []struct{ name, size, want string }{
+		{"zero", "0", "--max-size 0: must be positive"},
+		{"minus one", "-1", "--max-size -1: must be positive"},
+		{"minus one KiB", "-1KiB", "--max-size -1KiB: must be positive"},
+		{"not a size", "lots", "not a size"},
+	} {
+		r := runWith(t, nil, "authorized-keys", "--syslog", "off", "--max-size", tc.size, "--strict-modes=false", "--file", good, filter, me)
+		if r.code != exitTrouble || r.stdout != "" || !strings.Contains(r.stderr, "pkbf: error: authorized-keys: ") || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%s: exit %d, printed %q, stderr %q; want exit 2 and %q", tc.name, r.code, r.stdout, r.stderr, tc.want)
+		}
+	}
+	r := runWith(t, nil, "authorized-keys", "--syslog", "off", "--max-size", "1", "--strict-modes=false", "--file", good, filter, me)
+	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "over the limit of 1") {
+		t.Errorf("--max-size 1: exit %d, printed %q, stderr %q; want the file skipped", r.code, r.stdout, r.stderr)
+	}
+}
+
 // With the filter unreadable, --fail closed prints nothing and exits 1
 // (sshd then ignores the command's output), --fail open prints the keys
 // unchecked; both say so. Flags come only before FILTER: the tokens after

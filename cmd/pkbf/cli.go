@@ -5,13 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/bytesize"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/internal/suggest"
 )
 
 // The command line, as people expect it from git, openssl or ssh-keygen:
@@ -99,7 +99,7 @@ func (c *command) flagError(err error) string {
 	var names []string
 	c.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	msg = fmt.Sprintf("unknown flag -%s", name)
-	if s := suggest(name, names); s != "" {
+	if s := suggest.Nearest(name, names); s != "" {
 		msg += fmt.Sprintf("; did you mean -%s?", s)
 	}
 	return msg
@@ -112,13 +112,18 @@ func (c *command) fail(msg string) int {
 	return exitTrouble
 }
 
-// printUsage prints the command's usage: synopsis, summary and flags,
-// each with its aliases.
+// printUsage prints the command's usage: synopsis, summary and flags.
 func (c *command) printUsage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: pkbf %s\n", c.usage)
 	if c.summary != "" {
 		fmt.Fprintf(w, "\n%s\n", c.summary)
 	}
+	c.printFlags(w, "")
+}
+
+// printFlags prints the command's flags, each with its aliases, under
+// "Flags" and of (" of pkbf nix build"), if it has any.
+func (c *command) printFlags(w io.Writer, of string) {
 	aliases := map[string][]string{}
 	for s, l := range c.short {
 		aliases[l] = append(aliases[l], s)
@@ -133,9 +138,9 @@ func (c *command) printUsage(w io.Writer) {
 		return
 	}
 	if c.flagsFirst {
-		fmt.Fprintln(w, "\nFlags (one or two dashes; before the first argument):")
+		fmt.Fprintf(w, "\nFlags%s (one or two dashes; before the first argument):\n", of)
 	} else {
-		fmt.Fprintln(w, "\nFlags (one or two dashes; anywhere among the arguments; -- ends them):")
+		fmt.Fprintf(w, "\nFlags%s (one or two dashes; anywhere among the arguments; -- ends them):\n", of)
 	}
 	for _, f := range flags {
 		arg, usage := flag.UnquoteUsage(f)
@@ -152,46 +157,6 @@ func (c *command) printUsage(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s\n      %s\n", names, usage)
 	}
-}
-
-// suggest returns the candidate nearest to s, if it is near enough to be
-// a typo of it.
-func suggest(s string, candidates []string) string {
-	best, bestDist := "", 3
-	for _, c := range candidates {
-		d := editDistance(s, c)
-		if strings.HasPrefix(c, s) && len(s) >= 2 {
-			d = min(d, 1)
-		}
-		if d < bestDist || d == bestDist && best != "" && c < best {
-			best, bestDist = c, d
-		}
-	}
-	if bestDist > max(1, len(s)/3) {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // message is how the command shows an error after its own prefix ("pkbf:
@@ -243,37 +208,15 @@ func openFilter(name string, stdin io.Reader) (*pkbf.Filter, error) {
 	return f, nil
 }
 
-// sizeFlag is a flag holding a number of bytes, written as a number with
-// an optional binary unit: 1024, 64KiB, 1M, 64 GiB.
+// sizeFlag is a flag holding a number of bytes, as bytesize.Parse reads
+// them: 1024, 64KiB, 1M, 64 GiB.
 type sizeFlag int64
 
-var sizeUnits = []struct {
-	suffix string
-	shift  uint
-}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"T", 40}, {"G", 30}, {"M", 20}, {"K", 10}, {"k", 10}, {"B", 0}}
-
+func (f *sizeFlag) String() string { return bytesize.Format(int64(*f)) }
 func (f *sizeFlag) Set(s string) error {
-	s = strings.TrimSpace(s)
-	shift := uint(0)
-	for _, u := range sizeUnits {
-		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
-			s, shift = strings.TrimSpace(rest), u.shift
-			break
-		}
+	n, err := bytesize.Parse(s)
+	if err == nil {
+		*f = sizeFlag(n)
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n > math.MaxInt64>>shift || n < math.MinInt64>>shift {
-		return errors.New("not a size: give bytes, or a number with KiB, MiB, GiB or TiB")
-	}
-	*f = sizeFlag(n << shift)
-	return nil
-}
-
-func (f *sizeFlag) String() string {
-	for _, u := range sizeUnits[:4] {
-		if v := int64(*f); v != 0 && v%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d%s", v>>u.shift, u.suffix)
-		}
-	}
-	return strconv.FormatInt(int64(*f), 10)
+	return err
 }

@@ -24,6 +24,18 @@ type subcommand struct {
 	// commands without flags (version, help, completion).
 	flags func(stdout, stderr io.Writer) *command
 	run   func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+	// subs are the command's own commands (nix build, nix check), run as
+	// "pkbf NAME SUB": with their flags in NAME's help and completion.
+	subs []subcommand
+}
+
+// command is the command's flags, for parsing, help and completion: none
+// for a command without (version, help, completion, nix).
+func (s *subcommand) command(stdout, stderr io.Writer) *command {
+	if s.flags == nil {
+		return newCommand(s.name, s.synopsis, stdout, stderr)
+	}
+	return s.flags(stdout, stderr)
 }
 
 // subcommands is the table of pkbf's commands, in the order of the usage.
@@ -88,9 +100,11 @@ func subcommands() []subcommand {
 		{
 			name: "nix", synopsis: "nix (build [flags] SOURCE | check [flags] CACHE [PATH...])",
 			summary: "Build or query a Nix binary cache's Bloom filter of store paths.",
-			help:    helpFile("nix"),
-			flags:   new(nixFlags).command,
-			run:     runNix,
+			help:    helpFile("nix"), run: runNix,
+			subs: []subcommand{
+				{name: "build", flags: new(nixBuildFlags).command, run: runNixBuild},
+				{name: "check", flags: new(nixCheckFlags).command, run: runNixCheck},
+			},
 		},
 		{
 			name: "version", aliases: []string{"-version", "--version", "-v"}, synopsis: "version | --version | -v",

@@ -45,6 +45,18 @@ func TestCommandTable(t *testing.T) {
 				t.Errorf("%s completion does not know %s", sh, s.name)
 			}
 		}
+		for _, sub := range s.subs {
+			out.Reset()
+			name := s.name + " " + sub.name
+			if code := run([]string{s.name, sub.name, "-h"}, nil, &out, io.Discard); code != exitOK || !strings.HasPrefix(out.String(), "Usage: pkbf "+name+" ") {
+				t.Errorf("%s -h: exit %d, %q", name, code, out.String())
+			}
+			for sh, script := range scripts {
+				if !strings.Contains(script, name) {
+					t.Errorf("%s completion does not know %s", sh, name)
+				}
+			}
+		}
 		if s.flags == nil {
 			continue
 		}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"github.com/pkbf/pkbf/internal/suggest"
 )
 
 func main() {
@@ -60,6 +62,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	if s := lookupSubcommand(args[0]); s != nil {
+		for _, sub := range s.subs {
+			if len(args) > 1 && args[1] == sub.name {
+				return sub.run(args[2:], stdin, stdout, stderr)
+			}
+		}
 		return s.run(args[1:], stdin, stdout, stderr)
 	}
 	errorf(stderr, "%s\nRun 'pkbf help' for usage.", unknown("unknown command", args[0], ""))
@@ -73,7 +80,7 @@ func unknown(what, name, why string) string {
 		names = append(names, s.name)
 	}
 	msg := fmt.Sprintf("%s %q%s", what, name, why)
-	if s := suggest(name, names); s != "" {
+	if s := suggest.Nearest(name, names); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
 	return msg
@@ -94,15 +101,18 @@ func runHelp(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "%s", unknown("no help for", args[0], ": no such command"))
 		return exitTrouble
 	}
-	if s.flags == nil { // version, help
-		fmt.Fprintf(stdout, "Usage: pkbf %s\n\n%s\n", s.synopsis, s.help)
-		return exitOK
+	s.command(stdout, stderr).printUsage(stdout)
+	for _, sub := range s.subs {
+		c := sub.flags(stdout, stderr)
+		c.printFlags(stdout, " of pkbf "+c.Name())
 	}
-	s.flags(stdout, stderr).printUsage(stdout)
 	return exitOK
 }
 
-func runVersion(_ []string, _ io.Reader, stdout, _ io.Writer) int {
+func runVersion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if ok, code := lookupSubcommand("version").command(stdout, stderr).parse(args, 0, 0); !ok {
+		return code
+	}
 	fmt.Fprintln(stdout, version())
 	return exitOK
 }

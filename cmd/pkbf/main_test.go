@@ -110,6 +110,35 @@ func TestHelpVersion(t *testing.T) {
 	}
 }
 
+// TestCommandsWithoutFlagsRefuseThem: version, help and completion take
+// no flags and a fixed number of arguments; anything else is a usage
+// error (exit 2), as for every other command (version printed itself and
+// exited 0 whatever followed it). -h is help, exit 0.
+func TestCommandsWithoutFlagsRefuseThem(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"version, unknown flag", []string{"version", "--bogus"}, 2, "pkbf: error: version: unknown flag -bogus"},
+		{"version, an argument", []string{"version", "extra"}, 2, "pkbf: error: version: unexpected arguments: extra"},
+		{"--version, an argument", []string{"--version", "x"}, 2, "pkbf: error: version: unexpected arguments: x"},
+		{"-v, unknown flag", []string{"-v", "--json"}, 2, "pkbf: error: version: unknown flag -json"},
+		{"help, unknown flag", []string{"help", "--bogus"}, 2, `no help for "--bogus": no such command`},
+		{"help, two commands", []string{"help", "nix", "extra"}, 2, "help takes one command name"},
+		{"completion, two shells", []string{"completion", "bash", "extra"}, 2, "name one shell"},
+		{"completion, unknown flag", []string{"completion", "--bogus"}, 2, `unknown shell "--bogus"`},
+		{"version -h", []string{"version", "-h"}, 0, ""},
+		{"version", []string{"version"}, 0, ""},
+	} {
+		r := runWith(t, nil, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) || tc.code == 2 && r.stdout != "" || tc.code == 0 && r.stderr != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit %d and %q", tc.name, r.code, r.stdout, r.stderr, tc.code, tc.stderr)
+		}
+	}
+}
+
 // TestHelpAuthorizedKeysFlagsBeforeFilter: authorized-keys reads flags
 // only before FILTER, and its help says so, once (issue 43, item 13).
 func TestHelpAuthorizedKeysFlagsBeforeFilter(t *testing.T) {

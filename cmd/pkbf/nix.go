@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,27 +23,14 @@ import (
 
 var nixHelp = helpFile("nix")
 
-func runNix(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "build":
-			return runNixBuild(args[1:], stdin, stdout, stderr)
-		case "check":
-			return runNixCheck(args[1:], stdin, stdout, stderr)
-		case "-h", "-help", "--help", "help":
-			new(nixFlags).command(stdout, stderr).printUsage(stdout)
-			return exitOK
-		}
+// runNix runs when no subcommand was named: the table's subs dispatch
+// build and check.
+func runNix(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+		return runHelp([]string{"nix"}, nil, stdout, stderr)
 	}
 	errorf(stderr, "want pkbf nix build or pkbf nix check\nRun 'pkbf help nix' for usage.")
 	return exitTrouble
-}
-
-// nixFlags are pkbf nix's: none, but those of nix build and nix check.
-type nixFlags struct{}
-
-func (*nixFlags) command(stdout, stderr io.Writer) *command {
-	return newCommand("nix", "nix (build [flags] SOURCE | check [flags] CACHE [PATH...])", stdout, stderr)
 }
 
 type nixBuildFlags struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -134,7 +135,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			}
 			if cert != nil {
 				if err := cert.Reload(); err != nil {
-					logger.Printf("SIGHUP: keeping the certificate in use: %s", message(err))
+					logger.Printf("SIGHUP: keeping the certificate in use: %s", message(flagged(err, &fl)))
 				} else {
 					logger.Printf("SIGHUP: %s reloaded", cert.CertFile())
 				}
@@ -198,8 +199,21 @@ func stepCAOptions(fl *serveFlags) (*tls.Config, *pkbfhttp.Certificate, stepca.O
 	}
 	sc, err := pkbfhttp.LoadCertificate(cert, key)
 	if err != nil {
-		return nil, nil, opts, err
+		return nil, nil, opts, flagged(err, fl)
 	}
 	config, err := pkbfhttp.TLSConfig(sc, ca)
-	return config, sc, opts, err
+	return config, sc, opts, flagged(err, fl)
+}
+
+// flagged words pkbfhttp's error about a TLS file by the flag that named
+// it; any other error is returned as it is.
+func flagged(err error, fl *serveFlags) error {
+	var bad *pkbfhttp.CertificateError
+	switch {
+	case errors.As(err, &bad):
+		return perr.Errorf("--tls-cert %s, --tls-key %s: %v", bad.CertFile, bad.KeyFile, bad.Err)
+	case errors.Is(err, pkbfhttp.ErrNoPEMCertificate):
+		return perr.Errorf("--client-ca %s %w", fl.clientCA, pkbfhttp.ErrNoPEMCertificate)
+	}
+	return err
 }

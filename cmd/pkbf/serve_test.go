@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -91,6 +92,41 @@ func TestServeDrainSaysWhatWasCut(t *testing.T) {
 	}
 }
 
+// serve's errors about its TLS files name the flags that named them,
+// whatever pkbfhttp's own wording ("certificate X, key Y", "client CA
+// file X"), as they did before the service moved there.
+func TestServeTLSErrorsNameFlags(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, typ string, der []byte) string { return testkit.WritePEM(t, dir, name, typ, der) }
+	pair := func(cn string) (certFile, keyFile string) {
+		k, c := testkit.Cert(t, cn, nil, nil, nil)
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return write(cn+".crt", "CERTIFICATE", c.Raw), write(cn+".key", "PRIVATE KEY", der)
+	}
+	cert, key := pair("one")
+	_, otherKey := pair("two")
+	notPEM := filepath.Join(dir, "not.pem")
+	os.WriteFile(notPEM, []byte("hello\n"), 0o600)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"certificate not PEM", []string{"--tls-cert", notPEM, "--tls-key", key}, "--tls-cert " + notPEM + ", --tls-key " + key + ": tls: failed to find any PEM data in certificate input"},
+		{"key of another certificate", []string{"--tls-cert", cert, "--tls-key", otherKey}, "--tls-cert " + cert + ", --tls-key " + otherKey + ": tls: private key does not match public key"},
+		{"client CA not PEM", []string{"--tls-cert", cert, "--tls-key", key, "--client-ca", notPEM, "--client-name", "ca"}, "--client-ca " + notPEM + " holds no PEM certificate"},
+		{"client CA a key", []string{"--tls-cert", cert, "--tls-key", key, "--client-ca", key, "--client-name", "ca"}, "--client-ca " + key + " holds no PEM certificate"},
+	} {
+		r := runWith(t, nil, append(append([]string{"serve", "--listen", "127.0.0.1:0"}, tc.args...), exampleFilter)...)
+		if r.code != exitTrouble || !strings.Contains(r.stderr, "pkbf: error: serve: "+tc.want+"\n") {
+			t.Errorf("%s: exit %d, stderr %q; want %q", tc.name, r.code, r.stderr, tc.want)
+		}
+	}
+}
+
 // The TLS and webhook flags are checked before anything is served: each
 // wrong combination or unreadable file is an error naming it.
 func TestServeStepCAFlags(t *testing.T) {
@@ -121,7 +157,6 @@ func TestServeStepCAFlags(t *testing.T) {
 		{"secret not base64", []string{"--webhook-insecure", "--webhook-secret-file", notPEM}, "--webhook-secret-file " + notPEM + ": not the base64 secret step-ca holds"},
 		{"secret empty", []string{"--webhook-insecure", "--webhook-secret-file", write("empty", "\n")}, "--webhook-secret-file " + filepath.Join(dir, "empty") + ": the webhook secret is empty"},
 		{"certificate missing", []string{"--tls-cert", missing, "--tls-key", notPEM}, "open " + missing + ": no such file"},
-		{"certificate not PEM", []string{"--tls-cert", notPEM, "--tls-key", notPEM}, "certificate " + notPEM + ", key " + notPEM + ": tls: failed to find any PEM data"},
 	} {
 		r := runWith(t, nil, append(append([]string{"serve", "--listen", "127.0.0.1:0"}, tc.args...), exampleFilter)...)
 		if r.code != exitTrouble || !strings.Contains(r.stderr, "pkbf: error: serve: "+tc.want) {

@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/binary"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -131,6 +132,17 @@ func Cert(t testing.TB, cn string, parent *x509.Certificate, parentKey crypto.Si
 		t.Fatal(err)
 	}
 	return key, cert
+}
+
+// WritePEM writes der as one PEM block of type typ to dir/name, mode
+// 0600, and returns the file's path; or fails the test.
+func WritePEM(t testing.TB, dir, name, typ string, der []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // NixEnv returns the environment to run Debian's Nix (nix-bin) in, offline

@@ -1,0 +1,51 @@
+package bytesize
+
+import (
+	"math"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     int64
+	}{
+		{"bytes", "1024", 1024},
+		{"KiB", "1KiB", 1024},
+		{"space before the unit", "64 GiB", 64 << 30},
+		{"one letter", "1M", 1 << 20},
+		{"lower-case k", "2k", 2048},
+		{"B", "7B", 7},
+		{"negative", "-1", -1},
+		{"largest TiB", "8388607TiB", 8388607 << 40},
+		{"largest", "9223372036854775807", math.MaxInt64},
+	} {
+		if got, err := Parse(tc.in); err != nil || got != tc.want {
+			t.Errorf("%s: Parse(%q) = %d, %v; want %d", tc.name, tc.in, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ name, in string }{
+		{"empty", ""},
+		{"unit alone", "KiB"},
+		{"fraction", "1.5MiB"},
+		{"past int64 in TiB", "8388608TiB"},
+		{"past int64", "9223372036854775808"},
+		{"unknown unit", "1 PiB"},
+		{"two units", "1KiBKiB"},
+	} {
+		if got, err := Parse(tc.in); err == nil || got != 0 {
+			t.Errorf("%s: Parse(%q) = %d, %v; want an error", tc.name, tc.in, got, err)
+		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 7: "7", 1024: "1KiB", 1536: "1536", 64 << 30: "64GiB", 1 << 40: "1TiB", -1 << 20: "-1MiB"} {
+		if got := Format(n); got != want {
+			t.Errorf("Format(%d) = %q, want %q", n, got, want)
+		}
+		if back, err := Parse(Format(n)); err != nil || back != n {
+			t.Errorf("Parse(Format(%d)) = %d, %v", n, back, err)
+		}
+	}
+}
