@@ -55,7 +55,9 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 		var probe [1]byte
 		for {
 			if len(body) == cap(body) && held < s.limits.MaxBody {
-				step := min(max(held, 64<<10), 1<<20, s.limits.MaxBody-held)
+				// Doubling keeps the copies linear in the body's size;
+				// the budget is charged what is allocated.
+				step := min(max(held, 64<<10), s.limits.MaxBody-held)
 				if !s.bodies.take(step) {
 					return refuse(http.StatusServiceUnavailable, busy)
 				}
@@ -89,10 +91,11 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 // budget is a number of bytes shared by all requests: a request takes
 // its body's size before reading it and gives it back when done. Bodies
 // of more than smallBody bytes may take only largeShare of it, so that
-// small requests always find room while large uploads fill the rest; but
-// never less than large, the most one request body may hold, so that a
-// body within that limit always fits once the others are done, and is
-// never told to retry a request that could never succeed.
+// small requests find room while large uploads fill the rest; but never
+// less than the most one request body may hold, so that a body within
+// that limit always fits once the others are done, and is never told to
+// retry a request that could never succeed. (Where that most is more than
+// largeShare of the budget, large bodies may fill all of it.)
 type budget struct {
 	mu         sync.Mutex
 	used, size int64

@@ -74,8 +74,9 @@ type Limits struct {
 	// MaxBodyMemory is the most bytes of request bodies held at once, all
 	// connections together; a request the budget has no room for gets
 	// 503. Bodies over 64 KiB share at most 7/8 of it, so that small ones
-	// find room, or MaxBody if that is more: a body within MaxBody always
-	// fits once the others are done. It may not be less than MaxBody.
+	// find room, or MaxBody if that is more (a body within MaxBody always
+	// fits once the others are done; then large bodies may fill it all).
+	// It may not be less than MaxBody.
 	MaxBodyMemory int64
 	// MaxConns is the most connections [Service.Listener] holds at once;
 	// one more is answered 503 and closed.
