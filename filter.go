@@ -147,9 +147,9 @@ func checkDataSize(h Header, have uint64) error {
 // wrap [ErrInvalidFile].
 //
 // Past 16 MiB of data, where small pages cost a probe a TLB miss, Parse
-// asks Linux to back b's whole 2 MiB pages with huge pages, in the
-// background (MADV_HUGEPAGE, MADV_COLLAPSE): b's bytes and the caller's
-// other memory stay as they are, and Parse returns at once.
+// asks Linux to back b's whole 2 MiB pages with huge pages (MADV_HUGEPAGE,
+// MADV_COLLAPSE: 0.6 s for 256 MiB here, as the kernel copies them). b's
+// bytes and the caller's other memory stay as they are.
 func Parse(b []byte) (*Filter, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
