@@ -370,9 +370,9 @@ func BenchmarkBatch(b *testing.B) {
 // those hashes', side by side; x-floor is ns/key over max(hash, lines ×
 // load), with hash that time per key and load, dep as in BenchmarkBatch.
 // keys-MB is the set's total size. The filters are 128 KiB (in the L2),
-// 16 MiB (the largest ProbablyBatch takes for in the caches) and 256 MiB
-// (from Parse, Open and ReadFilter), half their bits set: the keys are
-// absent from them.
+// 4 MiB (the largest ProbablyBatch takes as in the caches), 16 MiB and
+// 256 MiB (from Parse, Open and ReadFilter), half their bits set: the
+// keys are absent from them.
 func benchmarkKeySet(b *testing.B) {
 	spki, err := SPKI(testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")))
 	if err != nil {

@@ -192,14 +192,14 @@ func (c *core) rounds(n int) bool {
 }
 
 // ProbablyBatch sets out[i] = f.Probably(spkis[i]) for every i: exactly the
-// same answers, computed together. It reads its keys in runs, one stretch
-// each, so that keys not in the caches (a large slice, a page just read)
-// stream in from memory. On a filter larger than the CPU caches it then
-// overlaps the memory latency of many keys (one key cannot: see
+// same answers, computed together. Most batches read their keys in runs,
+// one stretch each, so that keys not in the caches (a large slice, a page
+// just read) stream in from memory. On a filter past 4 MiB it overlaps
+// the memory latency of many keys (one key cannot: see
 // [Filter.Probably]), fetching their bits in bursts, more at once the more
 // bits earlier batches' keys needed, and hashes a key the second time only
 // if its first bit is set. Batches of a few hundred keys or more get the
-// most from it; for fewer than four it is Probably in a loop.
+// most from it; it is never slower than Probably in a loop.
 // out must be at least as long as spkis; ProbablyBatch panics otherwise.
 // It does not allocate, is safe for concurrent use, and panics as
 // Probably does on a closed filter or a file cut short.

@@ -37,7 +37,7 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if ok, code := c.parse(args, 1, -1); !ok {
 		return code
 	}
-	if fl.fpRate < 0 || fl.fpRate >= 1 {
+	if !(fl.fpRate >= 0 && fl.fpRate < 1) { // NaN too
 		return c.fail(fmt.Sprintf("--fp-rate %v: must be between 0 and 1", fl.fpRate))
 	}
 	pws, err := passphrases(fl.passphraseFile)

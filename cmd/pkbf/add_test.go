@@ -40,3 +40,23 @@ func TestAdd(t *testing.T) {
 		t.Errorf("add to a missing filter: %+v", r)
 	}
 }
+
+// --fp-rate is a rate: NaN (which no comparison passes, so it would turn
+// the warning off), negative values and 1 or more are usage errors that
+// leave the filter as it was.
+func TestAddFPRateRefusesNonRates(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f.pkbf")
+	if r := runWith(t, nil, "create", "--entries", "100", "--fp-rate", "0.01", p); r.code != 0 {
+		t.Fatal(r)
+	}
+	before := testkit.ReadFile(t, p)
+	for _, v := range []string{"NaN", "-0.1", "1", "+Inf"} {
+		r := runWith(t, nil, "add", "--fp-rate", v, p, key("p384.pub"))
+		if r.code != 2 || !strings.Contains(r.stderr, "--fp-rate") {
+			t.Errorf("add --fp-rate %s: %+v", v, r)
+		}
+	}
+	if !bytes.Equal(testkit.ReadFile(t, p), before) {
+		t.Error("a refused add changed the filter")
+	}
+}

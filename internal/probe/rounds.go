@@ -93,7 +93,7 @@ type entry struct {
 // The live keys are compacted with no branch on the bits (which a
 // half-full filter makes unpredictable): each is written at the end of
 // the next list, which grows only if the key goes on. A Rounds is large
-// (about 20 KB) and meant to live on its caller's stack: nothing in it
+// (about 23 KB) and meant to live on its caller's stack: nothing in it
 // escapes.
 type Rounds struct {
 	mask  uint64  // m - 1
