@@ -182,8 +182,8 @@ func atomicBit(words []uint32, p uint64) uint64 {
 }
 
 // minBatch is the smallest batch probed as a batch (a key alone would wait
-// a round a bit); in the caches without the vector hashes, rounds pay only
-// by sparing half the keys a second hash, from 64 keys.
+// a round a bit), twice it the smallest hashed as a run in the caches; there
+// without the vector hashes, rounds pay only from 64 keys.
 const minBatch, minRoundsInCache = 4, 64
 
 // rounds reports whether ProbablyBatch answers n keys in rounds.
@@ -227,7 +227,7 @@ func (f *Filter) ProbablyBatch(spkis [][]byte, out []bool) {
 		}
 		return
 	}
-	if !xxh64.Vector() {
+	if !xxh64.Vector() || len(spkis) < 2*minBatch { // a run's arrays cost more
 		for i, s := range spkis {
 			out[i] = f.probably(s)
 		}

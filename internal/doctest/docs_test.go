@@ -87,12 +87,9 @@ func TestDocs(t *testing.T) {
 	doctest.Run(t, doctest.Config{Root: "../..", Files: run, Modules: nestedModules})
 }
 
-// TestReadmeTestsEveryModule: the README's test commands test every module
-// of the repository, one "go test ./..." each, and .ci/run runs them as
-// the README shows them (issue 43, item 12: the one command tested only
-// the main module, and ct, pkbflint and examples/beam went untested
-// silently).
-func TestReadmeTestsEveryModule(t *testing.T) {
+// readmeBlocks returns the README's blocks, as TestDocs reads them.
+func readmeBlocks(t *testing.T) []doctest.Block {
+	t.Helper()
 	src, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +98,16 @@ func TestReadmeTestsEveryModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return blocks
+}
+
+// TestReadmeTestsEveryModule: the README's test commands test every module
+// of the repository, one "go test ./..." each, and .ci/run runs them as
+// the README shows them (issue 43, item 12: the one command tested only
+// the main module, and ct, pkbflint and examples/beam went untested
+// silently).
+func TestReadmeTestsEveryModule(t *testing.T) {
+	blocks := readmeBlocks(t)
 	var commands []string
 	for _, b := range blocks {
 		for _, c := range b.Commands {
@@ -206,14 +213,7 @@ func TestDocsLinksResolve(t *testing.T) {
 // 1.4-1.9 times pkbf check's time, while the README said it matched).
 // The speed itself is measured, not asserted: see the README.
 func TestReadmeManyKeysMatchesCheck(t *testing.T) {
-	src, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks, err := doctest.Parse("README.md", src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	blocks := readmeBlocks(t)
 	found := false
 	for _, b := range blocks {
 		text := strings.Join(b.Text, "\n")
