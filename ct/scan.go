@@ -254,8 +254,12 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 		}
 	}
 	st.Unchecked = sortedFrom(notChecked, 0)
-	if st.Next >= end {
-		return res, s.save(&st)
+	// Saved before the first hit too: a run killed before its first
+	// periodic save leaves a state that records where its hits begin
+	// (Saving), and the next run reports them again from there, not after
+	// them.
+	if err := s.save(&st); err != nil || st.Next >= end {
+		return res, err
 	}
 
 	readCtx, cancel := context.WithCancel(ctx)

@@ -45,13 +45,17 @@ func TestForgedHitDoesNotHideRealOne(t *testing.T) {
 
 	var mode atomic.Value // "" (honest), or how the log is hostile
 	mode.Store("")
-	arrived := make(chan struct{}, 100)
+	arrived, proofAsked := make(chan struct{}, 100), make(chan struct{}, 100)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m := mode.Load().(string)
 		start, _ := strconv.ParseInt(r.FormValue("start"), 10, 64)
 		switch {
 		case m == "":
 		case strings.HasSuffix(r.URL.Path, "/get-sth-consistency") && m != "consistent":
+			select { // never blocks
+			case proofAsked <- struct{}{}:
+			default:
+			}
 			http.Error(w, "no proofs today", http.StatusBadRequest)
 			return
 		case strings.HasSuffix(r.URL.Path, "/get-entries") && start >= 256 && m == "stall":
@@ -123,7 +127,7 @@ func TestForgedHitDoesNotHideRealOne(t *testing.T) {
 			state, out := filepath.Join(dir, "state.json"), filepath.Join(dir, "hits.jsonl")
 			run := func(interrupt bool) (int, string) {
 				args := []string{"--json", "--kind", "rfc6962", "--key", key, "--parallel", "1", "--state", state, "--output", out}
-				if interrupt { // a state saved once the first 256 entries are checked
+				if interrupt { // a proof asked for once the first 256 entries are checked
 					args = append(args, "--save-every", "1ns")
 				}
 				cmd := exec.Command(bin, append(args, fx.Filter, srv.URL)...)
@@ -140,15 +144,12 @@ func TestForgedHitDoesNotHideRealOne(t *testing.T) {
 						t.Fatal("no stalled request in a minute")
 					}
 					// The entries before the stall checked (entry 7's hit
-					// found), and the state saved: then Ctrl-C.
-					for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-						if _, err := os.Stat(state); err == nil {
-							break
-						}
-						if time.Now().After(deadline) {
-							cmd.Process.Kill()
-							t.Fatal("no state saved in a minute")
-						}
+					// found, a proof asked for): then Ctrl-C.
+					select {
+					case <-proofAsked:
+					case <-time.After(time.Minute):
+						cmd.Process.Kill()
+						t.Fatal("no proof asked for in a minute")
 					}
 					cmd.Process.Signal(syscall.SIGINT)
 				}
@@ -157,6 +158,9 @@ func TestForgedHitDoesNotHideRealOne(t *testing.T) {
 
 			for len(arrived) > 0 {
 				<-arrived
+			}
+			for len(proofAsked) > 0 {
+				<-proofAsked
 			}
 			rs.Forged.Store(&map[int64][]byte{7: fx.Cert(true)})
 			mode.Store(c.mode)

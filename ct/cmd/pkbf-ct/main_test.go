@@ -473,3 +473,50 @@ func TestHitJSONSourceIsTextSource(t *testing.T) {
 		}
 	}
 }
+
+// A run killed after it wrote a hit and before its first save of the
+// state, and resumed, reports every hit once: its state recorded the
+// output's length before the first hit. Before, the first run saved
+// nothing until --save-every, and the next appended its hits again after
+// the killed run's. On both kinds of log.
+func TestKilledBeforeFirstSave(t *testing.T) {
+	bin := build(t)
+	fx := cttest.NewFixture(t, 3000, 300, 37)
+	_, static := serveStatic(t, fx)
+	rfc := httptest.NewServer(cttest.NewRFC6962Server(t, fx))
+	defer rfc.Close()
+	for kind, url := range map[string]string{"static": static.URL, "rfc6962": rfc.URL} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			args := func(name string, extra ...string) []string {
+				return append([]string{"--json", "--quiet", "--kind", kind, "--state", filepath.Join(dir, name+".state"),
+					"--output", filepath.Join(dir, name+".jsonl")}, append(extra, fx.Filter, url)...)
+			}
+			if err := exec.Command(bin, args("once")...).Run(); exitCode(err) != exitFound {
+				t.Fatalf("one run: %v", err)
+			}
+			want := hitIndexes(t, filepath.Join(dir, "once.jsonl"))
+			// Slow, never saving: killed once it has written a hit.
+			cmd := exec.Command(bin, args("killed", "--save-every", "1h", "--rate", "20", "--parallel", "1", "--batch", "32")...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(time.Minute); len(hitIndexes(t, filepath.Join(dir, "killed.jsonl"))) == 0; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatal("no hit written in a minute")
+				}
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			if code := exitCode(cmd.Wait()); code != -int(syscall.SIGKILL) {
+				t.Fatalf("the first run ended by itself (exit %d) before it was killed", code)
+			}
+			if err := exec.Command(bin, args("killed")...).Run(); exitCode(err) != exitFound {
+				t.Fatalf("the resumed run: %v", err)
+			}
+			if got := hitIndexes(t, filepath.Join(dir, "killed.jsonl")); !slices.Equal(got, want) {
+				t.Errorf("killed before its first save, then resumed: hits %v\nwant %v", got, want)
+			}
+		})
+	}
+}
