@@ -22,8 +22,9 @@ type Scan struct {
 	Filter *pkbf.Filter
 	// State is the path of the scan's state file: the log, the next
 	// entry, the log's verification state and the hits already reported
-	// past it. It is replaced atomically every SaveEvery, and when Run
-	// returns. Empty: no state is kept, and each run starts at From.
+	// past it. It is replaced atomically before the first entry is read,
+	// every SaveEvery, and when Run returns. Empty: no state is kept, and
+	// each run starts at From.
 	State string
 	// From is where a scan without state starts. To, if not 0, is where
 	// it stops (else at the tree head's size).
