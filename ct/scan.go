@@ -22,8 +22,9 @@ type Scan struct {
 	Filter *pkbf.Filter
 	// State is the path of the scan's state file: the log, the next
 	// entry, the log's verification state and the hits already reported
-	// past it. It is replaced atomically every SaveEvery, and when Run
-	// returns. Empty: no state is kept, and each run starts at From.
+	// past it. It is replaced atomically before the first entry is read,
+	// every SaveEvery, and when Run returns. Empty: no state is kept, and
+	// each run starts at From.
 	State string
 	// From is where a scan without state starts. To, if not 0, is where
 	// it stops (else at the tree head's size).
@@ -35,8 +36,12 @@ type Scan struct {
 	// SaveEvery is how often the state is saved during a run (0: 10 s).
 	SaveEvery time.Duration
 
-	// Report is called for each hit, in log order, in Run's goroutine; an
-	// error stops the scan (the hit then counts as not reported).
+	// Report is called for each hit, in log order, in Run's goroutine,
+	// once the hit's entry is proved part of the tree head: on an RFC 6962
+	// log, at the end of its batch of 256 entries (a consistency proof,
+	// or the tree head's root at its end), and never for an entry not
+	// proved. An error stops the scan (the hit then counts as not
+	// reported).
 	Report func(Hit) error
 	// Unchecked is called for each entry whose key could not be read, and
 	// at the start of each run for each such entry of an earlier run
@@ -126,19 +131,33 @@ func marshal(v any) []byte {
 
 // A Result says what a run did.
 type Result struct {
-	Head                     Head
-	Start, Next              int64 // the first entry read, the first not read
+	Head Head
+	// Start is the first entry read. Next is where the next run starts:
+	// the entries before it are read, checked and proved part of Head's
+	// tree.
+	Start, Next int64
+	// Entries counts the entries read and checked from Start, proved or
+	// not; Hits the hits reported; Unchecked the entries whose key could
+	// not be read (this run's, and earlier runs' the state lists).
 	Entries, Hits, Unchecked int64
+	// Unproved counts the hits found in entries read but not proved part
+	// of the tree (an RFC 6962 log that stopped answering, an interrupted
+	// run): not reported, they are found again by the run that proves
+	// them.
+	Unproved int64
 }
 
 // state is the scan's state file.
 type state struct {
 	Log  string `json:"log"`
 	Next int64  `json:"next"`
-	// Reported are the hits at or after Next already reported: Next is
-	// where the log's verification state was saved, which may be a few
-	// entries before the last verdict.
-	Reported []int64 `json:"reported,omitempty"`
+	// Reported are the hits at or after Next already reported, all in
+	// entries proved part of the tree of Size and Root: a Report refused
+	// a later hit of the same proof, and the state went back to the place
+	// proved before it. A list under the key "reported" held hits from
+	// entries not proved: it is ignored, so that no such hit keeps the
+	// real entry at its index from being reported.
+	Reported []int64 `json:"reported_proved,omitempty"`
 	// Unchecked are the entries whose key could not be read, in any run
 	// so far: each later run counts them as not checked.
 	Unchecked []int64         `json:"unchecked,omitempty"`
@@ -164,13 +183,18 @@ type batch struct {
 	err     error
 }
 
+// maxHeld is the most hits a scan holds back until their entries are
+// proved: a log that gives no proof cannot make it hold more.
+var maxHeld = 4096
+
 // snapshotEvery is how many entries a batch holds at most: batches end
 // at the multiples of it (and at the scan's end), where the log's
 // verification state is taken.
 const snapshotEvery = 256
 
 // Run scans, until the tree head's size, an error, or ctx's end; it
-// saves the state in every case it can, at the first entry not read. An
+// saves the state in every case it can, at the first entry not read (on
+// an RFC 6962 log, not proved part of the tree head). An
 // interruption returns ctx's error with the Result so far. A start (the
 // state's next entry, or From) outside the tree head, or a tree head smaller
 // than the last run's, is an error naming both sizes; the state is then
@@ -231,8 +255,12 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 		}
 	}
 	st.Unchecked = sortedFrom(notChecked, 0)
-	if st.Next >= end {
-		return res, s.save(&st)
+	// Saved before the first hit too: a run killed before its first
+	// periodic save leaves a state that records where its hits begin
+	// (Saving), and the next run reports them again from there, not after
+	// them.
+	if err := s.save(&st); err != nil || st.Next >= end {
+		return res, err
 	}
 
 	readCtx, cancel := context.WithCancel(ctx)
@@ -249,14 +277,32 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 	for _, i := range st.Reported {
 		reported[i] = true
 	}
+	report := func(h Hit) error {
+		if s.Report != nil {
+			if err := s.Report(h); err != nil {
+				return err
+			}
+		}
+		res.Hits++
+		reported[h.Index] = true
+		return nil
+	}
 	// done: the entries before it are checked. resume, resumeVerify: the
 	// latest place, at or before done, where the log's verification state
 	// is known (a log without one resumes at done itself). verified,
 	// verifiedState: for a log that checks its entries against the tree
 	// only at its end (a prefixProver), the latest such place proved a
-	// prefix of the tree head: all the state keeps.
+	// prefix of the tree head: all the state keeps. held: the hits found
+	// past verified, in log order, reported once their entries are
+	// proved (a log could serve any entry it likes before then: a hit
+	// from a forged one must neither be reported nor be taken for the
+	// real entry's). before, beforeState: the place proved before the
+	// last proof, where the state goes back to if Report refuses a hit
+	// that proof released.
 	done, resume, resumeVerify := st.Next, st.Next, st.Verify
 	verified, verifiedState := st.Next, st.Verify
+	before, beforeState := verified, verifiedState
+	var held []Hit
 	prover, _ := s.Log.(prefixProver)
 	prove := func(ctx context.Context) error {
 		if prover == nil || resume <= verified {
@@ -265,7 +311,21 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 		if err := prover.provePrefix(ctx, head, resumeVerify); err != nil {
 			return err
 		}
+		before, beforeState = verified, verifiedState
 		verified, verifiedState = resume, resumeVerify
+		return nil
+	}
+	release := func() error {
+		for len(held) > 0 && held[0].Index < verified {
+			if err := report(held[0]); err != nil {
+				// Not reported: the next run reads it again, from the
+				// place proved before (the hits of this proof reported
+				// already are in the state's list).
+				verified, verifiedState = before, beforeState
+				return err
+			}
+			held = held[1:]
+		}
 		return nil
 	}
 	save := func() error {
@@ -277,7 +337,18 @@ func (s *Scan) Run(ctx context.Context) (Result, error) {
 			next, verify = resume, resumeVerify
 		}
 		st.Next, st.Verify = next, verify
-		st.Reported, st.Unchecked = sortedFrom(reported, next), sortedFrom(notChecked, 0)
+		st.Reported = sortedFrom(reported, next)
+		// What this run found past next it read unproved: the next run
+		// reads it again. Earlier runs' entries stay until a run checks
+		// them in entries it proves.
+		unchecked := map[int64]bool{}
+		for i := range notChecked {
+			unchecked[i] = i < next
+		}
+		for i := range carried {
+			unchecked[i] = unchecked[i] || i >= next
+		}
+		st.Unchecked = sortedFrom(unchecked, 0)
 		return s.save(&st)
 	}
 
@@ -300,7 +371,17 @@ scan:
 				break scan
 			}
 			delete(notChecked, e.Index) // read again: checked below, or listed again
-			if stopErr = s.check(e, reported, notChecked, &res); stopErr != nil {
+			h, err := s.check(e, notChecked, &res)
+			switch {
+			case err != nil:
+				stopErr = err
+			case h == nil || reported[h.Index]:
+			case prover != nil:
+				held = append(held, *h)
+			default:
+				stopErr = report(*h)
+			}
+			if stopErr != nil {
 				break scan
 			}
 			done = e.Index + 1
@@ -317,11 +398,23 @@ scan:
 			s.Progress(done-res.Start, done, end)
 			lastProgress = now
 		}
-		if s.State != "" && now.Sub(lastSave) >= s.saveEvery() {
-			if err := prove(ctx); errors.Is(err, errNotInTree) {
+		// A hit waits for the proof of its batch, one request; the
+		// state, for the proof of all it keeps.
+		saveNow := s.State != "" && now.Sub(lastSave) >= s.saveEvery()
+		if saveNow || len(held) > 0 {
+			switch err := prove(ctx); {
+			case errors.Is(err, errNotInTree):
 				readErr = err
+			case err == nil:
+				stopErr = release()
+			case len(held) > maxHeld:
+				readErr = fmt.Errorf("%s: %d hits wait for the proof of their entries, which the log does not give: %w", s.Log.URL(), len(held), err)
+			} // else the hits wait, and the state keeps the last place proved
+			if readErr != nil || stopErr != nil {
 				break
-			} // else the state keeps the last place proved
+			}
+		}
+		if saveNow {
 			if stopErr = save(); stopErr != nil {
 				break
 			}
@@ -331,36 +424,29 @@ scan:
 	if stopErr == nil && (readErr == nil || !errors.Is(readErr, errNotInTree)) {
 		// The entries read, proved a prefix of the tree head: required
 		// of a complete scan, and done for an interrupted one too (with
-		// a little time of its own), so that its state keeps them.
+		// a little time of its own), so that its state keeps them and
+		// their hits are reported.
 		pctx, cancel := ctx, func() {}
 		if ctx.Err() != nil {
 			pctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		}
-		if err := prove(pctx); err != nil && (readErr == nil && ctx.Err() == nil || errors.Is(err, errNotInTree)) {
+		err := prove(pctx)
+		cancel()
+		switch {
+		case err == nil:
+			stopErr = release()
+		case readErr == nil && ctx.Err() == nil || errors.Is(err, errNotInTree):
 			readErr = err
 		}
-		cancel()
 	}
 	// Entries read and checked, even where what follows discards them.
 	res.Entries = done - res.Start
-	if errors.Is(readErr, errNotInTree) { // nothing read past the last place proved is trusted
-		done, resume, resumeVerify = verified, verified, verifiedState
-		for i := range notChecked {
-			if i >= verified && !carried[i] {
-				delete(notChecked, i)
-			}
-		}
-		for i := range carried {
-			notChecked[i] = true
-		}
-		for i := range reported { // reported from entries not proved: the next run reports them again
-			if i >= verified {
-				delete(reported, i)
-			}
-		}
+	res.Unproved = int64(len(held))
+	if prover != nil {
+		done = verified // what is not proved is read again next time
+	}
+	if errors.Is(readErr, errNotInTree) {
 		readErr = fmt.Errorf("%w; nothing read from entry %d on is kept: the next run reads it again", readErr, verified)
-	} else if prover != nil && verified < done {
-		done = verified // not proved (an interrupted run): read again next time
 	}
 	res.Next = done
 	if s.State != "" {
@@ -419,33 +505,28 @@ func (s *Scan) extends(ctx context.Context, st state, head Head) error {
 		s.Log.URL(), head.Size, head.Root, st.Size, st.Root, s.State, err, s.State)
 }
 
-// check checks the key of one entry and reports it if it is a hit not
-// reported before. An error stops the scan: the filter's file failed, or
-// Report refused the hit (which then counts as not reported).
-func (s *Scan) check(e Entry, reported, notChecked map[int64]bool, res *Result) error {
+// check checks the key of one entry, and returns its hit if the filter
+// probably holds it. An entry whose key could not be read is listed in
+// notChecked and passed to Unchecked; an error stops the scan: the
+// filter's file failed.
+func (s *Scan) check(e Entry, notChecked map[int64]bool, res *Result) (*Hit, error) {
 	v, err := s.verdict(e)
 	switch {
 	case errors.Is(err, pkbf.ErrFileChanged):
-		return err
+		return nil, err
 	case err != nil:
 		notChecked[e.Index] = true
 		res.Unchecked++
 		if s.Unchecked != nil {
 			s.Unchecked(e.Index, err)
 		}
-	case v.Probably && !reported[e.Index]:
+	case v.Probably:
 		v.Input = s.Log.URL()
 		h := Hit{Log: v.Input, Index: e.Index, Timestamp: time.UnixMilli(e.Timestamp).UTC(), Precert: e.Precert, Verdict: v}
 		h.Serial, h.Subject, h.Issuer = e.details()
-		if s.Report != nil {
-			if err := s.Report(h); err != nil {
-				return err
-			}
-		}
-		res.Hits++
-		reported[e.Index] = true
+		return &h, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // verdict is the filter's on the key of the entry's leaf: as pkbf reads

@@ -259,16 +259,18 @@ func TestRFC6962Verification(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "do not match the tree head") {
 		t.Errorf("a tampered entry, from 333: %v", err)
 	}
-	// A mismatch keeps nothing of the run: the state stays where it was,
-	// and the error says so; the entries read are counted (issue 41
-	// follow-up, F4: "0 read" when 1500 were read and discarded).
+	// A mismatch keeps nothing of the run past the last place proved (512:
+	// the hits of each batch of 256 are proved before they are reported,
+	// and the batch of entry 700 fails its proof), and the error says so;
+	// the entries read are counted (issue 41 follow-up, F4: "0 read" when
+	// 1500 were read and discarded).
 	tampered := filepath.Join(t.TempDir(), "tampered.json")
 	res, err := (&Scan{Log: open(), Filter: f, State: tampered}).Run(context.Background())
 	var st struct{ Next int64 }
 	b, _ := os.ReadFile(tampered)
 	json.Unmarshal(b, &st)
-	if err == nil || res.Next != 0 || res.Entries != 1500 || st.Next != 0 || !strings.Contains(fmt.Sprint(err), "nothing read from entry 0 on is kept") {
-		t.Errorf("a tampered entry, with a state: %+v, %v, the state's next %d: want 0, 1500 read", res, err, st.Next)
+	if err == nil || res.Next != 512 || res.Entries != 768 || st.Next != 512 || !strings.Contains(fmt.Sprint(err), "nothing read from entry 512 on is kept") {
+		t.Errorf("a tampered entry, with a state: %+v, %v, the state's next %d: want 512, 768 read", res, err, st.Next)
 	}
 	rs.Tamper.Store(0)
 	var hits []Hit
@@ -525,8 +527,9 @@ func rfc6962Test(t *testing.T, fx *cttest.Fixture) (*cttest.RFC6962Server, func(
 // Issue 41 follow-up, F3: an RFC 6962 scan that stops short of the tree
 // head (To) proves the entries it read a prefix of the head (a
 // consistency proof from their range's root): entries that are not the
-// tree's fail the scan, and its state keeps nothing of them; honest ones
-// are kept, and the next run goes on from there to the head.
+// tree's fail the scan (at the end of their batch of 256, whose hits wait
+// for its proof), and its state keeps nothing of them; honest ones are
+// kept, and the next run goes on from there to the head.
 func TestRFC6962ToProved(t *testing.T) {
 	fx := cttest.NewFixture(t, 600, 60, 101)
 	f := openFilter(t, fx.Filter)
@@ -534,7 +537,7 @@ func TestRFC6962ToProved(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.json")
 	rs.Tamper.Store(150 + 1)
 	res, err := (&Scan{Log: open(), Filter: f, State: state, To: 300}).Run(context.Background())
-	if err == nil || !errors.Is(err, errNotInTree) || res.Next != 0 || res.Entries != 300 {
+	if err == nil || !errors.Is(err, errNotInTree) || res.Next != 0 || res.Entries != 256 {
 		t.Fatalf("entry 150 not the tree's, to 300: %+v, %v; want a failure keeping nothing", res, err)
 	}
 	rs.Tamper.Store(0)
@@ -552,12 +555,13 @@ func TestRFC6962ToProved(t *testing.T) {
 
 // Issue 41 follow-up, F4: the state of an RFC 6962 scan keeps only
 // entries proved a prefix of the tree head (a consistency proof at each
-// save). On a log serving entry 500 unlike its tree: a run fails at the
-// first save past it, keeping what it proved before; a run interrupted
-// past it (no save in between) keeps nothing more (before, it kept them,
-// and every later run failed even on the honest log). On the honest log,
-// a run interrupted past entry 800 keeps what it read (to 768, where the
-// range was last taken), and the next one
+// save, and at the end of each batch of 256 with a hit). On a log serving
+// entry 500 unlike its tree: a run fails at the first save past it,
+// keeping what it proved before; a run that saves rarely fails at the
+// proof of the first hit past it, and keeps nothing more (before, it kept
+// them, and every later run failed even on the honest log). On the honest
+// log, a run interrupted by the report of a hit past entry 800 keeps what
+// it proved (to 1024, the end of that hit's batch), and the next one
 // completes.
 func TestRFC6962KeepsOnlyProvedRanges(t *testing.T) {
 	fx := cttest.NewFixture(t, 1500, 150, 101)
@@ -583,11 +587,11 @@ func TestRFC6962KeepsOnlyProvedRanges(t *testing.T) {
 	proved := res.Next
 	res, err = run(time.Hour, 800)
 	if !errors.Is(err, errNotInTree) || res.Next != proved {
-		t.Errorf("interrupted past entry 500, not the tree's: %+v, %v; want the state kept at %d", res, err, proved)
+		t.Errorf("saved rarely, entry 500 not the tree's: %+v, %v; want the state kept at %d", res, err, proved)
 	}
 	rs.Tamper.Store(0)
-	if res, err := run(time.Hour, 800); !errors.Is(err, context.Canceled) || res.Next != 768 {
-		t.Errorf("interrupted past entry 800 on the honest log: %+v, %v; want the state at 768 (where its verification state was last taken)", res, err)
+	if res, err := run(time.Hour, 800); !errors.Is(err, context.Canceled) || res.Next != 1024 {
+		t.Errorf("interrupted past entry 800 on the honest log: %+v, %v; want the state at 1024 (where the hit that stopped it was proved)", res, err)
 	}
 	if res, err := run(time.Hour, 1500); err != nil || res.Next != 1500 {
 		t.Fatalf("the honest log: %+v, %v", res, err)

@@ -65,6 +65,17 @@ func (fx *Fixture) Precert(planted bool) []byte {
 	return fx.issue(1<<30, keys[0], true).DER
 }
 
+// Cert returns a new certificate (not an entry of the log, with a serial
+// none of them has) for one of the keys in the filter, or for a key that
+// is not: what a hostile log may serve in place of an entry.
+func (fx *Fixture) Cert(planted bool) []byte {
+	keys := fx.clean
+	if planted {
+		keys = fx.bad
+	}
+	return fx.issue(1<<29, keys[0], false).DER
+}
+
 // An Entry is one of a Fixture's entries.
 type Entry struct {
 	DER     []byte // the certificate, or the precertificate
@@ -225,6 +236,11 @@ type RFC6962Server struct {
 	Size     atomic.Int64 // the entries the tree head covers
 	MaxBatch int64
 	Tamper   atomic.Int64 // index+1, or 0
+	// Forged, when it holds a map, serves a leaf of its own (a
+	// certificate entry with the entry's timestamp) for each index the
+	// map names, holding the certificate there: a log that serves
+	// entries its tree does not have.
+	Forged   atomic.Pointer[map[int64][]byte]
 	Requests atomic.Int64
 }
 
@@ -297,6 +313,10 @@ func (s *RFC6962Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				cttls.Unmarshal(leaf, &l)
 				l.TimestampedEntry.Timestamp++
 				leaf, _ = cttls.Marshal(l)
+			}
+			if forged := s.Forged.Load(); forged != nil && (*forged)[i] != nil {
+				te := &ct.TimestampedEntry{Timestamp: uint64(s.fx.Entries[i].Time), EntryType: ct.X509LogEntryType, X509Entry: &ct.ASN1Cert{Data: (*forged)[i]}}
+				leaf, _ = cttls.Marshal(ct.MerkleTreeLeaf{Version: ct.V1, LeafType: ct.TimestampedEntryLeafType, TimestampedEntry: te})
 			}
 			resp.Entries = append(resp.Entries, ct.LeafEntry{LeafInput: leaf, ExtraData: s.extra[i]})
 		}

@@ -62,6 +62,9 @@ Tiles (Static CT) are checked against the checkpoint's root hash as they
 are read, and RFC 6962 entries against the signed tree head's root when
 the scan reaches its size (by a consistency proof where it stops short);
 with --key, the checkpoint's or tree head's signature is verified too.
+A hit is printed once its entry is proved so (RFC 6962: at the end of its
+batch of 256); one in entries not proved is held back, counted in the
+summary, and found again by the next run.
 Each run proves the log's tree extends the one the last run read (the
 state keeps its root), and an entry whose key could not be read stays
 in the state, failing each run, until one checks it or
@@ -213,8 +216,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if res.Head.Verified {
 			verified = "signature verified"
 		}
-		fmt.Fprintf(stderr, "pkbf-ct: %s: entries %d to %d of %d (tree head %s): %d read, %d hits, %d not checked; state in %s\n",
-			logURL, res.Start, res.Next, res.Head.Size, verified, res.Entries, res.Hits, res.Unchecked, fl.state)
+		fmt.Fprintf(stderr, "pkbf-ct: %s: tree head of %d entries (%s): %s; %d hits, %d not checked%s; state in %s\n",
+			logURL, res.Head.Size, verified, readProved(res), res.Hits, res.Unchecked, heldBack(res.Unproved), fl.state)
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -230,6 +233,34 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFound
 	}
 	return exitOK
+}
+
+// readProved says which entries a run read and which of them it proved
+// part of the tree head: "256 read (entries 0 to 255), none proved".
+func readProved(res ct.Result) string {
+	if res.Entries == 0 {
+		return "0 read"
+	}
+	last := res.Start + res.Entries - 1
+	s := fmt.Sprintf("%d read (entries %d to %d), ", res.Entries, res.Start, last)
+	switch {
+	case res.Next > last:
+		return s + "all proved"
+	case res.Next <= res.Start:
+		return s + "none proved"
+	}
+	return s + fmt.Sprintf("entries %d to %d proved", res.Start, res.Next-1)
+}
+
+// heldBack counts the hits a run found in entries it did not prove.
+func heldBack(n int64) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return ", 1 hit held back (in entries not proved: not reported; the next run reads them again)"
+	}
+	return fmt.Sprintf(", %d hits held back (in entries not proved: not reported; the next run reads them again)", n)
 }
 
 // parseArgs parses args with the flags anywhere among them, as pkbf
