@@ -19,15 +19,17 @@ import (
 type addFlags struct {
 	passphraseFile string
 	recursive      bool
+	allowEmpty     bool
 	fpRate         float64
 }
 
 func (fl *addFlags) command(stdout, stderr io.Writer) *command {
-	c := newCommand("add", "add [--fp-rate P] [--passphrase-file FILE] [-r] FILTER [FILE...]", stdout, stderr)
+	c := newCommand("add", "add [--fp-rate P] [--passphrase-file FILE] [-r] [--allow-empty] FILTER [FILE...]", stdout, stderr)
 	c.Float64Var(&fl.fpRate, "fp-rate", 0, "warn when the filter's estimated false-positive rate passes `P` (the rate it was created for)")
 	c.StringVar(&fl.passphraseFile, "passphrase-file", "", "try each line of `FILE` as the passphrase of encrypted PKCS#12 files (also $"+passphraseEnv+")")
 	c.BoolVar(&fl.recursive, "recursive", false, "add the keys of every file under the directories given (as grep -r: links inside them are not followed)")
 	c.alias("r", "recursive")
+	c.BoolVar(&fl.allowEmpty, "allow-empty", false, "exit 0, not 2, when the input holds no key at all")
 	return c
 }
 
@@ -89,6 +91,11 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "interrupted: the keys before stayed added, the rest were not")
 		return exitSignaled
 	case troubled:
+		return exitTrouble
+	case keysRead == 0 && !fl.allowEmpty:
+		// As check: an empty input is more often a mistake (the wrong
+		// file, a pipe that failed upstream) than a list with no keys.
+		errorf(stderr, "no key, certificate or request in the input (--allow-empty accepts that)")
 		return exitTrouble
 	}
 	return exitOK

@@ -60,3 +60,33 @@ func TestAddFPRateRefusesNonRates(t *testing.T) {
 		t.Error("a refused add changed the filter")
 	}
 }
+
+// An input with no key is an error, as for check: it is more often the
+// wrong file, or a pipe that failed upstream, than an empty list.
+// --allow-empty accepts it. Either way the filter is left as it was.
+func TestAddNoKeysExits2(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f.pkbf")
+	if r := runWith(t, nil, "create", "--entries", "100", "--fp-rate", "0.01", p); r.code != 0 {
+		t.Fatal(r)
+	}
+	before := testkit.ReadFile(t, p)
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"add", p, os.DevNull}, 2},
+		{[]string{"add", p}, 2}, // standard input, empty here
+		{[]string{"add", "--allow-empty", p, os.DevNull}, 0},
+	} {
+		r := runWith(t, bytes.NewReader(nil), tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stdout, "0 new entries from 0 keys") {
+			t.Errorf("%v: %+v, want exit %d", tc.args, r, tc.code)
+		}
+		if tc.code == 2 && !strings.Contains(r.stderr, "no key, certificate or request in the input (--allow-empty accepts that)") {
+			t.Errorf("%v: stderr %q", tc.args, r.stderr)
+		}
+	}
+	if !bytes.Equal(testkit.ReadFile(t, p), before) {
+		t.Error("an add of no key changed the filter")
+	}
+}

@@ -67,7 +67,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{[]string{"check", "-h"}, 0, "Usage: pkbf check", "", true},
 		{[]string{"check", "--help"}, 0, "Usage: pkbf check", "", true},
 		{[]string{"create", "-h"}, 0, "--fp-rate P", "", true},
-		{[]string{"add", "-h"}, 0, "Usage: pkbf add [--fp-rate P] [--passphrase-file FILE] [-r] FILTER", "", true},
+		{[]string{"add", "-h"}, 0, "Usage: pkbf add [--fp-rate P] [--passphrase-file FILE] [-r] [--allow-empty] FILTER", "", true},
 		{[]string{"info"}, 2, "", "pkbf: error: info: missing arguments", true},
 		{[]string{"info", "a", "b"}, 2, "", "pkbf: error: info: unexpected arguments: b", true},
 		{[]string{"check", "-bogus", "f"}, 2, "", "pkbf: error: check: unknown flag -bogus", true},
