@@ -60,8 +60,10 @@
 // # Where commands run
 //
 // Each document gets its own copy of the repository (without .git), the
-// directory its sessions start in; a "cd" lasts until the block ends, files
-// made last for the whole document. PATH starts with a directory holding
+// directory its first session starts in. The blocks of a document run as a
+// user pasting them in order into one shell would run them: each starts
+// where the one before ended (its last "cd") and with the variables it
+// exported, and files made last for the whole document. PATH starts with a directory holding
 // pkbf built from the checkout; $PKBF is the copy's root, GOBIN a
 // directory of the test's, standard input empty; for the main module's
 // blocks GOFLAGS is -trimpath, so that the copies share the build cache.
@@ -519,7 +521,10 @@ func (d *doc) session(b *Block) {
 	t := d.t
 	mark := fmt.Sprintf("@@doctest-%d-%d@@", os.Getpid(), b.Line)
 	var script strings.Builder
-	script.WriteString("set -o pipefail\n")
+	// Where the last block ended, and what it exported: a user pastes a
+	// document's blocks into one shell.
+	state := filepath.Join(d.dir, "session.state")
+	fmt.Fprintf(&script, "set -o pipefail\n[ -f %[1]q ] && . %[1]q\n", state)
 	for _, c := range b.Commands {
 		text := c.Text
 		if b.Bench {
@@ -527,6 +532,7 @@ func (d *doc) session(b *Block) {
 		}
 		fmt.Fprintf(&script, "%s\nprintf '\\n%%s %%d\\n' %q $?\n", text, mark)
 	}
+	fmt.Fprintf(&script, "{ printf 'cd %%q\\n' \"$PWD\"; export -p; } >%q\n", state)
 	out, err := d.shell(script.String())
 	chunks := strings.Split(out, "\n"+mark+" ")
 	for i, c := range b.Commands {
