@@ -74,12 +74,12 @@ func algorithmName(oid []byte) string {
 // (no integers, no point compression). So the SPKI as given is the whole
 // lookup, and a "no" for it is definite. Ed25519, Ed448, X25519 and X448
 // are RFC 8410's (section 3: parameters absent; section 4: the key's
-// bytes as the BIT STRING); ML-DSA is RFC 9881's (FIPS 204 public keys of
-// 1312, 1952 and 2592 bytes), SLH-DSA RFC 9909's (FIPS 205: PK.seed ||
-// PK.root, 2n bytes), ML-KEM RFC 9935's (FIPS 203 encapsulation keys of
-// 800, 1184 and 1568 bytes): each with parameters absent and the raw
+// bytes as the BIT STRING); ML-DSA is RFC 9881's (FIPS 204 keys of 1312,
+// 1952 and 2592 bytes), SLH-DSA RFC 9909's (FIPS 205: PK.seed || PK.root,
+// 2n bytes), ML-KEM draft-ietf-lamps-kyber-certificates' (FIPS 203 keys
+// of 800, 1184 and 1568 bytes): each with parameters absent and the raw
 // key, with no OCTET STRING around it, as the BIT STRING's content.
-// HashML-DSA and HashSLH-DSA, which those RFCs do not define for
+// HashML-DSA and HashSLH-DSA, which those documents do not define for
 // certificates, are not among them: pkbf refuses to answer for them.
 var rawKeyAlgorithms = []struct {
 	oid  []byte
