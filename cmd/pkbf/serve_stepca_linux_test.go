@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/hmac"
 	"crypto/rand"
@@ -530,6 +531,22 @@ func TestServeStepCA(t *testing.T) {
 				t.Errorf("%s without the webhook, compromised %s key: %d %s", endpoint.path, kind, code, body)
 			}
 		}
+	}
+	// A security key (sk-ssh-ed25519) whose key is a compromised Ed25519
+	// key: step-ca signs it as it is, and pkbf reads the key inside.
+	sk := ssh.Marshal(struct{ Name, Key, App string }{"sk-ssh-ed25519@openssh.com", string(compromised["Ed25519"].Public().(ed25519.PublicKey)), "ssh:"})
+	for provisioner, want := range map[string]int{"pkbf-jwk": http.StatusForbidden, "plain-jwk": http.StatusCreated} {
+		opts := map[string]any{"certType": "user", "keyID": "alice", "principals": []string{"alice"}}
+		token := ca.ott(t, provisioner, "/1.0/ssh/sign", "alice", map[string]any{"step": map[string]any{"ssh": opts}})
+		if code, body := ca.post(t, "/1.0/ssh/sign", map[string]any{"publicKey": sk, "ott": token, "certType": "user", "keyID": "alice", "principals": []string{"alice"}}); code != want {
+			t.Errorf("/1.0/ssh/sign through %s, a security key of a compromised Ed25519 key: %d %.200s, want %d", provisioner, code, body, want)
+		}
+	}
+	// Logged twice: the plain key above, and the security key.
+	if fp := fingerprintOf(t, compromised["Ed25519"]); !waitFor(func() bool {
+		return strings.Count(ca.serveLogs.String(), "the SSH certificate's public key is reported as compromised (pwnedkeys fingerprint "+fp) == 2
+	}) {
+		t.Errorf("pkbf serve did not log refusing the security key of %s:\n%s", fp, ca.serveLogs.String())
 	}
 	// Issue 48, item 11: a webhook with "certType": "X509", as
 	// docs/stepca.md once showed it for every provisioner, is not called
