@@ -343,8 +343,11 @@ func TestServerConfigMultiStep(t *testing.T) {
 			if login(t, addr, ssh.PublicKeys(first.key), password) {
 				t.Fatal("logged in")
 			}
-			if step.saw(first.key.PublicKey()) || passwordCalls != 0 {
-				t.Errorf("the server's callbacks ran: the key step saw it %v, the password step ran %d times", step.saw(first.key.PublicKey()), passwordCalls)
+			mu.Lock()
+			calls := passwordCalls
+			mu.Unlock()
+			if step.saw(first.key.PublicKey()) || calls != 0 {
+				t.Errorf("the server's callbacks ran: the key step saw it %v, the password step ran %d times", step.saw(first.key.PublicKey()), calls)
 			}
 			// The same key then password with a clean key: in.
 			if !login(t, addr, ssh.PublicKeys(ids.clean), password) {
