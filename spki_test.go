@@ -3,12 +3,15 @@ package pkbf
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/asn1"
 	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cloudflare/circl/sign/mldsa/mldsa44"
 
 	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
@@ -265,4 +268,47 @@ func TestCheckKeyReadsWhatSPKIReads(t *testing.T) {
 	if v := f.CheckKey(data); v.Err != nil || !v.Probably || v.SSHFingerprint == "" {
 		t.Fatalf("CheckKey of a key the filter holds: %+v", v)
 	}
+}
+
+// Issue 48, item 10: a key whose SPKI has one DER encoding (ML-DSA-44
+// here, made by circl) gets a definite "no" from a filter that lacks it
+// and "probably" from one that holds it; before, CheckKey answered an
+// error ("pkbf knows no canonical encoding") and a TLS gate refused every
+// peer that presented one. A pre-hash variant, which has no certificate
+// encoding, still gets an error.
+func TestCheckKeyOneEncoding(t *testing.T) {
+	pub, _, err := mldsa44.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := pub.MarshalBinary()
+	spki := spkiOf(t, asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 3, 17}, raw)
+	clean, _ := New(4, 16)
+	if v := clean.CheckKey(spki); v.Err != nil || v.Probably {
+		t.Errorf("a clean ML-DSA-44 key: %+v, want a definite no", v)
+	}
+	held, _ := New(4, 16)
+	if _, err := held.AddKey(spki); err != nil {
+		t.Fatal(err)
+	}
+	if v := held.CheckKey(spki); v.Err != nil || !v.Probably || v.Fingerprint != Fingerprint(spki) {
+		t.Errorf("a compromised ML-DSA-44 key: %+v, want probably, fingerprint %s", v, Fingerprint(spki))
+	}
+	hashMLDSA := spkiOf(t, asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 3, 32}, raw)
+	if v := clean.CheckKey(hashMLDSA); !errors.Is(v.Err, keys.ErrUnsupportedKey) {
+		t.Errorf("a HashML-DSA-44 key: %+v, want ErrUnsupportedKey", v)
+	}
+}
+
+// spkiOf is the SPKI of key under the algorithm oid, with no parameters.
+func spkiOf(t *testing.T, oid asn1.ObjectIdentifier, key []byte) []byte {
+	t.Helper()
+	b, err := asn1.Marshal(struct {
+		Algorithm struct{ OID asn1.ObjectIdentifier }
+		Key       asn1.BitString
+	}{struct{ OID asn1.ObjectIdentifier }{oid}, asn1.BitString{Bytes: key, BitLength: 8 * len(key)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -139,11 +139,14 @@ func formsFrom(spki []byte, info *spkiInfo, check, wantOther bool, dst []byte) (
 		return sameOr(spki, buildSPKIRaw(oid, params, key)), other, nil
 	case info.kind == algEC:
 		return ecForms(spki, info, check, wantOther, dst)
-	case info.kind == algEd25519, bytes.Equal(oid, oidEd448), bytes.Equal(oid, oidX25519), bytes.Equal(oid, oidX448):
+	case isRawKey(oid):
+		// One encoding (see rawKeyAlgorithms): the bytes as given must be
+		// it, DER (the reader takes minimal lengths only, and whole
+		// bytes, checked above) with no parameters and the key's length.
 		if len(params) != 0 {
 			return nil, nil, keyErrorf("%s algorithm identifier has parameters", algorithmName(oid))
 		}
-		if want := rawKeySize(oid); len(key) != want {
+		if want, _ := rawKeySize(oid); len(key) != want {
 			return nil, nil, keyErrorf("%s public key is %d bytes, want %d", algorithmName(oid), len(key), want)
 		}
 		return spki, nil, nil
@@ -166,6 +169,12 @@ func formsFrom(spki []byte, info *spkiInfo, check, wantOther bool, dst []byte) (
 	// only as given, and a filter lacking that form says nothing of the
 	// key's others.
 	return nil, nil, unsupportedErrorf("%s keys: pkbf knows no canonical encoding of them", algorithmName(oid))
+}
+
+// isRawKey reports whether oid is an algorithm of rawKeyAlgorithms.
+func isRawKey(oid []byte) bool {
+	_, ok := rawKeySize(oid)
+	return ok
 }
 
 // sameOr returns spki if built has the same bytes, else built.

@@ -11,9 +11,12 @@
 // probably holds it, and without it no cert-authority line is (its CA key
 // lets in certificates of keys pkbf never sees).
 //
-// A Go SSH server (golang.org/x/crypto/ssh) wraps its callback with
-// [PublicKeyCallback], which refuses a compromised key, or a certificate
-// of one or by a compromised CA, before the server's own callback runs.
+// A Go SSH server (golang.org/x/crypto/ssh) wraps its config with
+// [ServerConfig]: in every step of authentication, multi-step ones
+// included, a compromised key, or a certificate of one or by a
+// compromised CA, is refused before the server's own callback runs. There
+// sshd's own limits on keys and certificates do not apply, only
+// x/crypto/ssh's.
 //
 // # Failing closed
 //

@@ -33,15 +33,15 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// The server docs/sshd.md shows is examples/sshserver, verbatim; built
+// The server docs/sshserver.md shows is examples/sshserver, verbatim; built
 // and run on 127.0.0.1, OpenSSH's ssh client logs in to it with a clean
 // key, and compromised RSA, ECDSA and Ed25519 keys, all in its
 // authorized_keys file, are refused, each refusal logged with the
 // fingerprint ssh-keygen -l gives the key.
 func TestDocServer(t *testing.T) {
-	doc := string(testkit.ReadFile(t, "../docs/sshd.md"))
+	doc := string(testkit.ReadFile(t, "../docs/sshserver.md"))
 	if !strings.Contains(doc, "```go\n"+string(testkit.ReadFile(t, "../examples/sshserver/main.go"))+"```\n") {
-		t.Error("docs/sshd.md does not show examples/sshserver/main.go as it is")
+		t.Error("docs/sshserver.md does not show examples/sshserver/main.go as it is")
 	}
 	if testing.Short() {
 		t.Skip("-short: the server is not built")

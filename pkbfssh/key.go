@@ -89,7 +89,7 @@ func ParseKey(typ, encoded string) (*Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, kt, err := parseBlob(blob, true)
+	k, kt, err := parseBlob(blob, true, true)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +210,11 @@ const (
 // parseBlob reads a key blob as sshd's sshkey_from_blob does, and returns
 // the key with its type. A certificate's CA key is read too; its
 // signature is not checked (sshd checks it, and refuses what fails).
-func parseBlob(blob []byte, allowCert bool) (*Key, *keyType, error) {
+// Without sshd, the limits OpenSSH sets and x/crypto/ssh does not (the
+// smallest RSA modulus, a NUL byte in a security key's application) are
+// not applied: the blob is then one x/crypto/ssh parsed and re-encoded,
+// and a Go server refuses it only for being compromised.
+func parseBlob(blob []byte, allowCert, sshd bool) (*Key, *keyType, error) {
 	s := cryptobyte.String(blob)
 	name, ok := readCString(&s)
 	if !ok {
@@ -235,7 +239,7 @@ func parseBlob(blob []byte, allowCert bool) (*Key, *keyType, error) {
 		if !okE || !okN {
 			return nil, nil, noKeyf("RSA key's exponent or modulus is cut short, negative or too long")
 		}
-		if bits := bitLen(n); bits < minRSABits {
+		if bits := bitLen(n); sshd && bits < minRSABits {
 			return nil, nil, noKeyf("RSA modulus of %d bits: OpenSSH refuses under %d", bits, minRSABits)
 		}
 		addBignum(&b, e)
@@ -275,7 +279,13 @@ func parseBlob(blob []byte, allowCert bool) (*Key, *keyType, error) {
 		addString(&b, pub)
 	}
 	if t.alg == algEd25519SK || t.alg == algECDSASK {
-		app, ok := readCString(&s)
+		var app []byte
+		var ok bool
+		if sshd {
+			app, ok = readCString(&s)
+		} else {
+			ok = readString(&s, &app)
+		}
 		if !ok {
 			return nil, nil, noKeyf("security key is cut short before its application")
 		}
@@ -334,7 +344,7 @@ func parseCert(s *cryptobyte.String) (*Key, []string, error) {
 		}
 		principals = append(principals, string(name))
 	}
-	k, _, err := parseBlob(ca, false)
+	k, _, err := parseBlob(ca, false, true)
 	if err != nil {
 		return nil, nil, perr.Kind(ErrNoKey, perr.Errorf("certificate's CA key: %w", err))
 	}

@@ -139,7 +139,7 @@ func readKey(s []byte) (*Key, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	k, kt, err := parseBlob(blob, true)
+	k, kt, err := parseBlob(blob, true, true)
 	if err != nil {
 		return nil, "", err
 	}

@@ -4,17 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"encoding/asn1"
 	"errors"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/pkbftls"
 )
 
@@ -319,4 +323,155 @@ func startSServer(t *testing.T, args ...string) (string, *syncBuffer) {
 		t.Fatalf("s_server's address %q: %v", addr, errors.Unwrap(err))
 	}
 	return addr, out
+}
+
+// unrelatedCerts are certificates a peer may present beside its chain,
+// which no verified chain holds: a self-signed ML-DSA-44 one (circl), a
+// second whose key the filter holds, and one of a key of an algorithm
+// pkbf does not know (OID 1.3.6.1.4.1.55555.1, with a signature of junk).
+type unrelatedCerts struct {
+	mldsa, badMLDSA, unknown []byte
+	badMLDSASPKI             []byte
+	filter                   *pkbf.Filter // holds badMLDSA's key and the test PKI's compromised keys
+}
+
+func newUnrelatedCerts(t *testing.T, p *testPKI) *unrelatedCerts {
+	u := &unrelatedCerts{}
+	u.mldsa, _ = mldsa44Cert(t, "ML-DSA-44 stranger")
+	u.badMLDSA, u.badMLDSASPKI = mldsa44Cert(t, "compromised ML-DSA-44 stranger")
+	unknownSPKI := rawSPKI(t, asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 55555, 1}, bytes.Repeat([]byte{7}, 32))
+	u.unknown = rawCertificate(t, "unknown algorithm", unknownSPKI, asn1.ObjectIdentifier{1, 2, 840, 10045, 4, 3, 2}, func([]byte) []byte { return []byte("not a signature") })
+	w, err := pkbf.New(12, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spki := range [][]byte{u.badMLDSASPKI, p.badInter.spki(), p.bad["p256"].spki()} {
+		if _, err := w.AddKey(spki); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "f.pkbf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if u.filter, err = pkbf.Open(path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.filter.Close() })
+	return u
+}
+
+// secLevel0 lets OpenSSL present a certificate whose key it cannot read:
+// at its default security level it refuses to ("ca key too small").
+const secLevel0 = "DEFAULT:@SECLEVEL=0"
+
+// Issue 48, item 10: the hook judges the certificates that certify the
+// peer. openssl s_server presents its clean certificate and intermediate,
+// then a certificate no chain uses; a Go client with the hook, verifying
+// the chain, completes the handshake when that certificate's key is of an
+// algorithm pkbf does not know or a clean ML-DSA-44 key (both refused
+// before: pkbf knew no encoding of them), and refuses it when the filter
+// holds its key. With verification the caller's (InsecureSkipVerify),
+// every certificate presented may be the one trusted: the unknown key is
+// refused, the clean ML-DSA-44 one passes, the compromised one is refused.
+func TestRealServerUnrelatedCertificates(t *testing.T) {
+	requireTools(t, "openssl")
+	p := pki(t)
+	u := newUnrelatedCerts(t, p)
+	dir := t.TempDir()
+	cert, _, _, key := p.clean["p256"].files(t, dir)
+	for _, c := range []struct {
+		name        string
+		extra       []byte
+		skipVerify  bool
+		refusedWith error // nil for a completed handshake
+	}{
+		{"unknown algorithm, verified", u.unknown, false, nil},
+		{"clean ML-DSA-44, verified", u.mldsa, false, nil},
+		{"compromised ML-DSA-44, verified", u.badMLDSA, false, pkbftls.ErrCompromised},
+		{"unknown algorithm, verification the caller's", u.unknown, true, keys.ErrUnsupportedKey},
+		{"clean ML-DSA-44, verification the caller's", u.mldsa, true, nil},
+		{"compromised ML-DSA-44, verification the caller's", u.badMLDSA, true, pkbftls.ErrCompromised},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			chain := filepath.Join(dir, sanitize(c.name)+".chain")
+			writePEM(t, chain, "CERTIFICATE", p.inter.cert.Raw, c.extra)
+			addr, out := startSServer(t, "-cert", cert, "-cert_chain", chain, "-key", key, "-cipher", secLevel0)
+			for vname, v := range versions {
+				ccfg := clientConfig(p, nil, v)
+				ccfg.InsecureSkipVerify = c.skipVerify
+				pkbftls.Install(ccfg, u.filter)
+				conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, ccfg)
+				if err == nil {
+					if n := len(conn.ConnectionState().PeerCertificates); n != 3 {
+						t.Errorf("%s: s_server presented %d certificates, want 3", vname, n)
+					}
+					conn.Close()
+				}
+				if c.refusedWith == nil {
+					if err != nil {
+						t.Errorf("%s: %v\n%s", vname, err, out.String())
+					}
+					continue
+				}
+				var ke *pkbftls.KeyError
+				if !errors.As(err, &ke) || !errors.Is(err, c.refusedWith) || ke.Where != "peer certificate 2" {
+					t.Errorf("%s: %v, want a refusal of peer certificate 2 wrapping %v", vname, err, c.refusedWith)
+				}
+			}
+		})
+	}
+}
+
+// The same from the other side: openssl s_client presents its clean
+// certificate and intermediate, then an unrelated certificate, to a Go
+// mTLS server with the hook: one of an unknown algorithm, or a clean
+// ML-DSA-44 one, does not refuse the client; a compromised ML-DSA-44 one
+// does, and s_client reports the alert.
+func TestRealClientUnrelatedCertificates(t *testing.T) {
+	requireTools(t, "openssl")
+	p := pki(t)
+	u := newUnrelatedCerts(t, p)
+	dir := t.TempDir()
+	rootPEM := filepath.Join(dir, "root.pem")
+	writePEM(t, rootPEM, "CERTIFICATE", p.root.chain...)
+	cert, _, _, key := p.clean["rsa"].files(t, dir)
+	scfg := serverConfig(p, p.clean["p256"], tls.VersionTLS12)
+	pkbftls.Install(scfg, u.filter)
+	srv := startGoServer(t, scfg)
+	for _, c := range []struct {
+		name    string
+		extra   []byte
+		refused bool
+	}{
+		{"unknown algorithm", u.unknown, false},
+		{"clean ML-DSA-44", u.mldsa, false},
+		{"compromised ML-DSA-44", u.badMLDSA, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			chain := filepath.Join(dir, sanitize(c.name)+".chain")
+			writePEM(t, chain, "CERTIFICATE", p.inter.cert.Raw, c.extra)
+			out, err := run(t, "GET / HTTP/1.0\r\nHost: localhost\r\n\r\n", "openssl", "s_client", "-connect", srv.addr, "-servername", "localhost",
+				"-CAfile", rootPEM, "-verify_return_error", "-cert", cert, "-cert_chain", chain, "-key", key, "-tls1_2", "-ign_eof", "-cipher", secLevel0)
+			serverErr := srv.handshakeErr(t)
+			if !c.refused {
+				// OpenSSL 3.0 cannot read the key of the certificate it
+				// presents, and s_client, its handshake complete, stops on
+				// that error (exit 1) before it sends the request, as it
+				// does against openssl s_server: the server's verdict is
+				// what is judged here.
+				if serverErr != nil || !strings.Contains(out, "Verify return code: 0 (ok)") {
+					t.Fatalf("s_client: %v, server %v:\n%s", err, serverErr, out)
+				}
+				return
+			}
+			var ke *pkbftls.KeyError
+			if !errors.As(serverErr, &ke) || !errors.Is(serverErr, pkbftls.ErrCompromised) || ke.Where != "peer certificate 2" || ke.Verdict.Fingerprint != pkbf.Fingerprint(u.badMLDSASPKI) {
+				t.Errorf("server: %v, want peer certificate 2 refused as compromised", serverErr)
+			}
+			if err == nil || !strings.Contains(out, opensslAlertNo) {
+				t.Errorf("s_client did not report the alert (%v):\n%s", err, out)
+			}
+		})
+	}
 }

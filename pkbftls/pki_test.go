@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"math/big"
 	"net"
@@ -19,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cloudflare/circl/sign/mldsa/mldsa44"
 
 	"github.com/pkbf/pkbf"
 )
@@ -264,4 +267,79 @@ func (p *testPKI) cleanState(kt string) tls.ConnectionState {
 		PeerCertificates: []*x509.Certificate{leaf, p.inter.cert},
 		VerifiedChains:   [][]*x509.Certificate{{leaf, p.inter.cert, p.root.cert}},
 	}
+}
+
+// rawCertificate makes a certificate by hand, for keys crypto/x509 cannot
+// sign for: issued to cn for the SubjectPublicKeyInfo spki, under the
+// signature algorithm sigAlg, signed by sign (which may return any bytes:
+// no test verifies it).
+func rawCertificate(t testing.TB, cn string, spki []byte, sigAlg asn1.ObjectIdentifier, sign func(tbs []byte) []byte) []byte {
+	t.Helper()
+	name, err := asn1.Marshal(pkix.Name{CommonName: cn, Organization: []string{"pkbf tests"}}.ToRDNSequence())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial++
+	alg := pkix.AlgorithmIdentifier{Algorithm: sigAlg}
+	tbs, err := asn1.Marshal(struct {
+		Version  int `asn1:"optional,explicit,default:0,tag:0"`
+		Serial   *big.Int
+		SigAlg   pkix.AlgorithmIdentifier
+		Issuer   asn1.RawValue
+		Validity struct{ NotBefore, NotAfter time.Time }
+		Subject  asn1.RawValue
+		SPKI     asn1.RawValue
+	}{
+		Version: 2, Serial: big.NewInt(serial), SigAlg: alg, Issuer: asn1.RawValue{FullBytes: name},
+		Validity: struct{ NotBefore, NotAfter time.Time }{time.Now().Add(-time.Hour).UTC(), time.Now().Add(24 * time.Hour).UTC()},
+		Subject:  asn1.RawValue{FullBytes: name}, SPKI: asn1.RawValue{FullBytes: spki},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := sign(tbs)
+	der, err := asn1.Marshal(struct {
+		TBS    asn1.RawValue
+		SigAlg pkix.AlgorithmIdentifier
+		Sig    asn1.BitString
+	}{asn1.RawValue{FullBytes: tbs}, alg, asn1.BitString{Bytes: sig, BitLength: 8 * len(sig)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x509.ParseCertificate(der); err != nil {
+		t.Fatalf("crypto/x509 cannot read the certificate made by hand: %v", err)
+	}
+	return der
+}
+
+// rawSPKI is the SubjectPublicKeyInfo of key under the algorithm oid, its
+// parameters absent.
+func rawSPKI(t testing.TB, oid asn1.ObjectIdentifier, key []byte) []byte {
+	t.Helper()
+	b, err := asn1.Marshal(struct {
+		Algorithm struct{ OID asn1.ObjectIdentifier }
+		Key       asn1.BitString
+	}{struct{ OID asn1.ObjectIdentifier }{oid}, asn1.BitString{Bytes: key, BitLength: 8 * len(key)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var oidMLDSA44 = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 3, 17}
+
+// mldsa44Cert is a self-signed ML-DSA-44 certificate (made with circl, as
+// crypto/x509 cannot), and its key's SPKI.
+func mldsa44Cert(t testing.TB, cn string) (der, spki []byte) {
+	t.Helper()
+	pub, priv, err := mldsa44.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := pub.MarshalBinary()
+	spki = rawSPKI(t, oidMLDSA44, raw)
+	der = rawCertificate(t, cn, spki, oidMLDSA44, func(tbs []byte) []byte {
+		return mldsa44.Scheme().Sign(priv, tbs, nil)
+	})
+	return der, spki
 }

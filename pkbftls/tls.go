@@ -31,16 +31,27 @@
 //
 // # Which certificates
 //
-// Every certificate the peer presented (ConnectionState.PeerCertificates):
-// its own and every intermediate it sent, and a root if it sent one. A
-// compromised intermediate's key signs certificates for anyone who holds
-// it, so it is as bad as a compromised leaf's. Then the certificates of
-// the verified chains that the peer did not present, but for each chain's
-// last, the trust anchor: crypto/tls builds chains only from what the peer
-// sent and the local roots, but the platforms' verifiers (Windows, macOS,
-// iOS: used when RootCAs, or a server's ClientCAs, is nil) add
-// intermediates of their own, fetched or cached, and those certify the
-// peer as well.
+// Those that certify the peer. When crypto/tls verified the peer's chain
+// (ConnectionState.VerifiedChains), every certificate of every verified
+// chain but its last, the local trust anchor: the peer's own, the
+// intermediates it sent that the chains use, and those the platforms'
+// verifiers (Windows, macOS, iOS: used when RootCAs, or a server's
+// ClientCAs, is nil) added from their caches. A compromised
+// intermediate's key signs certificates for anyone who holds it, so it is
+// as bad as a compromised leaf's. Each of these must have a key the filter
+// lacks, and one pkbf can read.
+//
+// The other certificates the peer presented certify nothing in this
+// handshake: one of them is refused only when the filter probably holds
+// its key (a peer handing out a compromised key's certificate deals in
+// compromised keys, and another verifier may build its chain through it),
+// not when pkbf cannot read it, so that an extra certificate of an
+// algorithm pkbf does not know does not fail a good handshake.
+//
+// Where verification is off or the caller's own (InsecureSkipVerify, a
+// VerifyPeerCertificate that decides), there are no verified chains, and
+// any certificate presented may be the one the caller trusts: each must
+// have a key the filter lacks, and one pkbf can read.
 //
 // The local trust anchors are not checked: the operator chose them, and a
 // compromised root is found once with pkbf check on the CA bundle, not on
@@ -50,8 +61,9 @@
 // # Failing closed
 //
 // A key the filter probably holds refuses the handshake; so does one it
-// cannot answer for: a filter file cut short under it ([pkbf.ErrFileChanged])
-// or a key pkbf cannot read. The filter is a Bloom filter: a clean key is
+// cannot answer for: a filter file cut short under it ([pkbf.ErrFileChanged]),
+// or a key pkbf cannot read in a certificate that certifies the peer (see
+// above). The filter is a Bloom filter: a clean key is
 // refused with the filter's false-positive rate (see pkbf check --confirm
 // to tell the two apart by asking the pwnedkeys API).
 //
@@ -67,6 +79,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -76,6 +89,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // Filter is what the peer's keys are looked up in: a [*pkbf.Live], which
@@ -170,8 +184,9 @@ var errNoFilter = perr.New("no filter given to pkbftls: every peer is refused")
 
 // VerifyConnection returns a function for [tls.Config.VerifyConnection],
 // on a server or a client, that refuses the handshake with a [*KeyError]
-// when a certificate of the peer's (see the package documentation for
-// which) has a key f probably holds, or one f cannot answer for. It
+// when a certificate of the peer's has a key f probably holds, or, in a
+// certificate that certifies the peer, one f cannot answer for (the
+// package documentation says which certificates). It
 // returns nil for a peer that presented no certificate. A nil f, or a nil
 // pointer in f (a filter whose open failed), refuses every handshake. The
 // function is safe for concurrent use; for a peer whose keys f lacks it
@@ -185,7 +200,11 @@ func VerifyConnection(f Filter) func(tls.ConnectionState) error {
 	return func(cs tls.ConnectionState) error { return check(f, &cs) }
 }
 
-// check looks up the keys of the certificates of cs in f.
+// check looks up the keys of the certificates of cs in f: with verified
+// chains, those of the chains (but their anchors), which must be clean and
+// readable, then the other certificates the peer presented, which must
+// not be compromised; without, every certificate presented, which must be
+// clean and readable.
 func check(f Filter, cs *tls.ConnectionState) error {
 	if len(cs.PeerCertificates) == 0 && len(cs.VerifiedChains) == 0 {
 		return nil
@@ -193,32 +212,64 @@ func check(f Filter, cs *tls.ConnectionState) error {
 	if f == nil {
 		return errNoFilter
 	}
-	for i, c := range cs.PeerCertificates {
-		if err := checkKey(f, c, -1, i); err != nil {
-			return err
+	if len(cs.VerifiedChains) == 0 {
+		for i, c := range cs.PeerCertificates {
+			if err := checkKey(f, cs, c, -1, i, true); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
 	for n, chain := range cs.VerifiedChains {
-		if len(chain) == 0 {
-			continue
-		}
-		for i, c := range chain[:len(chain)-1] { // the last is a local trust anchor
-			if !presented(cs.PeerCertificates, c) {
-				if err := checkKey(f, c, n, i); err != nil {
+		for i, c := range certifying(chain) {
+			if !inChains(cs.VerifiedChains[:n], c) && !in(chain[:i], c) {
+				if err := checkKey(f, cs, c, n, i, true); err != nil {
 					return err
 				}
+			}
+		}
+	}
+	for i, c := range cs.PeerCertificates {
+		if !inChains(cs.VerifiedChains, c) {
+			if err := checkKey(f, cs, c, -1, i, false); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
 
-// checkKey looks up the key of c, certificate i of verified chain n, or of
-// the peer's certificates when n is -1.
-func checkKey(f Filter, c *x509.Certificate, n, i int) error {
-	v := f.CheckKey(c.RawSubjectPublicKeyInfo)
-	if !v.Probably && v.Err == nil {
+// certifying returns the certificates of a verified chain that certify
+// the peer: all but the last, the local trust anchor.
+func certifying(chain []*x509.Certificate) []*x509.Certificate {
+	if len(chain) == 0 {
 		return nil
+	}
+	return chain[:len(chain)-1]
+}
+
+// inChains reports whether c certifies the peer in one of chains.
+func inChains(chains [][]*x509.Certificate, c *x509.Certificate) bool {
+	for _, chain := range chains {
+		if in(certifying(chain), c) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkKey looks up the key of c, certificate i of verified chain n, or of
+// the peer's certificates when n is -1. Unless strict, a key pkbf cannot
+// read passes: the certificate certifies nothing in this handshake.
+func checkKey(f Filter, cs *tls.ConnectionState, c *x509.Certificate, n, i int, strict bool) error {
+	v := f.CheckKey(c.RawSubjectPublicKeyInfo)
+	if !v.Probably && (v.Err == nil || !strict && errors.Is(v.Err, keys.ErrInvalidKey)) {
+		return nil
+	}
+	if n >= 0 {
+		if j := index(cs.PeerCertificates, c); j >= 0 {
+			n, i = -1, j
+		}
 	}
 	where := "peer certificate " + strconv.Itoa(i)
 	if n >= 0 {
@@ -227,17 +278,20 @@ func checkKey(f Filter, c *x509.Certificate, n, i int) error {
 	return &KeyError{Where: where, Certificate: c, Verdict: v}
 }
 
-// presented reports whether c is one of the certificates the peer sent:
-// crypto/tls puts the same certificates in its chains, the platforms'
-// verifiers copies of them.
-func presented(peer []*x509.Certificate, c *x509.Certificate) bool {
-	for _, p := range peer {
+// index returns the place of c among certs, or -1: crypto/tls puts the
+// peer's certificates themselves in its chains, the platforms' verifiers
+// copies of them.
+func index(certs []*x509.Certificate, c *x509.Certificate) int {
+	for i, p := range certs {
 		if p == c || bytes.Equal(p.Raw, c.Raw) {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
+
+// in reports whether c is among certs.
+func in(certs []*x509.Certificate, c *x509.Certificate) bool { return index(certs, c) >= 0 }
 
 // Config returns a copy of base (a new config when base is nil) with f's
 // check installed as [Install] does. Call it once base is complete, and

@@ -259,11 +259,13 @@ func TestFailsClosed(t *testing.T) {
 
 // Certificates of the verified chains that the peer did not present (a
 // platform verifier's intermediates) are checked; each chain's trust
-// anchor is not.
+// anchor is not. A certificate presented outside the chains is refused
+// when its key is compromised, not when pkbf cannot read it.
 func TestVerifiedChains(t *testing.T) {
 	p := pki(t)
 	live, _ := liveFilter(t)
 	leaf := p.clean["p256"].cert
+	junk := &x509.Certificate{Raw: []byte("junk"), Subject: pkix.Name{CommonName: "junk key"}, RawSubjectPublicKeyInfo: []byte("not a key")}
 	for _, c := range []struct {
 		name  string
 		cs    tls.ConnectionState
@@ -281,6 +283,15 @@ func TestVerifiedChains(t *testing.T) {
 			PeerCertificates: []*x509.Certificate{leaf},
 			VerifiedChains:   [][]*x509.Certificate{{}},
 		}, ""},
+		// Issue 48, item 10: what the peer presents beside its chains.
+		{"key pkbf cannot read, outside the verified chains", tls.ConnectionState{
+			PeerCertificates: []*x509.Certificate{leaf, p.inter.cert, junk},
+			VerifiedChains:   [][]*x509.Certificate{{leaf, p.inter.cert, p.root.cert}},
+		}, ""},
+		{"compromised key, outside the verified chains", tls.ConnectionState{
+			PeerCertificates: []*x509.Certificate{leaf, p.inter.cert, p.badInter.cert},
+			VerifiedChains:   [][]*x509.Certificate{{leaf, p.inter.cert, p.root.cert}},
+		}, "peer certificate 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := pkbftls.VerifyConnection(live)(c.cs)

@@ -7,8 +7,10 @@
 // Mount a [Handler] on an HTTPS server whose tls.Config verifies client
 // certificates against the CA's root (step-ca presents its own certificate
 // on webhook calls), name the CA's certificate in [Options.ClientName]
-// (the root also signs subscribers' certificates), and point the
-// provisioner's webhook at it:
+// (the root also signs subscribers' certificates), and point every
+// provisioner's webhook at it, with "certType": "ALL" (a webhook for
+// "X509" is not called for the SSH certificates a provisioner of an SSH
+// CA signs):
 //
 //	h := stepca.NewHandler(live, stepca.Options{ClientName: "Step Online CA", Logger: logger})
 //	mux.Handle("/v1/step-ca/authorize", h)
@@ -83,10 +85,11 @@ type Options struct {
 	// Secret is the webhook's signing key, decoded: step-ca holds it
 	// base64-encoded (what "step ca provisioner webhook add" prints). When
 	// it is not empty, every request must carry its HMAC-SHA256 of the
-	// body in X-Smallstep-Signature. step-ca signs with an empty key
-	// when no secret was set (a secret can only be set through remote
-	// management, not in ca.json), which authenticates nothing: the
-	// client certificate does.
+	// body in X-Smallstep-Signature. Only a webhook added through
+	// step-ca's remote management has a secret: step-ca ignores one in
+	// ca.json and signs the calls of a ca.json webhook with an empty key,
+	// so with Secret set every one of them is refused (the refusal says
+	// so). The client certificate authenticates step-ca either way.
 	Secret []byte
 	// ClientName is the subject common name of step-ca's own
 	// certificate, which it presents on webhook calls: ca.json's
@@ -380,12 +383,22 @@ func (h *Handler) checkSignature(sig string, body []byte) *refusal {
 		return refuse(http.StatusForbidden, CodeUnauthenticated, "the webhook call has no %s header, and a webhook secret is set", SignatureHeader)
 	}
 	got, err := hex.DecodeString(sig)
-	mac := hmac.New(sha256.New, h.opts.Secret)
-	mac.Write(body)
-	if err != nil || !hmac.Equal(got, mac.Sum(nil)) {
-		return refuse(http.StatusForbidden, CodeUnauthenticated, "the webhook call's %s does not match the webhook secret", SignatureHeader)
+	if err == nil && hmac.Equal(got, hmacOf(h.opts.Secret, body)) {
+		return nil
 	}
-	return nil
+	if err == nil && hmac.Equal(got, hmacOf(nil, body)) {
+		// What step-ca sends for a webhook of ca.json: it has no secret
+		// there, so every call would be refused; say so.
+		return refuse(http.StatusForbidden, CodeUnauthenticated, "the webhook call's %s is an HMAC under the empty key, not the webhook secret: step-ca has no secret for this webhook (it ignores a secret in ca.json; only a webhook added through its remote management has one), so drop the secret (pkbf serve --webhook-secret-file) and let step-ca's client certificate authenticate it", SignatureHeader)
+	}
+	return refuse(http.StatusForbidden, CodeUnauthenticated, "the webhook call's %s does not match the webhook secret", SignatureHeader)
+}
+
+// hmacOf is the HMAC-SHA256 of body under key.
+func hmacOf(key, body []byte) []byte {
+	mac := hmac.New(sha256.New, key)
+	mac.Write(body)
+	return mac.Sum(nil)
 }
 
 // publicKeyOf returns the DER SPKI of the one public key in a webhook

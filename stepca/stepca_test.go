@@ -262,7 +262,9 @@ func TestHandler(t *testing.T) {
 		{name: "good HMAC, compromised key", h: signed, body: x509Body("x509Certificate", spkiOf(t, fx.pwnedP256)), sig: sign(secret, x509Body("x509Certificate", spkiOf(t, fx.pwnedP256))), status: 200, code: CodeCompromised},
 		{name: "no HMAC", h: signed, body: clean, status: 403, code: CodeUnauthenticated, message: "no X-Smallstep-Signature header"},
 		{name: "bad HMAC", h: signed, body: clean, sig: sign([]byte("other secret"), clean), status: 403, code: CodeUnauthenticated, message: "does not match the webhook secret"},
-		{name: "HMAC with the empty key", h: signed, body: clean, sig: sign(nil, clean), status: 403, code: CodeUnauthenticated, message: "does not match"},
+		// Issue 48, item 11: what step-ca sends for a webhook of ca.json,
+		// which has no secret; the refusal says why.
+		{name: "HMAC with the empty key", h: signed, body: clean, sig: sign(nil, clean), status: 403, code: CodeUnauthenticated, message: "an HMAC under the empty key, not the webhook secret: step-ca has no secret for this webhook (it ignores a secret in ca.json"},
 		{name: "HMAC not hex", h: signed, body: clean, sig: "zz", status: 403, code: CodeUnauthenticated, message: "does not match"},
 		{name: "HMAC of another body", h: signed, body: clean, sig: sign(secret, append(clean, ' ')), status: 403, code: CodeUnauthenticated, message: "does not match"},
 	} {

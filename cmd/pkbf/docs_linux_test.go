@@ -2,6 +2,8 @@ package main
 
 import (
 	"crypto"
+	"crypto/ecdsa"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -264,8 +266,38 @@ func TestDocsStepCA(t *testing.T) {
 	addr := freeAddr(t)
 	config := strings.NewReplacer("/etc/step-ca/certs/root_ca.crt", f.rootPath, "/etc/step-ca/certs/intermediate_ca.crt", f.interPath,
 		"/etc/step-ca/secrets/intermediate_ca_key", f.interKeyPath, "/var/lib/step-ca/db", filepath.Join(dir, "db"),
+		"/etc/step-ca/secrets/ssh_host_ca_key", f.write("ssh_host_ca_key", pkcs8PEM(t, testkit.Signer(t, "P-256"))),
+		"/etc/step-ca/secrets/ssh_user_ca_key", f.write("ssh_user_ca_key", pkcs8PEM(t, testkit.Signer(t, "P-256"))),
 		"127.0.0.1:9000", addr, "https://127.0.0.1:8443/", "https://"+serveAddr+"/").Replace(strings.Join(caJSON.Text, "\n"))
-	ca.start(t, bin, dir, addr, f.write("ca.json", []byte(config)), f.root)
+	// Every provisioner carries the options of step 4, as pasted; the JWK
+	// one's key is the test's.
+	var step4 map[string]any
+	if err := json.Unmarshal([]byte("{"+strings.Join(docBlocks(t, "stepca.md", 1, `"options": {`, "\"certType\": \"ALL\"\n")[0].Text, "\n")+"}"), &step4); err != nil {
+		t.Fatalf("step 4's options: %v", err)
+	}
+	wantOptions, _ := json.Marshal(step4["options"])
+	var parsed map[string]any
+	if err := json.Unmarshal([]byte(config), &parsed); err != nil {
+		t.Fatalf("the page's ca.json: %v", err)
+	}
+	ca.jwk = map[string]*ecdsa.PrivateKey{}
+	provisioners, _ := parsed["authority"].(map[string]any)["provisioners"].([]any)
+	for _, p := range provisioners {
+		p := p.(map[string]any)
+		options, _ := json.Marshal(p["options"])
+		if want := strings.ReplaceAll(string(wantOptions), "https://127.0.0.1:8443/", "https://"+serveAddr+"/"); string(options) != want {
+			t.Errorf("provisioner %v's options %s, not step 4's %s", p["name"], options, want)
+		}
+		if p["type"] == "JWK" {
+			k := testkit.Signer(t, "P-256").(*ecdsa.PrivateKey)
+			ca.jwk[p["name"].(string)], p["key"] = k, jwkPublic(k)
+		}
+	}
+	if _, ok := ca.jwk["jwk"]; !ok || len(provisioners) != 2 {
+		t.Fatalf("the page's ca.json has provisioners %v, want acme and a JWK one named jwk", provisioners)
+	}
+	b, _ := json.Marshal(parsed)
+	ca.start(t, bin, dir, addr, f.write("ca.json", b), f.root)
 
 	clean := testkit.Signer(t, "P-256")
 	chain, err := ca.acmeCertificate(t, clean)
@@ -301,6 +333,44 @@ func TestDocsStepCA(t *testing.T) {
 	want := strings.Split(strings.ReplaceAll(strings.Join(shown.Text, "\n"), "04e79bb4…", fp[:8]+"…"), "\n")
 	if err == nil || !doctest.Match(want, strings.Split(err.Error(), "\n")) {
 		t.Errorf("ACME, compromised key: %v\nthe page shows (%s):\n%s", err, shown.Where(), strings.Join(want, "\n"))
+	}
+
+	// The JWK provisioner, an SSH CA: X.509 and SSH certificates of a
+	// clean key are signed, an SSH certificate of a compromised key is
+	// refused, and only step-ca's log says why, as the page shows it.
+	clean = testkit.Signer(t, "P-256")
+	if code, body := ca.sign(t, clean, "host.pkbf.test", "jwk"); code != http.StatusCreated {
+		t.Errorf("/1.0/sign through the page's JWK provisioner, clean key: %d %s", code, body)
+	}
+	if code, body := ca.sshSign(t, clean, "jwk"); code != http.StatusCreated {
+		t.Errorf("/1.0/ssh/sign through the page's JWK provisioner, clean key: %d %s", code, body)
+	}
+	if code, body := ca.sshSign(t, bad, "jwk"); code != http.StatusForbidden || strings.Contains(body, "compromised") {
+		t.Errorf("/1.0/ssh/sign through the page's JWK provisioner, compromised key: %d %s, want 403 without the reason", code, body)
+	}
+	caLine := docBlocks(t, "stepca.md", 1, `level=warning`, "path=/1.0/ssh/sign")[0]
+	if len(caLine.Text) != 1 {
+		t.Fatalf("%s: %d lines, want one", caLine.Where(), len(caLine.Text))
+	}
+	caPattern := regexp.MustCompile(`time="[^"]*"`).ReplaceAllString(caLine.Text[0], `time="…"`)
+	caPattern = regexp.MustCompile(`fingerprint [0-9a-f]{8}…`).ReplaceAllString(caPattern, "fingerprint "+fp[:8]+"…")
+	if !waitFor(func() bool {
+		for _, l := range strings.Split(ca.caLogs.String(), "\n") {
+			if doctest.Match([]string{caPattern}, []string{l}) {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Errorf("step-ca did not log the refusal as %s shows it (%s):\n%s", caLine.Where(), caPattern, ca.caLogs.String())
+	}
+	// The operator finds step-ca's line by the request id pkbf logs.
+	var ids []string
+	if !waitFor(func() bool {
+		ids = regexp.MustCompile(`SSH certificate's public key is reported as compromised .* request "([^"]+)"`).FindStringSubmatch(serveLogs.String())
+		return ids != nil
+	}) || !strings.Contains(ca.caLogs.String(), "request-id="+ids[1]) {
+		t.Errorf("pkbf serve's log names no request id of step-ca's log (%v):\n%s", ids, serveLogs.String())
 	}
 
 	logLine := docBlocks(t, "stepca.md", 1, "step-ca: refused (pkbf-compromised-key)")[0]

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/hmac"
 	"crypto/rand"
@@ -110,22 +111,23 @@ type stepCA struct {
 }
 
 // newStepCA starts pkbf serve (over HTTPS, with --client-ca the CA's
-// root) on a filter holding the keys in compromised, then step-ca with
-// the webhook pointed at it, and waits until both answer.
-func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
+// root, and serveArgs) on a filter holding the keys in compromised, then
+// step-ca with the webhook pointed at it, and waits until both answer.
+func newStepCA(t testing.TB, compromised map[string]crypto.Signer, serveArgs ...string) *stepCA {
 	bin := stepCABinary(t)
 	dir := t.TempDir()
 	ca := &stepCA{compromised: compromised}
 	f := writeCAFiles(t, dir)
 	filter := writeFilterOf(t, dir, compromised)
-	_, serveAddr, serveLogs := startServe(t, "--tls-cert", f.serveCertPath, "--tls-key", f.serveKeyPath, "--client-ca", f.rootPath, "--client-name", stepCAName, filter)
+	args := append([]string{"--tls-cert", f.serveCertPath, "--tls-key", f.serveKeyPath, "--client-ca", f.rootPath, "--client-name", stepCAName}, serveArgs...)
+	_, serveAddr, serveLogs := startServe(t, append(args, filter)...)
 	ca.serveLogs = serveLogs
 
-	// ca.json: an SSH CA, two JWK provisioners for X.509 and SSH
-	// certificates (with and without the webhook) and an ACME provisioner
-	// with it.
+	// ca.json: an SSH CA, JWK provisioners for X.509 and SSH certificates
+	// (with the webhook for both, for X.509 only, and without it) and an
+	// ACME provisioner with it.
 	ca.jwk = map[string]*ecdsa.PrivateKey{}
-	for _, name := range []string{"pkbf-jwk", "plain-jwk", "record-jwk"} {
+	for _, name := range []string{"pkbf-jwk", "x509-jwk", "plain-jwk", "record-jwk"} {
 		ca.jwk[name] = testkit.Signer(t, "P-256").(*ecdsa.PrivateKey)
 	}
 	// record-jwk's webhook records what step-ca sends, and allows.
@@ -161,6 +163,7 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer) *stepCA {
 			"policy": map[string]any{"x509": map[string]any{"deny": map[string]any{"cn": []string{stepCAName}, "dns": []string{stepCAName}}}},
 			"provisioners": []any{
 				map[string]any{"type": "JWK", "name": "pkbf-jwk", "key": jwkPublic(ca.jwk["pkbf-jwk"]), "claims": sshCA, "options": webhook("ALL", pkbfURL)},
+				map[string]any{"type": "JWK", "name": "x509-jwk", "key": jwkPublic(ca.jwk["x509-jwk"]), "claims": sshCA, "options": webhook("X509", pkbfURL)},
 				map[string]any{"type": "JWK", "name": "plain-jwk", "key": jwkPublic(ca.jwk["plain-jwk"]), "claims": sshCA},
 				map[string]any{"type": "JWK", "name": "record-jwk", "key": jwkPublic(ca.jwk["record-jwk"]), "options": webhook("X509", recorder.URL)},
 				map[string]any{"type": "ACME", "name": "acme", "challenges": []string{"http-01"}, "options": webhook("X509", pkbfURL)},
@@ -517,11 +520,39 @@ func TestServeStepCA(t *testing.T) {
 			if !ca.serveLogged("the " + endpoint.what + "'s public key is reported as compromised (pwnedkeys fingerprint " + fp) {
 				t.Errorf("pkbf serve did not log refusing the compromised %s key %s for %s:\n%s", kind, fp, endpoint.path, ca.serveLogs.String())
 			}
+			// step-ca's answer does not say why; its log does.
+			if !waitFor(func() bool {
+				return strings.Contains(ca.caLogs.String(), "pkbf: the "+endpoint.what+"'s public key is reported as compromised (pwnedkeys fingerprint "+fp)
+			}) {
+				t.Errorf("step-ca did not log pkbf's reason for refusing the compromised %s key %s for %s:\n%s", kind, fp, endpoint.path, ca.caLogs.String())
+			}
 			// The provisioner without the webhook signs it: the webhook refused.
 			if code, body := endpoint.sign(compromised[kind], "plain-jwk"); code != http.StatusCreated {
 				t.Errorf("%s without the webhook, compromised %s key: %d %s", endpoint.path, kind, code, body)
 			}
 		}
+	}
+	// A security key (sk-ssh-ed25519) whose key is a compromised Ed25519
+	// key: step-ca signs it as it is, and pkbf reads the key inside.
+	sk := ssh.Marshal(struct{ Name, Key, App string }{"sk-ssh-ed25519@openssh.com", string(compromised["Ed25519"].Public().(ed25519.PublicKey)), "ssh:"})
+	for provisioner, want := range map[string]int{"pkbf-jwk": http.StatusForbidden, "plain-jwk": http.StatusCreated} {
+		opts := map[string]any{"certType": "user", "keyID": "alice", "principals": []string{"alice"}}
+		token := ca.ott(t, provisioner, "/1.0/ssh/sign", "alice", map[string]any{"step": map[string]any{"ssh": opts}})
+		if code, body := ca.post(t, "/1.0/ssh/sign", map[string]any{"publicKey": sk, "ott": token, "certType": "user", "keyID": "alice", "principals": []string{"alice"}}); code != want {
+			t.Errorf("/1.0/ssh/sign through %s, a security key of a compromised Ed25519 key: %d %.200s, want %d", provisioner, code, body, want)
+		}
+	}
+	// Logged twice: the plain key above, and the security key.
+	if fp := fingerprintOf(t, compromised["Ed25519"]); !waitFor(func() bool {
+		return strings.Count(ca.serveLogs.String(), "the SSH certificate's public key is reported as compromised (pwnedkeys fingerprint "+fp) == 2
+	}) {
+		t.Errorf("pkbf serve did not log refusing the security key of %s:\n%s", fp, ca.serveLogs.String())
+	}
+	// Issue 48, item 11: a webhook with "certType": "X509", as
+	// docs/stepca.md once showed it for every provisioner, is not called
+	// for SSH certificates: step-ca signs one for a compromised key.
+	if code, body := ca.sshSign(t, compromised["P-256"], "x509-jwk"); code != http.StatusCreated {
+		t.Errorf(`/1.0/ssh/sign through a webhook of "certType": "X509", compromised key: %d %s; step-ca now calls it for SSH certificates: update docs/stepca.md`, code, body)
 	}
 
 	// step-ca's signature of a call, without a secret set (ca.json cannot
@@ -694,6 +725,24 @@ func TestServeStepCASubscriberRefused(t *testing.T) {
 	}
 	if code, body := ca.sign(t, testkit.Signer(t, "P-256"), stepCAName, "plain-jwk"); code == http.StatusCreated {
 		t.Errorf("/1.0/sign for the SAN %s, the CA's own name: %d %s, want refused by the policy", stepCAName, code, body)
+	}
+}
+
+// Issue 48, item 11: a webhook of ca.json has no secret (step-ca ignores
+// one there) and step-ca signs its calls with the empty key, so pkbf serve
+// with --webhook-secret-file refuses every certificate, clean keys' too,
+// and its log says why.
+func TestServeStepCAWebhookSecretCAJSON(t *testing.T) {
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte(base64.StdEncoding.EncodeToString([]byte("a secret step-ca never heard of"))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca := newStepCA(t, map[string]crypto.Signer{"P-256": testkit.Signer(t, "P-256")}, "--webhook-secret-file", secretFile)
+	if code, body := ca.sign(t, testkit.Signer(t, "P-256"), "host.pkbf.test", "pkbf-jwk"); code != http.StatusForbidden {
+		t.Errorf("/1.0/sign, clean key, with --webhook-secret-file: %d %s, want 403", code, body)
+	}
+	if !ca.serveLogged("step-ca: refused (pkbf-unauthenticated): pkbf: the webhook call's X-Smallstep-Signature is an HMAC under the empty key, not the webhook secret: step-ca has no secret for this webhook (it ignores a secret in ca.json") {
+		t.Errorf("pkbf serve did not log why:\n%s", ca.serveLogs.String())
 	}
 }
 

@@ -47,24 +47,23 @@ func main() {
 	}
 
 	// The server's own decision: is the key listed?
-	isAuthorized := func(conn ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-		if authorized[string(key.Marshal())] {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("user %s: key %s is not authorized", conn.User(), ssh.FingerprintSHA256(key))
-	}
-	// The filter first: a compromised key never reaches isAuthorized.
-	check := pkbfssh.PublicKeyCallback(filter, isAuthorized)
 	config := &ssh.ServerConfig{
 		PublicKeyCallback: func(conn ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-			perms, err := check(conn, key)
+			if authorized[string(key.Marshal())] {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("user %s: key %s is not authorized", conn.User(), ssh.FingerprintSHA256(key))
+		},
+		AuthLogCallback: func(conn ssh.ConnMetadata, method string, err error) {
 			if errors.Is(err, pkbfssh.ErrCompromised) || errors.Is(err, pkbf.ErrFileChanged) {
 				log.Printf("refused: %v", err) // names the key's SHA256: fingerprint
 			}
-			return perms, err
 		},
 	}
 	config.AddHostKey(hostKey)
+	// Last: in the copy, the filter comes first in every step that takes a
+	// key, so a compromised key never reaches the callback above.
+	config = pkbfssh.ServerConfig(config, filter)
 
 	ln, err := net.Listen("tcp", os.Args[4])
 	if err != nil {
