@@ -186,15 +186,13 @@ func New(opts ...Option) (*Checker, error) {
 type scratch struct {
 	n, q, r, a, sq, v, w big.Int
 	sqrt                 sqrtScratch
-	groupRem             []uint32
+	groupRem             [133]uint32 // by smallPrimeMods: at most one a prime
 	primeRem             [133]uint32
 	hashes               keyHashes
 	found                []int
 }
 
-var scratchPool = sync.Pool{New: func() any {
-	return &scratch{groupRem: make([]uint32, len(smallPrimeMods))}
-}}
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // Check checks the key of a DER SubjectPublicKeyInfo (use package keys to
 // read keys, certificates and requests in other forms) and returns every
@@ -286,12 +284,7 @@ func checkExponent(res *Result, e []byte) {
 // checkModulus adds the findings about an RSA modulus's factors: small
 // primes, ROCA, Fermat.
 func (c *Checker) checkModulus(res *Result, n *big.Int, s *scratch) {
-	rem := s.primeRem[:]
-	s.q.QuoRem(n, smallPrimeProduct, &s.r)
-	remainders(s.groupRem, s.r.Bits(), smallPrimeMods)
-	for i, m := range smallPrimeRems {
-		rem[i] = m.of(s.groupRem[smallPrimeGroup[i]])
-	}
+	rem := smallPrimeRemainders(n, s)
 	for i, r := range rem {
 		if r == 0 {
 			p := strconv.Itoa(int(smallPrimes[i]))
@@ -308,6 +301,18 @@ func (c *Checker) checkModulus(res *Result, n *big.Int, s *scratch) {
 	if round := fermatRound(n, c.rounds, s); round > 0 {
 		res.add(RuleFermat, strconv.Itoa(round), "RSA modulus is factored by Fermat's method in round %d: its primes are too close (BR 6.1.1.3 requires rejecting keys factored within 100 rounds)", round)
 	}
+}
+
+// smallPrimeRemainders returns n's remainders by the small primes, in
+// s.primeRem: n is reduced by their product with math/big, then the
+// remainder word by word by products of them below 2^32.
+func smallPrimeRemainders(n *big.Int, s *scratch) []uint32 {
+	s.q.QuoRem(n, smallPrimeProduct, &s.r)
+	smallPrimeSet.remainders(s.groupRem[:], s.r.Bits())
+	for i, m := range smallPrimeRems {
+		s.primeRem[i] = m.of(s.groupRem[smallPrimeGroup[i]])
+	}
+	return s.primeRem[:]
 }
 
 // checkEC adds the findings of an EC key.
@@ -414,6 +419,8 @@ var (
 		}
 		return p
 	}()
+	// smallPrimeSet reduces what is left of a number modulo the product.
+	smallPrimeSet = newModSet(smallPrimeMods, len(smallPrimeProduct.Bits()))
 )
 
 // explicitCurve returns the allowed curve an EC key's explicit parameters

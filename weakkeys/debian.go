@@ -405,9 +405,11 @@ func compareLists(a, b *debianList) int {
 }
 
 // contains reports whether the list holds the entry at the start of h (at
-// least 8 bytes, and the list's width). It alternates interpolation,
-// which finds an entry among uniformly spread hashes in a few probes, with
-// bisection, which bounds the probes by twice the binary search's.
+// least 8 bytes, and the list's width). Interpolation finds an entry among
+// uniformly spread hashes in about log log n probes (four or five in a
+// published list); a list that is not uniform, which its order alone does
+// not rule out, is searched by bisection after the first few probes, so
+// that no list costs more than about twice a binary search.
 func (l *debianList) contains(h []byte) bool {
 	e, w := l.entries, l.width
 	h = h[:w]
@@ -415,7 +417,7 @@ func (l *debianList) contains(h []byte) bool {
 	lo, hi := 0, len(e)/w-1
 	for step := 0; lo <= hi; step++ {
 		mid := int(uint(lo+hi) / 2)
-		if step%2 == 0 {
+		if step < maxInterpolations {
 			xl, xh := binary.BigEndian.Uint64(e[lo*w:]), binary.BigEndian.Uint64(e[hi*w:])
 			if x < xl || x > xh {
 				return false
@@ -439,6 +441,9 @@ func (l *debianList) contains(h []byte) bool {
 	}
 	return false
 }
+
+// maxInterpolations bounds the interpolation probes of a search.
+const maxInterpolations = 8
 
 // lookup returns the names of d's lists for cover that hold the key whose
 // hashes hashes computes, appending to dst. A fault in the mapping (the

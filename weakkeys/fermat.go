@@ -47,6 +47,9 @@ var fermatMods, fermatFilters = func() ([]wordMod, []fermatFilter) {
 	return mods, filters
 }()
 
+// fermatSet reduces a0 and R, of at most half a modulus's bits and two.
+var fermatSet = newModSet(fermatMods, (maxRSABits/2+2)/bits.UintSize+1)
+
 // squaresMod64 has bit x set when x is a square mod 64.
 var squaresMod64 = func() (m uint64) {
 	for x := range uint64(64) {
@@ -81,8 +84,8 @@ func fermatRound(n *big.Int, rounds int, s *scratch) int {
 	r.Sub(r, n)
 	a.Add(a, one)
 	var aRem, rRem [3]uint32
-	remainders(aRem[:], a.Bits(), fermatMods)
-	remainders(rRem[:], r.Bits(), fermatMods)
+	fermatSet.remainders(aRem[:], a.Bits())
+	fermatSet.remainders(rRem[:], r.Bits())
 	var aF, rF [16]uint32
 	for i, f := range fermatFilters {
 		aF[i], rF[i] = f.of(aRem[f.group]), f.of(rRem[f.group])

@@ -46,16 +46,30 @@ func (k *keyHashes) of(s Scheme) []byte {
 // "Modulus=", its uppercase hex as "openssl rsa -noout -modulus" prints it
 // (BN_print: no leading zero digit), and a newline.
 func appendVulnKeyText(dst, modulus []byte) []byte {
-	const digits = "0123456789ABCDEF"
-	dst = append(dst, "Modulus="...)
-	for i, c := range modulus {
-		if i > 0 || c>>4 != 0 {
-			dst = append(dst, digits[c>>4])
-		}
-		dst = append(dst, digits[c&15])
+	n := len(dst) + len("Modulus=") + 2*len(modulus) + 1
+	if cap(dst) < n {
+		dst = append(make([]byte, 0, n), dst...)
 	}
-	return append(dst, '\n')
+	dst = append(dst, "Modulus="...)
+	if len(modulus) > 0 && modulus[0] < 0x10 {
+		dst = append(dst, upperHex[modulus[0]][1])
+		modulus = modulus[1:]
+	}
+	b := dst[len(dst) : n-1]
+	for i, c := range modulus {
+		b[2*i], b[2*i+1] = upperHex[c][0], upperHex[c][1]
+	}
+	return append(dst[:n-1], '\n')
 }
+
+// upperHex is each byte's two uppercase hex digits.
+var upperHex = func() (t [256][2]byte) {
+	const digits = "0123456789ABCDEF"
+	for i := range t {
+		t[i] = [2]byte{digits[i>>4], digits[i&15]}
+	}
+	return t
+}()
 
 // trimZeros drops leading zero bytes.
 func trimZeros(b []byte) []byte {

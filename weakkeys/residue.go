@@ -7,10 +7,10 @@ import (
 
 // The small-prime, ROCA and Fermat tests all need a big number's
 // remainders by many small moduli. Dividing by each with math/big costs a
-// call and a pass over the number per modulus; instead the number is read
-// once, 32 bits at a time, against many moduli of at most 32 bits side by
-// side (a Barrett reduction each: two multiplications, no division), and
-// the remainder by a product of primes gives the remainders by its primes.
+// call and a pass over the number per modulus; instead each remainder is
+// a sum of the number's words times the powers of the word base modulo
+// the modulus, independent multiplications the CPU overlaps, and a
+// remainder by a product of primes gives the remainders by its primes.
 
 // wordMod is a modulus m with 1 < m < 2^32 and its Barrett constant.
 type wordMod struct {
@@ -34,27 +34,68 @@ func (w wordMod) reduce(x uint64) uint64 {
 	return r
 }
 
-// remainders sets out[i] to x mod mods[i], for x >= 0 given by its words
-// (big.Int.Bits). It does not allocate.
-func remainders(out []uint32, x []big.Word, mods []wordMod) {
-	out = out[:len(mods)]
-	for i := range out {
-		out[i] = 0
+// modSet is moduli below 2^32 and, for each, the powers of the word base
+// modulo it, for numbers of up to len(powers[i]) words.
+type modSet struct {
+	mods   []wordMod
+	two64  []uint64   // 2^64 mod m
+	powers [][]uint64 // powers[i][j] = 2^(j·bits.UintSize) mod mods[i].m
+}
+
+func newModSet(mods []wordMod, maxWords int) *modSet {
+	s := &modSet{mods: mods, two64: make([]uint64, len(mods)), powers: make([][]uint64, len(mods))}
+	for i, m := range mods {
+		_, s.two64[i] = bits.Div64(1%m.m, 0, m.m)
+		half := uint(bits.UintSize / 2)
+		p := uint64(1) % m.m
+		for range maxWords {
+			s.powers[i] = append(s.powers[i], p)
+			p = (p << half % m.m) << half % m.m // p·2^UintSize mod m
+		}
 	}
+	return s
+}
+
+// remainders sets out[i] to x mod s.mods[i], for x >= 0 given by its
+// words (big.Int.Bits). It does not allocate.
+func (s *modSet) remainders(out []uint32, x []big.Word) {
+	out = out[:len(s.mods)]
+	for i, m := range s.mods {
+		pw := s.powers[i]
+		if len(x) > len(pw) {
+			out[i] = uint32(hornerRemainder(x, m))
+			continue
+		}
+		pw = pw[:len(x)]
+		// Each product is below 2^(bits.UintSize+32): the sum of a few
+		// hundred fits in 128 bits.
+		var hi, lo, carry uint64
+		for j, w := range x {
+			h, l := bits.Mul64(uint64(w), pw[j])
+			lo, carry = bits.Add64(lo, l, 0)
+			hi += h + carry
+		}
+		r := m.reduce(m.reduce(hi)*s.two64[i]) + m.reduce(lo)
+		if r >= m.m {
+			r -= m.m
+		}
+		out[i] = uint32(r)
+	}
+}
+
+// hornerRemainder returns x mod m, reading x 32 bits at a time.
+func hornerRemainder(x []big.Word, m wordMod) uint64 {
+	var r uint64
 	for k := len(x) - 1; k >= 0; k-- {
 		w := uint64(x[k])
 		if bits.UintSize == 64 {
-			hi, lo := w>>32, w&0xffffffff
-			for i, m := range mods {
-				r := m.reduce(uint64(out[i])<<32 | hi)
-				out[i] = uint32(m.reduce(r<<32 | lo))
-			}
+			r = m.reduce(r<<32 | w>>32)
+			r = m.reduce(r<<32 | w&0xffffffff)
 		} else {
-			for i, m := range mods {
-				out[i] = uint32(m.reduce(uint64(out[i])<<32 | w))
-			}
+			r = m.reduce(r<<32 | w)
 		}
 	}
+	return r
 }
 
 // smallMod is a modulus below 2^16 with the constant of Lemire's
