@@ -250,7 +250,6 @@ func (b *Builder) WriteTo(w io.Writer) (int64, error) {
 	slices.SortFunc(lists, func(x, y *buildList) int { return compareLists(&x.debianList, &y.debianList) })
 	table := make([]byte, 0, len(lists)*recordSize)
 	offset := uint64(headerSize + len(lists)*recordSize)
-	sum := sha256.New()
 	for _, l := range lists {
 		if len(l.hashes) == 0 {
 			return 0, perr.Errorf("list %s (%s) has no hashes", l.Name, l.Key)
@@ -262,19 +261,17 @@ func (b *Builder) WriteTo(w io.Writer) (int64, error) {
 			return cmp.Compare(x[1], y[1])
 		})
 		l.hashes = slices.Compact(l.hashes)
-		l.entries = make([]byte, 0, len(l.hashes)*l.width)
-		for _, h := range l.hashes {
-			var e [16]byte
-			binary.BigEndian.PutUint64(e[:8], h[0])
-			binary.BigEndian.PutUint64(e[8:], h[1])
-			l.entries = append(l.entries, e[:l.width]...)
-		}
+		l.Entries = len(l.hashes)
 		table = appendRecord(table, &l.debianList, offset)
-		offset += uint64(len(l.entries))
+		offset += uint64(len(l.hashes) * l.width)
 	}
+	// The entries are encoded twice, for the checksum and for w, rather
+	// than held: they are as large as the hashes.
+	sum := sha256.New()
 	sum.Write(table)
+	buf := make([]byte, 0, 64<<10)
 	for _, l := range lists {
-		sum.Write(l.entries)
+		l.encode(buf, func(b []byte) error { sum.Write(b); return nil })
 	}
 	cw := &countWriter{w: w}
 	if err := writeHeader(cw, len(lists), offset, sum.Sum(nil)); err != nil {
@@ -284,12 +281,29 @@ func (b *Builder) WriteTo(w io.Writer) (int64, error) {
 		return cw.n, err
 	}
 	for _, l := range lists {
-		if _, err := cw.Write(l.entries); err != nil {
+		if err := l.encode(buf, func(b []byte) error { _, err := cw.Write(b); return err }); err != nil {
 			return cw.n, err
 		}
-		l.entries = nil
 	}
 	return cw.n, nil
+}
+
+// encode gives the list's entries to f, in order, in buf's capacity at a
+// time.
+func (l *buildList) encode(buf []byte, f func([]byte) error) error {
+	var e [16]byte
+	for _, h := range l.hashes {
+		if len(buf)+l.width > cap(buf) {
+			if err := f(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+		binary.BigEndian.PutUint64(e[:8], h[0])
+		binary.BigEndian.PutUint64(e[8:], h[1])
+		buf = append(buf, e[:l.width]...)
+	}
+	return f(buf)
 }
 
 // countWriter counts what it writes.

@@ -490,6 +490,6 @@ func appendRecord(dst []byte, l *debianList, offset uint64) []byte {
 	r[recWidth] = byte(l.width)
 	be.PutUint32(r[recBits:], uint32(l.cover.bits))
 	be.PutUint64(r[recOffset:], offset)
-	be.PutUint64(r[recCount:], uint64(len(l.entries)/l.width))
+	be.PutUint64(r[recCount:], uint64(l.Entries))
 	return append(dst, r[:]...)
 }
