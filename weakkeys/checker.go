@@ -44,11 +44,12 @@ const (
 	// size in bits.
 	RuleRSASize Rule = "rsa-size"
 	// RuleRSAExponent: an RSA public exponent that is even or below 3,
-	// which 6.1.6 forbids. Detail: the exponent in decimal.
+	// which 6.1.6 forbids. Detail: the exponent in decimal (over 1024
+	// bits, its size: "a 2000-bit number").
 	RuleRSAExponent Rule = "rsa-exponent"
 	// RuleRSAExponentRange: an RSA public exponent outside 2^16+1 to
-	// 2^256-1, the range 6.1.6 says it SHOULD be in. Detail: the exponent
-	// in decimal.
+	// 2^256-1, the range 6.1.6 says it SHOULD be in. Detail: as for
+	// RuleRSAExponent.
 	RuleRSAExponentRange Rule = "rsa-exponent-range"
 	// RuleECCurve: an EC key on a curve other than P-256, P-384 and P-521
 	// (6.1.5), or one the Checker does not allow. Detail: the curve's name
@@ -270,16 +271,28 @@ func checkExponent(res *Result, e []byte) {
 	}
 	switch {
 	case !odd:
-		v := new(big.Int).SetBytes(e).String()
+		v := exponentString(e, eBits)
 		res.add(RuleRSAExponent, v, "RSA public exponent %s is even: BR 6.1.6 requires an odd number, 3 or more", v)
 	case eBits == 1:
-		v := new(big.Int).SetBytes(e).String()
-		res.add(RuleRSAExponent, v, "RSA public exponent %s is below 3: BR 6.1.6 requires an odd number, 3 or more", v)
+		res.add(RuleRSAExponent, "1", "RSA public exponent 1 is below 3: BR 6.1.6 requires an odd number, 3 or more")
 	case eBits < 17 || eBits > maxExponentBits: // odd: 17 bits is 2^16+1 or more
-		v := new(big.Int).SetBytes(e).String()
+		v := exponentString(e, eBits)
 		res.add(RuleRSAExponentRange, v, "RSA public exponent %s is outside 2^16+1 to 2^256-1, the range BR 6.1.6 says it SHOULD be in", v)
 	}
 }
+
+// exponentString is an exponent in decimal, or its size when it is too
+// large to print (converting a huge number costs time a key must not
+// buy).
+func exponentString(e []byte, eBits int) string {
+	if eBits > maxPrintedBits {
+		return "a " + strconv.Itoa(eBits) + "-bit number"
+	}
+	return new(big.Int).SetBytes(e).String()
+}
+
+// maxPrintedBits bounds the exponents a Finding gives in decimal.
+const maxPrintedBits = 1024
 
 // checkModulus adds the findings about an RSA modulus's factors: small
 // primes, ROCA, Fermat.

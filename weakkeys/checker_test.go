@@ -150,6 +150,9 @@ func TestCheckExponent(t *testing.T) {
 		{new(big.Int).Sub(two256, one), ""},
 		{two256, "rsa-exponent=" + two256.String()},
 		{new(big.Int).Add(two256, one), "rsa-exponent-range=" + new(big.Int).Add(two256, one).String()},
+		{new(big.Int).Sub(new(big.Int).Lsh(one, 1024), one), "rsa-exponent-range=" + new(big.Int).Sub(new(big.Int).Lsh(one, 1024), one).String()},
+		{new(big.Int).Add(new(big.Int).Lsh(one, 1024), one), "rsa-exponent-range=a 1025-bit number"},
+		{new(big.Int).Lsh(one, 100000), "rsa-exponent=a 100001-bit number"},
 	}
 	for _, tt := range tests {
 		res, err := c.Check(rsaSPKIOf(n, tt.e))

@@ -351,3 +351,52 @@ func sha1Hex(b []byte) string {
 	sum := sha1.Sum(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// TestBuilderKeyTree builds lists from a tree laid out as the HARICA
+// repository lays out its Debian weak keys (<arch>/<rnd>/rsa-<bits>/
+// <PID>.key, openssl genrsa's PEM), from the vectors' private keys, and
+// finds their public keys in it; a file it cannot read is an error naming
+// it.
+func TestBuilderKeyTree(t *testing.T) {
+	dir := vectors(t)
+	keyFiles, _ := filepath.Glob(filepath.Join(dir, "debian", "*.key.pem"))
+	if len(keyFiles) == 0 {
+		t.Fatal("no Debian private keys among the vectors")
+	}
+	tree := t.TempDir()
+	name := regexp.MustCompile(`dwk_([a-z0-9]+)_([a-z]+)_(\d+)_(\d+)\.key\.pem$`)
+	for _, f := range keyFiles {
+		m := name.FindStringSubmatch(f)
+		if m == nil {
+			t.Fatalf("%s: not named dwk_<arch>_<rnd>_<bits>_<PID>.key.pem", f)
+		}
+		sub := filepath.Join(tree, m[1], m[2], "rsa-"+m[3])
+		os.MkdirAll(sub, 0o755)
+		data, _ := os.ReadFile(f)
+		if err := os.WriteFile(filepath.Join(sub, m[4]+".key"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(tree, "README.md"), []byte("not a key"), 0o644)
+	var b Builder
+	if err := b.AddKeyTree("harica", tree); err != nil {
+		t.Fatal(err)
+	}
+	c := mustNew(t, WithDebian(openDebian(t, writeDebian(t, &b))))
+	for _, f := range keyFiles {
+		pub := strings.Replace(f, ".key.pem", ".pub.pem", 1)
+		spkis, _ := vectorKeys(t, pub)
+		res, err := c.Check(spkis[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rules(res) != "debian-weak=harica" {
+			t.Fatalf("%s: %s, want debian-weak=harica", pub, rules(res))
+		}
+	}
+	bad := filepath.Join(tree, "amd64", "bad.key")
+	os.WriteFile(bad, []byte("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n"), 0o644)
+	if err := b.AddKeyTree("harica", tree); err == nil || !strings.Contains(err.Error(), bad+": ") {
+		t.Fatalf("AddKeyTree with a bad key = %v, want an error naming %s", err, bad)
+	}
+}
