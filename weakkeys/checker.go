@@ -187,7 +187,7 @@ func New(opts ...Option) (*Checker, error) {
 type scratch struct {
 	n, q, r, a, sq, v, w big.Int
 	sqrt                 sqrtScratch
-	groupRem             [133]uint32 // by smallPrimeMods: at most one a prime
+	groupRem             [133]uint32 // one per modulus of smallPrimeSet, fewer than the primes
 	primeRem             [133]uint32
 	hashes               keyHashes
 	found                []int
@@ -240,17 +240,16 @@ func (c *Checker) CheckModulus(n []byte) (Result, error) {
 // (nil for a bare modulus), magnitudes without leading zeros.
 func (c *Checker) checkRSA(res *Result, n, e []byte) error {
 	nBits := 8*len(n) - leadingZeros(n[0])
-	size := func() string { return strconv.Itoa(nBits) }
 	switch {
 	case nBits > maxRSABits:
-		res.add(RuleRSASize, size(), "RSA modulus of %d bits is over the %d bits this checker examines: it was not checked further", nBits, maxRSABits)
+		res.add(RuleRSASize, strconv.Itoa(nBits), "RSA modulus of %d bits is over the %d bits this checker examines: it was not checked further", nBits, maxRSABits)
 		return nil
 	case nBits < minRSABits:
-		res.add(RuleRSASize, size(), "RSA modulus of %d bits is below the %d bits BR 6.1.5 requires", nBits, minRSABits)
+		res.add(RuleRSASize, strconv.Itoa(nBits), "RSA modulus of %d bits is below the %d bits BR 6.1.5 requires", nBits, minRSABits)
 	case nBits%8 != 0:
-		res.add(RuleRSASize, size(), "RSA modulus of %d bits is not a multiple of 8 bits, as BR 6.1.5 requires", nBits)
+		res.add(RuleRSASize, strconv.Itoa(nBits), "RSA modulus of %d bits is not a multiple of 8 bits, as BR 6.1.5 requires", nBits)
 	case c.rsaSizes != nil && !slices.Contains(c.rsaSizes, nBits):
-		res.add(RuleRSASize, size(), "RSA-%d is not among the sizes this checker allows (%s)", nBits, joinInts(c.rsaSizes))
+		res.add(RuleRSASize, strconv.Itoa(nBits), "RSA-%d is not among the sizes this checker allows (%s)", nBits, joinInts(c.rsaSizes))
 	}
 	if e != nil {
 		checkExponent(res, e)
