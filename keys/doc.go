@@ -6,6 +6,7 @@
 //
 // [SPKI] reads one object; a [Scanner] reads every object of a stream, in
 // bounded memory, each as a [Key] that knows where it came from.
+// [OpenPGPKeys] reads the RSA keys of an OpenPGP public key.
 //
 // One key has many DER encodings. [Canonical] gives the one OpenSSL writes
 // and pwnedkeys fingerprints ([Fingerprint]); [Encodings] every one under

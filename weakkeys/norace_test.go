@@ -1,0 +1,5 @@
+//go:build !race
+
+package weakkeys
+
+const raceEnabled = false
