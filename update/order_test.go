@@ -258,3 +258,37 @@ func TestSignedRebuildInstalls(t *testing.T) {
 		t.Fatalf("a replayed signed revision 9: %v, want ErrOlder", err)
 	}
 }
+
+// The most an interception can do to the order without a pin: a time up
+// to MaxClockSkew ahead installs, and keeps out the publisher's filters
+// made before it, loudly (refused, naming accept-rebuild, which installs
+// the publisher's); the publisher's next filter made after it installs
+// by itself.
+func TestFutureTimeWithinSkewBounded(t *testing.T) {
+	f := newFeed(t)
+	keys := manyKeys("k", 50)
+	f.publish(makeFilter(t, 1, ago(3*time.Hour), 14, keys...), time.Now().Add(-3*time.Hour))
+	if _, err := f.update(f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	keys = append(keys, "two")
+	f.publish(makeFilter(t, 2, ago(2*time.Hour), 14, keys...), time.Now().Add(-2*time.Hour))
+	f.relay.Rewrite("filter.pkbf", func(h http.Header, body []byte) []byte {
+		b := bytes.Clone(body)
+		binary.BigEndian.PutUint64(b[10:], uint64(time.Now().Add(50*time.Minute).Unix()))
+		return b
+	})
+	if res, err := f.update(f.opts()); err != nil || !res.Updated {
+		t.Fatalf("a time 50 minutes ahead: %+v, %v", res, err)
+	}
+	keys = append(keys, "three")
+	f.publish(makeFilter(t, 3, ago(time.Minute), 14, keys...), time.Now().Add(-time.Minute))
+	if _, err := f.update(f.opts()); !errors.Is(err, ErrOlder) || !strings.Contains(err.Error(), "accept-rebuild installs it") {
+		t.Fatalf("the publisher's filter made before it: %v, want ErrOlder naming accept-rebuild", err)
+	}
+	keys = append(keys, "four")
+	f.publish(makeFilter(t, 4, time.Now().Add(55*time.Minute).Unix(), 14, keys...), time.Now())
+	if res, err := f.update(f.opts()); err != nil || !res.Updated || f.installed().Revision != 4 {
+		t.Fatalf("the publisher's filter made after it: %+v, %v", res, err)
+	}
+}
