@@ -235,3 +235,26 @@ func TestRefusedForValidatorsAskedWithout(t *testing.T) {
 		})
 	}
 }
+
+// Validators from a server: what is kept is kept as it came (an ETag) or
+// as HTTP writes dates (a Last-Modified), is kept again when read back,
+// and is within the bounds.
+func FuzzValidators(f *testing.F) {
+	for _, s := range []string{`"abc"`, `W/"abc"`, `*`, "Sat, 28 Nov 2026 12:00:00 GMT", "Saturday, 28-Nov-26 11:00:00 GMT", "Sat Nov 28 12:00:00 2026", `"a"b"`} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		if e := validETag(s); e != "" {
+			inner := strings.TrimPrefix(e, "W/")
+			if e != s || len(e) > maxETag || len(inner) < 2 || inner[0] != '"' || inner[len(inner)-1] != '"' || strings.ContainsAny(inner[1:len(inner)-1], "\" \t\r\n") {
+				t.Errorf("validETag(%q) = %q", s, e)
+			}
+		}
+		if lm := validLastModified(s, now); lm != "" {
+			if tm, err := http.ParseTime(lm); err != nil || tm.After(now) || validLastModified(lm, now) != lm {
+				t.Errorf("validLastModified(%q) = %q: %v", s, lm, err)
+			}
+		}
+	})
+}
