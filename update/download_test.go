@@ -313,3 +313,30 @@ func TestPartialDownloadsBounded(t *testing.T) {
 		checkFiles(t, dir, false)
 	})
 }
+
+// Both sides of DefaultMaxSize: a filter of hash length 30 (128 MiB and
+// a header) is taken (here the server then breaks off), one of hash
+// length 31 (256 MiB and a header) is refused on its header.
+func TestDefaultMaxSize(t *testing.T) {
+	for _, c := range []struct {
+		l    uint8
+		want string
+	}{{30, "the body broke off after 24 bytes"}, {31, "268435480 bytes, over the limit of 268435456; nothing written"}} {
+		h := pkbf.Header{Revision: 1, Updated: time.Now().Add(-time.Hour).UTC().Truncate(time.Second), HashCount: 7, HashLength: c.l}
+		hdr, _ := h.AppendBinary(nil)
+		ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", fmt.Sprint(h.FileSize()))
+			w.Write(hdr)
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}))
+		defer ts.Close()
+		opts := fastOpts(nil)
+		opts.Retries = -1
+		dir := t.TempDir()
+		if _, err := Update(context.Background(), ts.URL, filepath.Join(dir, "filter.pkbf"), opts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("hash length %d: %v, want %q", c.l, err, c.want)
+		}
+		checkFiles(t, dir, c.l == 30)
+	}
+}
