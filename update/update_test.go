@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -172,6 +173,11 @@ func TestBadArguments(t *testing.T) {
 	for _, u := range []string{"ftp://x/f", "not a url", "/local/path", "http://"} {
 		if _, err := Update(context.Background(), u, filepath.Join(t.TempDir(), "f"), Options{}); err == nil || !strings.Contains(err.Error(), "not an http or https URL") {
 			t.Errorf("Update(%q): %v", u, err)
+		}
+	}
+	for _, r := range []float64{-0.1, 1, math.NaN()} {
+		if _, err := Update(context.Background(), "https://example.com/f", filepath.Join(t.TempDir(), "f"), Options{MaxFPRate: r}); err == nil || !strings.Contains(err.Error(), "is not a rate below 1") {
+			t.Errorf("MaxFPRate %v: %v", r, err)
 		}
 	}
 	if _, _, ok := contentRange("bytes 5-9/10"); !ok {

@@ -232,6 +232,9 @@ func TestUpdateRefusals(t *testing.T) {
 		{"rate-window 0", []string{"update", "--rate-window", "0s", ts.URL, notes}, "--rate-window 0s: must be positive"},
 		{"max-time -1h", []string{"update", "--max-time", "-1h", ts.URL, notes}, "--max-time -1h0m0s: must be positive"},
 		{"max-age -1h", []string{"update", "--max-age", "-1h", ts.URL, notes}, "--max-age -1h0m0s: must be 0 or more"},
+		{"max-fp-rate 0", []string{"update", "--max-fp-rate", "0", ts.URL, notes}, "--max-fp-rate 0: must be between 0 and 1"},
+		{"max-fp-rate 1", []string{"update", "--max-fp-rate", "1", ts.URL, notes}, "--max-fp-rate 1: must be between 0 and 1"},
+		{"max-fp-rate NaN", []string{"update", "--max-fp-rate", "NaN", ts.URL, notes}, "--max-fp-rate NaN: must be between 0 and 1"},
 	} {
 		r := runWith(t, nil, c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "pkbf: warning: pkbf:") || strings.Contains(r.stderr, "error: pkbf:") {
