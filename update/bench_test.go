@@ -1,6 +1,7 @@
 package update
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -35,11 +36,16 @@ func BenchmarkVerify256MiB(b *testing.B) {
 		{"count+subset+sha512", true, pins{sig: sig}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			up := &updater{download: path, path: path, pins: c.pins, old: &h}
+			installed, err := os.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer installed.Close()
+			up := &updater{download: path, path: path, pins: c.pins, old: &h, installed: installed}
 			b.SetBytes(int64(h.FileSize()))
 			b.ReportAllocs()
 			for b.Loop() {
-				s, err := up.scan(h, c.compare)
+				s, err := up.scan(h, c.compare, true)
 				if err != nil || s.set != 0 || s.dropped != 0 {
 					b.Fatal(s, err)
 				}

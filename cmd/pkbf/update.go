@@ -24,17 +24,20 @@ import (
 const updateHeaderEnv = "PKBF_UPDATE_HEADER"
 
 type updateFlags struct {
-	force, allowHTTP, replaceInvalid, quiet  bool
-	sha256, signature, signerKey, headerFile string
-	maxSize, minRate                         sizeFlag
-	retries                                  int
-	maxAge, stall, rateWindow, maxTime       time.Duration
+	force, acceptRebuild, allowHTTP, replaceInvalid, quiet bool
+	sha256, signature, signerKey, headerFile               string
+	maxSize, minRate                                       sizeFlag
+	maxFPRate                                              float64
+	retries                                                int
+	maxAge, stall, rateWindow, maxTime                     time.Duration
 }
 
 func (fl *updateFlags) command(stdout, stderr io.Writer) *command {
-	c := newCommand("update", "update [--sha256 HEX|URL] [--signature URL --signer-key FILE] [--allow-http] [--force] [--header-file FILE] [flags] URL FILTER", stdout, stderr)
+	c := newCommand("update", "update [--sha256 HEX|URL] [--signature URL --signer-key FILE] [--allow-http] [--accept-rebuild] [--header-file FILE] [flags] URL FILTER", stdout, stderr)
 	fl.maxSize, fl.minRate = sizeFlag(update.DefaultMaxSize), sizeFlag(update.DefaultMinRate)
-	c.BoolVar(&fl.force, "force", false, "install the server's filter even if it is older than the installed one, has its header but other bits, has fewer hashes, bits or entries, lacks bits the installed one has set, has a time or revision far ahead, or answers yes for most keys (never one that fails a pin or the fill check)")
+	c.BoolVar(&fl.acceptRebuild, "accept-rebuild", false, "this once, install the server's filter even if it is not newer than the installed one, or has fewer hashes, bits or entries, or lacks bits the installed one has set (a publisher's rebuild, or the way back from a filter with bits injected); every other check holds")
+	c.Float64Var(&fl.maxFPRate, "max-fp-rate", update.DefaultMaxFPRate, "refuse a filter no pin vouches for whose false-positive rate, from its bits set, is above `P` and twice the installed filter's")
+	c.BoolVar(&fl.force, "force", false, "install what --accept-rebuild does, and a filter whose time is in the future or that answers yes for too many keys (never one over --max-size, failing the fill check, --max-age or a pin)")
 	c.StringVar(&fl.sha256, "sha256", "", "pin the filter to a SHA-256 digest: `HEX`, or the URL of a digest file published beside it (FILTER.sha256)")
 	c.StringVar(&fl.signature, "signature", "", "pin the filter to the SSH signature at `URL` (ssh-keygen -Y sign -n pkbf FILTER makes FILTER.sig); needs --signer-key")
 	c.StringVar(&fl.signerKey, "signer-key", "", "the public key(s) the signature must be made with: a .pub `FILE`, one key a line")
@@ -72,11 +75,15 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		{"min-rate", &fl.minRate, fl.minRate < 1},
 		{"rate-window", fl.rateWindow, fl.rateWindow <= 0},
 		{"max-time", fl.maxTime, fl.maxTime <= 0},
+		{"max-fp-rate", fl.maxFPRate, !(fl.maxFPRate > 0 && fl.maxFPRate < 1)}, // NaN too
 	} {
 		if f.bad {
 			what := "positive"
-			if f.name == "retries" || f.name == "max-age" {
+			switch f.name {
+			case "retries", "max-age":
 				what = "0 or more"
+			case "max-fp-rate":
+				what = "between 0 and 1"
 			}
 			return c.fail(fmt.Sprintf("--%s %v: must be %s", f.name, f.value, what))
 		}
@@ -119,7 +126,7 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		p.line = func(elapsed time.Duration) string { return downloadProgress(done.Load(), total.Load(), elapsed) }
 	})
 	opts := update.Options{
-		Client: updateClient, Header: header, Force: fl.force, ReplaceInvalid: fl.replaceInvalid,
+		Client: updateClient, Header: header, Force: fl.force, AcceptRebuild: fl.acceptRebuild, MaxFPRate: fl.maxFPRate, ReplaceInvalid: fl.replaceInvalid,
 		AllowHTTP: fl.allowHTTP, SHA256: sha256Hex, SHA256URL: sha256URL, SignatureURL: sigURL, SignerKeys: signers,
 		MaxSize: int64(fl.maxSize), MaxAge: fl.maxAge, Retries: retries, Stall: fl.stall,
 		MinRate: int64(fl.minRate), RateWindow: fl.rateWindow, MaxTime: fl.maxTime,
@@ -147,6 +154,9 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	case errors.Is(err, update.ErrNotFilter):
 		scr.errorf("%s; give --replace-invalid to replace it", message(err))
 		return exitTrouble
+	case refused(err):
+		scr.errorf("refused: %s", message(err))
+		return exitTrouble
 	case err != nil:
 		scr.errorf("%s", message(err))
 		return exitTrouble
@@ -167,6 +177,19 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "updated: %s, revision %s -> %d, %s bytes%s%s, %s\n", path, from, res.New.Revision,
 		groupDigits(res.Size), resumed, pinned(res), time.Since(start).Round(100*time.Millisecond))
 	return exitOK
+}
+
+// refused reports whether err is the update rule refusing the server's
+// filter, which the command says in so many words: a timer's log must not
+// read it as a network failure to be retried, nor as "up to date".
+func refused(err error) bool {
+	for _, kind := range []error{update.ErrOlder, update.ErrSameHeader, update.ErrWeaker, update.ErrUnverifiable, update.ErrDropsBits,
+		update.ErrLockIn, update.ErrSaturated, update.ErrImplausibleFill, update.ErrNotAuthentic, update.ErrStale} {
+		if errors.Is(err, kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // updateClient, if set, makes update's requests: tests set it to trust

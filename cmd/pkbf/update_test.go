@@ -44,6 +44,19 @@ func publishedFilter(t *testing.T, rev uint32, l, n int) []byte {
 	return b.Bytes()
 }
 
+// publishedAt is publishedFilter updated at the time given.
+func publishedAt(t *testing.T, rev uint32, l, n int, updated time.Time) []byte {
+	t.Helper()
+	b := publishedFilter(t, rev, l, n)
+	h, err := pkbf.ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Updated = updated.UTC().Truncate(time.Second)
+	h.AppendBinary(b[:0])
+	return b
+}
+
 // tlsServer serves h over https on 127.0.0.1 and makes update trust its
 // certificate: in process (updateClient) and in the pkbf processes a
 // test starts ($SSL_CERT_FILE).
@@ -108,8 +121,9 @@ func (w *throttledWriter) Write(p []byte) (int, error) {
 }
 
 func TestUpdateCommand(t *testing.T) {
+	base := time.Now().Add(-time.Hour)
 	pub := &publisher{}
-	pub.set(publishedFilter(t, 1, 14, 10))
+	pub.set(publishedAt(t, 1, 14, 10, base))
 	ts := tlsServer(t, pub)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f.pkbf")
@@ -131,20 +145,21 @@ func TestUpdateCommand(t *testing.T) {
 		t.Errorf("update --quiet when current: %+v", r)
 	}
 	// Credentials from the environment.
-	pub.set(publishedFilter(t, 2, 14, 20))
+	pub.set(publishedAt(t, 2, 14, 20, base.Add(time.Minute)))
 	t.Setenv(updateHeaderEnv, "X-Api-Key: k3y")
 	if r := runWith(t, nil, "update", ts.URL, p); r.code != 0 || !strings.Contains(r.stdout, "revision 1 -> 2") {
 		t.Errorf("update with $%s: %+v", updateHeaderEnv, r)
 	}
-	// An older revision is refused, and installed with --force.
-	pub.set(publishedFilter(t, 1, 14, 30))
+	// An older filter is refused, saying so, and installed with
+	// --accept-rebuild.
+	pub.set(publishedAt(t, 1, 14, 30, base.Add(-time.Minute)))
 	before := testkit.ReadFile(t, p)
 	r = runWith(t, nil, "update", ts.URL, p)
-	if r.code != 2 || !strings.Contains(r.stderr, "older than the installed one: revision 1") || !bytes.Equal(testkit.ReadFile(t, p), before) {
-		t.Errorf("update to an older revision: %+v", r)
+	if r.code != 2 || !strings.HasPrefix(r.stderr, "pkbf: error: refused: update from") || !strings.Contains(r.stderr, "not newer than the installed filter") || !bytes.Equal(testkit.ReadFile(t, p), before) {
+		t.Errorf("update to an older filter: %+v", r)
 	}
-	if r := runWith(t, nil, "update", "--force", ts.URL, p); r.code != 0 || !strings.Contains(r.stdout, "revision 2 -> 1") {
-		t.Errorf("update --force: %+v", r)
+	if r := runWith(t, nil, "update", "--accept-rebuild", ts.URL, p); r.code != 0 || !strings.Contains(r.stdout, "revision 2 -> 1") {
+		t.Errorf("update --accept-rebuild: %+v", r)
 	}
 	// Wrong credentials: exit 2, the value never shown.
 	os.WriteFile(hf, []byte("X-Api-Key: wr0ng\n"), 0o600)
@@ -217,6 +232,9 @@ func TestUpdateRefusals(t *testing.T) {
 		{"rate-window 0", []string{"update", "--rate-window", "0s", ts.URL, notes}, "--rate-window 0s: must be positive"},
 		{"max-time -1h", []string{"update", "--max-time", "-1h", ts.URL, notes}, "--max-time -1h0m0s: must be positive"},
 		{"max-age -1h", []string{"update", "--max-age", "-1h", ts.URL, notes}, "--max-age -1h0m0s: must be 0 or more"},
+		{"max-fp-rate 0", []string{"update", "--max-fp-rate", "0", ts.URL, notes}, "--max-fp-rate 0: must be between 0 and 1"},
+		{"max-fp-rate 1", []string{"update", "--max-fp-rate", "1", ts.URL, notes}, "--max-fp-rate 1: must be between 0 and 1"},
+		{"max-fp-rate NaN", []string{"update", "--max-fp-rate", "NaN", ts.URL, notes}, "--max-fp-rate NaN: must be between 0 and 1"},
 	} {
 		r := runWith(t, nil, c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "pkbf: warning: pkbf:") || strings.Contains(r.stderr, "error: pkbf:") {
@@ -346,7 +364,7 @@ func TestUpdateCreatedFilters(t *testing.T) {
 	body.Store(&b)
 	before := testkit.ReadFile(t, p)
 	r := runWith(t, nil, "update", ts.URL, p)
-	if r.code != 2 || !strings.Contains(r.stderr, "bits set in the installed filter") || !strings.Contains(r.stderr, "(force installs it)") || !bytes.Equal(testkit.ReadFile(t, p), before) {
+	if r.code != 2 || !strings.Contains(r.stderr, "refused: ") || !strings.Contains(r.stderr, "bits set in the installed filter") || !strings.Contains(r.stderr, "(accept-rebuild installs it)") || !bytes.Equal(testkit.ReadFile(t, p), before) {
 		t.Fatalf("a filter that lost a key: %+v", r)
 	}
 }

@@ -71,14 +71,7 @@ func MakeAtomic(path string, noReplace bool, fill func(tmp *os.File) error, sync
 			return err
 		}
 	}
-	rename := os.Rename
-	if noReplace {
-		rename = RenameNoReplace
-	}
-	if err := rename(tmp.Name(), path); err != nil {
-		if noReplace && errors.Is(err, fs.ErrExist) {
-			return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
-		}
+	if err := rename(tmp.Name(), path, noReplace); err != nil {
 		return err
 	}
 	if !closeFirst {
@@ -87,4 +80,29 @@ func MakeAtomic(path string, noReplace bool, fill func(tmp *os.File) error, sync
 		}
 	}
 	return SyncDir(filepath.Dir(path))
+}
+
+// Rename gives the complete file at from (synced, as MakeAtomic's are)
+// the name to, in the same directory, and syncs the directory: readers
+// see the old file or this one. With noReplace it refuses an existing to,
+// at that moment (errors.Is(err, fs.ErrExist)).
+func Rename(from, to string, noReplace bool) error {
+	if err := rename(from, to, noReplace); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(to))
+}
+
+// rename is os.Rename, or RenameNoReplace with an error naming to.
+func rename(from, to string, noReplace bool) error {
+	if !noReplace {
+		return os.Rename(from, to)
+	}
+	if err := RenameNoReplace(from, to); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return &fs.PathError{Op: "create", Path: to, Err: fs.ErrExist}
+		}
+		return err
+	}
+	return nil
 }

@@ -1,0 +1,108 @@
+// Package update keeps a pkbfv1 filter file current from a publisher's
+// URL, as geoipupdate keeps GeoIP databases: a conditional download (no
+// transfer when nothing changed), resumed where an earlier one stopped,
+// judged by the rule below before anything is replaced, and installed by
+// a rename, so that programs reading the filter ([pkbf.Open],
+// [pkbf.OpenLive], pkbf serve) only ever see the complete old file or the
+// complete new one. Call [Update].
+//
+// # What Update trusts
+//
+// Order. Filters are ordered by their header's update time, then by their
+// revision. The reference implementation sets the time to now at every
+// add and raises the revision once an editing session, and a publisher
+// that re-creates its filter (to grow it, or to drop keys) starts again
+// at revision 1, at a later time: a later time is a newer filter, whatever
+// its revision, and a replay of an older filter, signed or not, has an
+// earlier time and is refused ([ErrOlder]). A header time more than
+// [MaxClockSkew] past this machine's clock is refused ([ErrLockIn]), so
+// no filter orders itself ahead of the publisher's next one for longer
+// than that; a revision, however high, orders nothing past a later time.
+// An installed filter whose time is past the skew (one installed with
+// [Options.Force]) orders nothing.
+//
+// Pins. A signature by a key given ([Options.SignatureURL]), a digest
+// given ([Options.SHA256]), or a digest file from another source than the
+// filter's bytes ([Options.SHA256URL]) vouches for the exact bytes
+// installed. The source of bytes is where they came from after redirects:
+// scheme, host and port (a default port written or not, a host's case),
+// and the address connected to, so that a digest beside the filter, on a
+// host the filter is redirected to, or under another name of the same
+// server, is one source and proves only the transfer. A pinned filter
+// installs when it is newer, even as a rebuild: other parameters, fewer
+// entries, bits removed.
+//
+// Unpinned. Without a pin, the TLS connection to the configured host is
+// all that vouches for the filter, and one interception must do no
+// lasting harm. An unpinned filter must be newer, have as many hashes,
+// bits and entries as the installed one ([ErrWeaker]), not more hashes
+// nor a longer hash length, whose new probes the installed bits cannot
+// check ([ErrUnverifiable]), hold every bit the installed one has set
+// ([ErrDropsBits]), and answer "probably" for at most
+// max([Options.MaxFPRate], twice the installed filter's rate) of the keys
+// it does not hold, its rate estimated from its bits set ([ErrSaturated]).
+//
+// Every filter, pinned or not, is refused when its size is over
+// [Options.MaxSize] (before any byte is written), when its entry count
+// does not fit its bits set ([ErrImplausibleFill]), when it answers
+// "probably" for more than [MaxFalseYes] of the keys it does not hold
+// ([ErrSaturated]), when it is older than [Options.MaxAge] ([ErrStale]),
+// and when it fails a pin ([ErrNotAuthentic]).
+//
+// Keys added in place. Update holds the filter's flock(2), LOCK_EX, the
+// lock of the reference's protocol that pkbf add and the reference gem
+// take for each key, from its last look at the installed filter to the
+// rename; it waits for it at most a minute, as anyone who can open the
+// filter can hold it. A key added before is in the filter it judges; a
+// key added after goes to the old file, and the writer is told that the
+// filter was replaced (pkbf add says so and exits 2). When the installed
+// filter was edited in place since Update installed it (its header is not
+// the one Update recorded), the superset rule holds for pinned filters
+// too, compared in place or folded onto the installed hash length: a
+// filter without the keys added is refused, never merged with them (the
+// bytes installed are the publisher's, as its pin says).
+//
+// Recovery. A refusal is an error, never "up to date", and installs
+// nothing. [Options.AcceptRebuild] lifts the ordering and superset rules
+// for one call ([ErrOlder], [ErrSameHeader], [ErrWeaker],
+// [ErrUnverifiable], [ErrDropsBits]), keeping every other check: for an
+// unpinned publisher's rebuild, and to leave a filter with bits injected
+// (which every later genuine filter lacks). [Options.MaxFPRate] raises the
+// false-positive ceiling. [Options.Force] lifts the ordering, superset,
+// future-time and false-positive rules, never the size limit, the fill
+// check, MaxAge or a pin.
+//
+// Validators. The server's ETag and Last-Modified are kept for the next
+// conditional request only when well-formed (an ETag of at most 256
+// bytes in quoted-string syntax; a Last-Modified that parses and is not
+// after now), in the state file, never as the filter's time. A request
+// the server refuses as too large or malformed (431, 400, 414) is sent
+// once more without them, and they are dropped.
+//
+// # Files beside the filter
+//
+// Update keeps three files beside the filter FILTER, in the same directory,
+// mode 0600, never opened through a symbolic link (and refuses a directory
+// that a user other than root and its own can write, or that such a user
+// owns: checked for FILTER's directory and, if FILTER is a link, for the
+// directory of the file it leads to):
+//   - .FILTER.download: the download in progress. An update stopped by a
+//     signal, a crash or a broken connection leaves it, and the next update
+//     resumes it (with an HTTP Range request, if the server's file is still
+//     the same and within Options.MaxSize) or starts again. It is renamed
+//     to FILTER when complete and accepted, and removed when refused.
+//   - .FILTER.update.json: what the server said of the installed file (its
+//     validators), and the header Update installed, for the next
+//     conditional request. Losing it costs one full download. A URL with a
+//     user or a query is kept without them, by its SHA-256.
+//   - .FILTER.update.lock: the lock that keeps two updates of FILTER from
+//     running at once (flock(2); the second waits for the first).
+//
+// Update never replaces what it did not make: a file at FILTER that is not
+// a readable pkbfv1 filter is refused before any request (unless
+// [Options.ReplaceInvalid]), and a directory, FIFO, socket or device is
+// refused always. A symbolic link at FILTER is followed: the file it leads
+// to is replaced, in its own directory, and the three files above sit
+// beside that file. A new filter is installed with mode 0644, a
+// replacement with the mode of the file it replaced.
+package update

@@ -1,0 +1,344 @@
+package update
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/retryafter"
+)
+
+// attempt is one request and what follows it.
+func (up *updater) attempt(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	up.from = source{}
+	req, err := http.NewRequestWithContext(traceSource(ctx, &up.from), http.MethodGet, up.url.String(), nil)
+	if err != nil {
+		return up.errorf("%v", err)
+	}
+	up.addHeader(req)
+	req.Header.Set("Accept-Encoding", "identity") // the bytes as they are: their count is checked
+	req.Header.Set("User-Agent", "pkbf-update")
+	have := up.partialSize()
+	switch {
+	case have > 0:
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
+		req.Header.Set("If-Range", firstSet(up.state.PartialETag, up.state.PartialLastModified))
+	case up.installedIsStated():
+		if up.state.ETag != "" {
+			req.Header.Set("If-None-Match", up.state.ETag)
+		}
+		if up.state.LastModified != "" {
+			req.Header.Set("If-Modified-Since", up.state.LastModified)
+		}
+	}
+	conditional := req.Header.Get("If-None-Match") != "" || req.Header.Get("If-Modified-Since") != ""
+	resp, err := up.opts.Client.Do(req)
+	if err != nil {
+		return up.clientError(up.where(), err)
+	}
+	defer resp.Body.Close()
+	up.from.origin = origin(resp.Request.URL)
+	switch code := resp.StatusCode; {
+	case code == http.StatusNotModified && conditional:
+		up.res.New, up.res.Size = *up.old, up.oldInfo.Size()
+		return up.checkAge(*up.old, "the installed filter, which the server says is current,")
+	case code == http.StatusNotModified:
+		return up.errorf("%s to a request that was not conditional: the server did not send a filter (nothing installed can be current: none is known to come from it)", resp.Status)
+	case refusedForHeader(code) && (conditional || have > 0) && !up.plainSent:
+		// The validators may be what the server refused (one too long for
+		// its header buffers, one it cannot parse): sent again, they
+		// would be refused for ever.
+		up.logf("%s: %s to a request with validators; asking again without them", up.where(), resp.Status)
+		os.Remove(up.download)
+		up.state.dropValidators()
+		up.saveState()
+		up.plainSent = true
+		resp.Body.Close()
+		return up.attempt(ctx)
+	case code == http.StatusOK: // the whole file, even if a range was asked for
+		have, up.res.Resumed = 0, false
+	case code == http.StatusPartialContent && have == 0:
+		return up.errorf("%s to a request for the whole file: the server sent a part nobody asked for", resp.Status)
+	case code == http.StatusPartialContent:
+		start, total, ok := contentRange(resp.Header.Get("Content-Range"))
+		if !ok || start != have {
+			os.Remove(up.download)
+			return retry(up.errorf("the server sent a range from byte %d, %d were asked for: starting again", start, have))
+		}
+		if !up.samePartial(resp) {
+			os.Remove(up.download)
+			return retry(up.errorf("the server sent a part of another file than the download so far (its validators changed): starting again"))
+		}
+		up.res.Resumed = true
+		resp.ContentLength = total // the whole file's (-1: not said), as a 200's would be
+	case code == http.StatusRequestedRangeNotSatisfiable:
+		os.Remove(up.download)
+		return retry(up.errorf("the server cannot resume the download (416): starting again"))
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return up.errorf("%s: the server refused the request; check the credentials header (they are not shown here)", resp.Status)
+	case code == http.StatusTooManyRequests || code >= 500:
+		return &retryError{err: up.errorf("%s", resp.Status), after: retryafter.Parse(resp.Header.Get("Retry-After"), maxRetryAfter)}
+	default:
+		return up.errorf("%s", resp.Status)
+	}
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
+		return up.errorf("the response is %s-encoded, though the bytes as they are were asked for", enc)
+	}
+	if resp.ContentLength > up.opts.MaxSize {
+		os.Remove(up.download)
+		return up.errorf("the server says the file is %d bytes, over the limit of %d; nothing written", resp.ContentLength, up.opts.MaxSize)
+	}
+	if err := up.fetchPins(ctx); err != nil {
+		return err
+	}
+	up.state.PartialURL = stateURL(up.url)
+	up.state.PartialETag = validETag(resp.Header.Get("ETag"))
+	if weakETag(up.state.PartialETag) {
+		up.state.PartialETag = ""
+	}
+	up.state.PartialLastModified = validLastModified(resp.Header.Get("Last-Modified"), time.Now())
+	up.saveState()
+	if err := up.receive(ctx, cancel, resp, have); err != nil {
+		var re *retryError
+		if !errors.As(err, &re) && ctx.Err() == nil {
+			os.Remove(up.download) // refused: nothing to resume
+			up.state.PartialURL, up.state.PartialETag, up.state.PartialLastModified = "", "", ""
+			up.saveState()
+		}
+		return err
+	}
+	return up.install(ctx, resp)
+}
+
+// refusedForHeader reports whether a status says the request's header
+// was refused: too large (431, 414), or malformed (400).
+func refusedForHeader(code int) bool {
+	return code == http.StatusRequestHeaderFieldsTooLarge || code == http.StatusRequestURITooLong || code == http.StatusBadRequest
+}
+
+// installedIsStated reports whether the installed file is the one the
+// state's validators describe: from this URL, with the header and file
+// Update installed (a file put there or edited by other means is not)
+// and, with pins, one they verified (else the server's file is fetched to
+// be verified).
+func (up *updater) installedIsStated() bool {
+	return up.old != nil && up.state.URL == stateURL(up.url) && up.state.Header == headerHex(*up.old) &&
+		up.state.File == fileID(up.oldInfo) && (!up.pinned() || up.state.Verified == up.pinID())
+}
+
+// samePartial reports whether a 206 answer is a part of the file the
+// download so far is part of: its validators are the ones kept.
+func (up *updater) samePartial(resp *http.Response) bool {
+	if up.state.PartialETag != "" {
+		return resp.Header.Get("ETag") == up.state.PartialETag
+	}
+	return resp.Header.Get("Last-Modified") == "" || validLastModified(resp.Header.Get("Last-Modified"), time.Now()) == up.state.PartialLastModified
+}
+
+// addHeader adds Options.Header to a request.
+func (up *updater) addHeader(req *http.Request) {
+	for name, values := range up.opts.Header {
+		req.Header[http.CanonicalHeaderKey(name)] = values
+	}
+}
+
+// firstSet returns a if it is set, else b.
+func firstSet(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// partialSize is the size of a partial download that can be resumed: one
+// whose response had a validator to resume it under, within MaxSize and
+// the size its header declares. Any other is removed.
+func (up *updater) partialSize() int64 {
+	fi, err := os.Lstat(up.download)
+	if err != nil {
+		return 0
+	}
+	if !fi.Mode().IsRegular() || // a link or worse: not ours
+		up.state.PartialURL != stateURL(up.url) || up.state.PartialETag == "" && up.state.PartialLastModified == "" ||
+		fi.Size() > up.opts.MaxSize || !fitsHeader(up.download, fi.Size(), up.opts.MaxSize) {
+		os.Remove(up.download)
+		return 0
+	}
+	return fi.Size()
+}
+
+// fitsHeader reports whether a partial download of size bytes at path is
+// no larger than its header says and its header (when it has one) says
+// at most maxSize.
+func fitsHeader(path string, size, maxSize int64) bool {
+	if size < pkbf.HeaderSize {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, pkbf.HeaderSize)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return false
+	}
+	h, err := pkbf.ParseHeader(b)
+	return err == nil && h.FileSize() <= uint64(maxSize) && uint64(size) <= h.FileSize()
+}
+
+// contentRange parses "bytes START-END/TOTAL"; total is -1 for "*".
+func contentRange(s string) (start, total int64, ok bool) {
+	rest, ok := strings.CutPrefix(s, "bytes ")
+	if !ok {
+		return 0, 0, false
+	}
+	span, size, ok := strings.Cut(rest, "/")
+	first, _, ok2 := strings.Cut(span, "-")
+	if !ok || !ok2 {
+		return 0, 0, false
+	}
+	start, err := strconv.ParseInt(first, 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	if size == "*" {
+		return start, -1, true
+	}
+	total, err = strconv.ParseInt(size, 10, 64)
+	return start, total, err == nil
+}
+
+// maxRetryAfter caps the wait a server's Retry-After asks for.
+const maxRetryAfter = 5 * time.Minute
+
+// receive writes the body to the download file, from byte have, checking
+// sizes as it goes.
+func (up *updater) receive(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, have int64) error {
+	file, err := openSideFile(up.download, os.O_WRONLY)
+	if err != nil {
+		return perr.Errorf("update: %w", err)
+	}
+	defer file.Close()
+	if err := file.Truncate(have); err != nil {
+		return perr.Errorf("update: %w", err)
+	}
+	if _, err := file.Seek(have, io.SeekStart); err != nil {
+		return perr.Errorf("update: %w", err)
+	}
+	w := &checker{up: up, file: file, done: have, announced: resp.ContentLength}
+	if have > 0 { // the header is in the part already received
+		if err := w.readHeader(up.download); err != nil {
+			return err
+		}
+	}
+	stalled := errors.New("stalled")
+	timer := time.AfterFunc(up.opts.Stall, func() { cancel(stalled) })
+	defer timer.Stop()
+	body := &resetReader{r: resp.Body, timer: timer, after: up.opts.Stall}
+	stopRate := watchRate(&body.n, up.opts.MinRate, up.opts.RateWindow, func(err error) { cancel(err) })
+	_, err = io.Copy(w, body)
+	stopRate()
+	up.res.Received += w.done - have
+	var slow *slowError
+	switch {
+	case context.Cause(ctx) == stalled:
+		return retry(up.errorf("no data for %s after %d bytes", up.opts.Stall, w.done))
+	case errors.As(context.Cause(ctx), &slow):
+		return retry(up.errorf("%v after %d bytes", slow, w.done))
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case w.err != nil:
+		return w.err
+	case err != nil:
+		return retry(up.errorf("the body broke off after %d bytes: %v", w.done, err))
+	case w.total == 0 || w.done < w.total:
+		return retry(up.errorf("the body ended after %d bytes, the filter's header says %d", w.done, w.total))
+	}
+	if err := file.Sync(); err != nil {
+		return perr.Errorf("update: %w", err)
+	}
+	return file.Close()
+}
+
+// checker writes the download, reading the filter's header on the way to
+// check the file's size against the server's and the limits before any
+// byte past the header is written.
+type checker struct {
+	up        *updater
+	file      *os.File
+	hdr       []byte // the header's bytes, until complete
+	total     int64  // the file size the header declares; 0 until known
+	done      int64  // bytes of the file written
+	announced int64  // the server's size of the whole file, or -1
+	err       error  // a failure that no retry would mend
+}
+
+func (c *checker) Write(p []byte) (int, error) {
+	if c.total == 0 {
+		need := pkbf.HeaderSize - len(c.hdr)
+		c.hdr = append(c.hdr, p[:min(need, len(p))]...)
+		if len(c.hdr) == pkbf.HeaderSize {
+			if err := c.setHeader(); err != nil {
+				c.err = err
+				return 0, err
+			}
+		}
+	}
+	if c.total > 0 && c.done+int64(len(p)) > c.total {
+		c.err = c.up.errorf("the server sends more than the %d bytes the filter's header declares", c.total)
+		return 0, c.err
+	}
+	n, err := c.file.Write(p)
+	c.done += int64(n)
+	if err != nil {
+		c.err = perr.Errorf("update: writing %s: %w", c.up.download, err)
+		return n, c.err
+	}
+	if c.up.opts.Progress != nil {
+		c.up.opts.Progress(c.done, c.total)
+	}
+	return n, nil
+}
+
+// readHeader reads the header of a resumed download from its first part.
+func (c *checker) readHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return perr.Errorf("update: %w", err)
+	}
+	defer f.Close()
+	b := make([]byte, pkbf.HeaderSize)
+	n, _ := io.ReadFull(f, b)
+	c.hdr = b[:n]
+	if n == pkbf.HeaderSize {
+		return c.setHeader()
+	}
+	return nil
+}
+
+func (c *checker) setHeader() error {
+	h, err := pkbf.ParseHeader(c.hdr)
+	if err != nil {
+		return c.up.errorf("not a pkbfv1 filter: %w", err)
+	}
+	size := h.FileSize()
+	switch {
+	case size > uint64(c.up.opts.MaxSize):
+		return c.up.errorf("the filter is %d bytes (hash length %d), over the limit of %d; nothing written", size, h.HashLength, c.up.opts.MaxSize)
+	case c.announced >= 0 && uint64(c.announced) != size:
+		return c.up.errorf("the server says the file is %d bytes, the filter's header says %d", c.announced, size)
+	}
+	c.total = int64(size)
+	return nil
+}

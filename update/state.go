@@ -1,0 +1,183 @@
+package update
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/mapfile"
+)
+
+// state is what .FILTER.update.json remembers.
+type state struct {
+	// Of the installed file: the URL it came from, the server's validators
+	// and the header and file (size and modification time) Update
+	// installed, so that a file replaced or edited by other means is not
+	// mistaken for the one they describe. They stay until another file is
+	// installed, whatever happens to other downloads.
+	URL          string `json:"url"`
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+	Header       string `json:"header,omitempty"`
+	File         string `json:"file,omitempty"`
+	// The pins (pinID) that verified the installed file, if any.
+	Verified string `json:"verified,omitempty"`
+	// Of .FILTER.download: the URL and validators of the response it is
+	// part of.
+	PartialURL          string `json:"partial_url,omitempty"`
+	PartialETag         string `json:"partial_etag,omitempty"`
+	PartialLastModified string `json:"partial_last_modified,omitempty"`
+}
+
+// maxETag bounds the ETag kept: servers make them of a digest or a size
+// and a time, and one much longer is sent back in every request.
+const maxETag = 256
+
+// validETag returns etag if it is an entity-tag (RFC 9110: an optional
+// W/ and a quoted string of visible characters other than the quote) of
+// at most maxETag bytes, else "".
+func validETag(etag string) string {
+	s := etag
+	if len(s) > maxETag {
+		return ""
+	}
+	if len(s) >= 2 && s[:2] == "W/" {
+		s = s[2:]
+	}
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return ""
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; c < 0x21 || c == '"' || c == 0x7f {
+			return ""
+		}
+	}
+	return etag
+}
+
+// validLastModified returns lm, written as HTTP writes dates, if it is an
+// HTTP date no later than now; else "". A date from the future, sent back
+// as If-Modified-Since, would have the server call every later file
+// unmodified.
+func validLastModified(lm string, now time.Time) string {
+	t, err := http.ParseTime(lm)
+	if err != nil || t.After(now) {
+		return ""
+	}
+	return t.UTC().Format(http.TimeFormat)
+}
+
+// weakETag reports whether etag is weak (W/"..."), which If-Range may not
+// use.
+func weakETag(etag string) bool { return len(etag) >= 2 && etag[:2] == "W/" }
+
+// sane drops the validators in st that Update would not have kept: a
+// state file written by an older version, or by hand.
+func (st *state) sane(now time.Time) {
+	st.ETag, st.PartialETag = validETag(st.ETag), validETag(st.PartialETag)
+	if weakETag(st.PartialETag) {
+		st.PartialETag = ""
+	}
+	if st.LastModified != "" {
+		st.LastModified = validLastModified(st.LastModified, now)
+	}
+	if st.PartialLastModified != "" {
+		st.PartialLastModified = validLastModified(st.PartialLastModified, now)
+	}
+}
+
+// dropValidators forgets every validator: a request that carried them was
+// refused.
+func (st *state) dropValidators() {
+	st.ETag, st.LastModified = "", ""
+	st.PartialURL, st.PartialETag, st.PartialLastModified = "", "", ""
+}
+
+// fileID names a file as the state keeps it: its size and modification
+// time.
+func fileID(fi fs.FileInfo) string {
+	return fmt.Sprintf("%d bytes, modified %d", fi.Size(), fi.ModTime().UnixNano())
+}
+
+// headerHex is a header's bytes in hex, as the state keeps it.
+func headerHex(h pkbf.Header) string {
+	b, _ := h.AppendBinary(nil)
+	return hex.EncodeToString(b)
+}
+
+// openSideFile opens (creating it if need be) one of the files Update
+// keeps beside the filter: never through a symbolic link, only a regular
+// file, and readable by its owner alone (an older one is made so).
+func openSideFile(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|os.O_CREATE|oNoFollow, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &fs.PathError{Op: "open", Path: path, Err: errors.New("not a regular file")}
+	}
+	if err == nil && fi.Mode().Perm() != 0o600 {
+		err = f.Chmod(0o600)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// fileSize is the size of the file at path, not through a link.
+func fileSize(path string) (int64, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// maxStateFile bounds the state file read.
+const maxStateFile = 64 << 10
+
+// loadState reads the state file; an unreadable one (or a link) is no
+// state, and validators Update would not keep are dropped.
+func loadState(path string) state {
+	var st state
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return st
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxStateFile))
+	if err != nil || json.Unmarshal(b, &st) != nil {
+		return state{}
+	}
+	if st.PartialURL == "" { // written before the partial had a URL of its own
+		st.PartialURL = st.URL
+	}
+	st.sane(time.Now())
+	return st
+}
+
+// saveState writes the state file, mode 0600, atomically: a link planted
+// there is replaced, not followed.
+func (up *updater) saveState() {
+	b, _ := json.MarshalIndent(up.state, "", "  ")
+	err := mapfile.MakeAtomic(up.statePath, false, func(tmp *os.File) error {
+		if err := tmp.Chmod(0o600); err != nil {
+			return err
+		}
+		_, err := tmp.Write(append(b, '\n'))
+		return err
+	}, nil)
+	if err != nil {
+		up.logf("could not save %s: %v (the next update downloads the whole filter)", up.statePath, err)
+	}
+}

@@ -1,0 +1,90 @@
+package update
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/perr"
+)
+
+// The superset rule: without a pin (or where keys were added in place),
+// a new filter holds every bit the installed one has set. See "What
+// Update trusts" in the package doc.
+
+// ErrDropsBits is wrapped by the error Update returns when the superset
+// rule holds (no pin vouches for the filter, or keys were added to the
+// installed one in place) and the server's filter lacks bits the
+// installed one has set, compared in place or folded onto its hash
+// length, and neither Options.AcceptRebuild nor Force is set: keys it
+// reports would stop being reported.
+var ErrDropsBits = perr.New("the server's filter lacks bits the installed one has set")
+
+// ErrWeaker is wrapped by the error Update returns when the superset rule
+// holds and the server's filter has fewer hashes (k), a shorter hash
+// length (L) or a lower entry count than the installed one, and neither
+// Options.AcceptRebuild nor Force is set. Such a filter cannot be checked
+// against the installed one's bits (its first k' probes are a subset of
+// the installed k, and its positions mod 2^L' merge the installed ones),
+// and a genuine newer revision never has it.
+var ErrWeaker = perr.New("the server's filter is weaker than the installed one")
+
+// ErrUnverifiable is wrapped by the error Update returns when the server's
+// filter has more hashes or a longer hash length than the installed one,
+// no pin vouches for it, and neither
+// Options.AcceptRebuild nor Force is set: the installed bits check only
+// part of each key's new probes, so a server could leave a key out.
+var ErrUnverifiable = perr.New("the server's filter cannot be checked against the installed one")
+
+// supersetRule reports whether the filter must hold the installed one's
+// bits: no pin vouches for it, or keys were added to the installed one in
+// place (which no pin vouches for leaving out).
+func (up *updater) supersetRule() bool {
+	return !up.pinnedElsewhere() || up.editedInPlace()
+}
+
+// editedInPlace reports whether keys were added to the installed filter
+// in place since Update installed it: its header is not the one Update
+// recorded, or it changed while this update ran.
+func (up *updater) editedInPlace() bool {
+	return up.changedMeanwhile || up.state.Header != "" && up.old != nil && up.state.Header != headerHex(*up.old)
+}
+
+// checkWeaker refuses a filter h with fewer hashes, a shorter hash length
+// or fewer entries than the installed filter old, or, without a pin, with
+// more hashes or a longer hash length.
+func (up *updater) checkWeaker(old, h pkbf.Header) error {
+	var what []string
+	if h.HashCount < old.HashCount {
+		what = append(what, fmt.Sprintf("hash count %d -> %d", old.HashCount, h.HashCount))
+	}
+	if h.HashLength < old.HashLength {
+		what = append(what, fmt.Sprintf("hash length %d -> %d", old.HashLength, h.HashLength))
+	}
+	if h.EntryCount < old.EntryCount {
+		what = append(what, fmt.Sprintf("entry count %d -> %d", old.EntryCount, h.EntryCount))
+	}
+	if len(what) > 0 {
+		return perr.Kind(ErrWeaker, up.errorf("the filter is weaker than the installed filter %s (revision %d -> %d): %s; a genuine newer revision has as many hashes, bits and entries, and fewer cannot be checked against the installed bits; not installed (accept-rebuild installs it)",
+			up.path, old.Revision, h.Revision, strings.Join(what, ", ")))
+	}
+	if up.pinnedElsewhere() || h.HashCount == old.HashCount && h.HashLength == old.HashLength {
+		return nil // compared in place, or folded: a pin vouches for the new probes
+	}
+	// More hashes or a longer length: the installed bits vouch only for
+	// the new filter's first probes of each key, folded; a server that
+	// knows the keys can leave a later probe clear and pass every check.
+	return perr.Kind(ErrUnverifiable, up.errorf("the filter has other parameters than the installed filter %s (hash count %d -> %d, hash length %d -> %d): its bits cannot all be checked against the installed ones; pin it (a signature, or a digest from another source); not installed (accept-rebuild installs it)",
+		up.path, old.HashCount, h.HashCount, old.HashLength, h.HashLength))
+}
+
+// dropsBitsError refuses a filter that lacks dropped bits the installed
+// filter has set.
+func (up *updater) dropsBitsError(h pkbf.Header, dropped uint64) error {
+	what := "keys it reports would stop being reported"
+	if up.editedInPlace() {
+		what = "keys were added to it in place, and the new filter does not hold them (it is never merged with them)"
+	}
+	return perr.Kind(ErrDropsBits, up.errorf("the filter lacks %d of the bits set in the installed filter %s (revision %d -> %d): %s; not installed (accept-rebuild installs it)",
+		dropped, up.path, up.old.Revision, h.Revision, what))
+}
