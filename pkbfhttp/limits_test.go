@@ -210,7 +210,7 @@ func TestServeConnectionLimit(t *testing.T) {
 	}
 }
 
-// A filter truncated in place cannot answer: healthz and readyz say so,
+// A filter file truncated in place is not valid: healthz and readyz say so,
 // and recover once a good file is renamed over it; status describes the
 // state now, not past reload errors.
 func TestServeHealthFollowsFilter(t *testing.T) {
@@ -237,7 +237,7 @@ func TestServeHealthFollowsFilter(t *testing.T) {
 	os.Truncate(path, 100)
 	live.Reload() // fails: the file there is not valid
 	for _, p := range []string{"/healthz", "/readyz"} {
-		if code, body := get(p); code != 503 || !strings.Contains(body, "the filter cannot answer") || !strings.Contains(body, "it is 100 bytes") {
+		if code, body := get(p); code != 503 || !strings.Contains(body, "the filter file is not valid") || !strings.Contains(body, "it is 100 bytes") {
 			t.Errorf("%s with the filter truncated: %d %q", p, code, body)
 		}
 	}

@@ -18,9 +18,9 @@
 //	POST /v1/check   a body of keys, certificates and requests in any
 //	                 form pkbf.Bytes reads; one JSON line a key, as
 //	                 pkbf.Verdict.AppendJSON writes it
-//	GET  /healthz    200 while the filter can answer, else 503
-//	GET  /readyz     200 until Shutdown begins (and while the filter can
-//	                 answer), then 503
+//	GET  /healthz    200 while the filter's file is valid, else 503
+//	GET  /readyz     200 until Shutdown begins (and while the filter's
+//	                 file is valid), then 503
 //	GET  /v1/status  the filter's header, reloads and the last reload error
 //	GET  /metrics    counters in the Prometheus text format
 //	POST /v1/step-ca/authorize
@@ -37,9 +37,11 @@
 // a check slot, so that slow clients hold only their own connections,
 // and its check stops between two keys when its client goes away.
 //
-// A filter whose file was cut short or overwritten in place answers 503
-// and is reloaded; a key the filter holds is a 200 answer whose JSON says
-// so. Everything here is safe for concurrent use.
+// A filter file cut short or overwritten in place under the service
+// changes no answer: checks are answered from the copy of the file the
+// [pkbf.Live] validated, and /healthz answers 503 until a valid file
+// replaces it. A key the filter holds is a 200 answer whose JSON says so.
+// Everything here is safe for concurrent use.
 package pkbfhttp
 
 import (
@@ -334,35 +336,40 @@ func (s *Service) answer(ctx context.Context, body []byte) (out []byte, found, s
 	return out, found, status
 }
 
-// filterErr reports whether the filter in use can answer: nil, or why not
-// (its file was cut short or overwritten in place, and no valid file has
-// been renamed over it yet).
+// filterErr reports whether the file of the filter in use is still valid:
+// nil, or why not (it was cut short or overwritten in place with what is
+// not a filter, and no valid file has replaced it yet; checks are answered
+// from the copy read before).
 func (s *Service) filterErr() (err error) {
 	s.live.Do(func(f *pkbf.Filter) { err = f.FileChanged() })
 	return err
 }
 
-// healthz answers 200 while the filter can answer checks, else 503 with
-// the reason.
+// healthz answers 200 while the filter's file is valid, else 503 with the
+// reason.
 func (s *Service) healthz(w http.ResponseWriter, r *http.Request) {
 	if err := s.filterErr(); err != nil {
-		s.httpError(w, http.StatusServiceUnavailable, "the filter cannot answer: "+perr.Text(err))
+		s.httpError(w, http.StatusServiceUnavailable, fileBroken+perr.Text(err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	io.WriteString(w, "ok\n")
 }
 
-// readyz answers 200 while the service takes requests and its filter can
-// answer them; 503, with the reason, while the filter cannot and once
-// shutdown begins, so that a load balancer stops sending requests.
+// fileBroken begins healthz's and readyz's answer when the filter's file
+// is not valid.
+const fileBroken = "the filter file is not valid (checks are answered from the copy read before it changed): "
+
+// readyz answers 200 while the service takes requests and its filter's
+// file is valid; 503, with the reason, while it is not and once shutdown
+// begins, so that a load balancer stops sending requests.
 func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.shuttingDown.Load() {
 		s.httpError(w, http.StatusServiceUnavailable, "shutting down")
 		return
 	}
 	if err := s.filterErr(); err != nil {
-		s.httpError(w, http.StatusServiceUnavailable, "the filter cannot answer: "+perr.Text(err))
+		s.httpError(w, http.StatusServiceUnavailable, fileBroken+perr.Text(err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
