@@ -306,3 +306,33 @@ func TestServeEncryptedKeyHint(t *testing.T) {
 		t.Errorf("%d %s", code, out)
 	}
 }
+
+// Issue 48, item 13: an answer is charged to the body budget with its
+// body: one that fits is answered, one that can never fit (here six times
+// its 1 MiB body, a comment's control characters written \u0001) is 413,
+// and the room comes back either way.
+func TestServeAnswerCharged(t *testing.T) {
+	srv, s := hostileService(t, Limits{MaxBody: 1 << 20, MaxBodyMemory: 2 << 20, MaxInFlight: 4, MaxKeys: 10000})
+	fields := strings.Fields(string(testkit.ReadFile(t, key("ed25519.pub"))))
+	line := fields[0] + " " + fields[1] + " " + strings.Repeat("\x01", 65000) + "\n"
+	for _, tc := range []struct {
+		lines int
+		code  int
+		want  string
+	}{
+		{2, 200, `\u0001\u0001`},
+		{16, 413, "the answer would be larger than"},
+	} {
+		code, out := testkit.Post(t, srv.URL+"/v1/check", []byte(strings.Repeat(line, tc.lines)))
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%d lines: %d %.200q, want %d and %q", tc.lines, code, out, tc.code, tc.want)
+		}
+		deadline := time.Now().Add(5 * time.Second) // the handler ends after its client has the answer
+		for s.bodies.held() != 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := s.bodies.held(); got != 0 {
+			t.Errorf("%d lines: %d bytes still held once answered", tc.lines, got)
+		}
+	}
+}
