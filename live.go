@@ -24,7 +24,7 @@ import (
 // is read and valid. A file that is not, or that changes while it is read
 // (a copy in progress), leaves the old copy answering, reported through
 // [LiveOptions.OnError] and [Live.Stats]. A copy takes the file's size,
-// outside the Go heap (huge pages past 16 MiB on Linux); twice that during
+// outside the Go heap (huge pages on Linux when large); twice that during
 // a switch, until the queries in flight on the old copy finish.
 //
 // Queries are safe for concurrent use, lock-free and allocation-free: they
