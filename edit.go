@@ -30,7 +30,7 @@ const pathCheckEvery = 50 * time.Millisecond
 
 func openInPlace(path string) (*Writable, error) {
 	w := new(Writable)
-	if err := open(path, true, &w.core); err != nil {
+	if err := open(path, forEditing, &w.core); err != nil {
 		return nil, err
 	}
 	m := w.mapped

@@ -61,6 +61,7 @@
 package pkbf
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -98,6 +99,7 @@ type core struct {
 	k      uint64        // hash count
 	large  bool          // batches work in rounds: see roundsFrom
 	mapped *mapfile.File // the file behind a filter from Open or Edit, or nil
+	copied *mapfile.File // the file behind a filter read, not mapped (OpenLive, or Open where mmap fails), or nil
 	opened Header        // the header when the file was opened
 
 	// ProbablyBatch's running mean of the bits its keys needed tested in
@@ -187,11 +189,20 @@ func Parse(b []byte) (*Filter, error) {
 // wrapping [ErrInvalidFile] that names the file. Open never writes to the file.
 func Open(path string) (*Filter, error) {
 	f := new(Filter)
-	if err := open(path, false, &f.core); err != nil {
+	if err := open(path, forQueries, &f.core); err != nil {
 		return nil, err
 	}
 	return f, nil
 }
+
+// How open reads a regular file: mapped read-only (Open), mapped writable
+// and shared (Edit), or copied into memory of its own (OpenLive; see
+// mapfile.Copy).
+const (
+	forQueries = iota
+	forEditing
+	forLive
+)
 
 // openFile opens the filter file at path, for reading or for writing in
 // place, and refuses what cannot be one: a directory, and for writing
@@ -219,9 +230,10 @@ func openFile(path string, writable bool) (*os.File, fs.FileInfo, error) {
 	return file, fi, nil
 }
 
-// open opens the filter file at path into c, as Open documents, for
-// reading or for editing in place.
-func open(path string, writable bool, c *core) error {
+// open opens the filter file at path into c, as Open documents, read as
+// how says.
+func open(path string, how int, c *core) error {
+	writable := how == forEditing
 	file, fi, err := openFile(path, writable)
 	if err != nil {
 		return err
@@ -239,14 +251,23 @@ func open(path string, writable bool, c *core) error {
 		h, size, err = checkFile(file, path)
 		return size, err
 	}
-	fault := fileChanged{path: path, detail: "its memory could not be read or written: the file is shorter than when it was opened, or its file system is full"}.err()
-	m, err := mapfile.Map(file, path, writable, check, fault)
+	var m *mapfile.File
+	if how == forLive {
+		m, err = mapfile.Copy(file, path, check)
+	} else {
+		fault := fileChanged{path: path, detail: "its memory could not be read or written: the file is shorter than when it was opened, or its file system is full"}.err()
+		m, err = mapfile.Map(file, path, writable, check, fault)
+	}
 	if err != nil {
 		file.Close()
 		return err
 	}
 	c.init(h, m.Bytes()[offData:m.Size():m.Size()])
-	c.mapped, c.opened = m, h
+	if c.opened = h; m.Mapped() {
+		c.mapped = m
+	} else {
+		c.copied = m
+	}
 	return nil
 }
 
@@ -355,23 +376,24 @@ func (f *Filter) Close() error { return f.release() }
 // release unmaps and closes the filter's file, if any, and forgets its data.
 func (c *core) release() error {
 	var err error
-	if c.mapped != nil {
-		err = c.mapped.Close()
-		c.mapped = nil
+	for _, m := range []*mapfile.File{c.mapped, c.copied} {
+		if m != nil {
+			err = errors.Join(err, m.Close())
+		}
 	}
-	c.data = nil
+	c.mapped, c.copied, c.data = nil, nil, nil
 	return err
 }
 
-// FileChanged reports whether the file behind a filter from [Open] is
-// still the one that was opened, as far as can be told: the same size, the
-// same parameters, and counters that only went forward, as they do when
-// keys are added in place. Otherwise it returns an error wrapping
-// [ErrFileChanged] that says what changed: the file was truncated, or
-// overwritten in place (copied over, say) with another filter. A file
-// overwritten with a newer filter of the same size and parameters looks
-// like one that had keys added in place, and passes; queries then answer
-// from the new content. For filters not read from a file it returns nil.
+// FileChanged reports whether the file behind a filter from [Open] or
+// [Live.Do] is still the one that was opened, as far as can be told: the
+// same size, the same parameters, and counters that only went forward, as
+// they do when keys are added in place. Otherwise it returns an error
+// wrapping [ErrFileChanged] that says what changed: the file was
+// truncated, or overwritten in place (copied over, say) with another
+// filter. A file overwritten with a newer filter of the same size and
+// parameters looks like one that had keys added in place, and passes. For
+// filters not read from a file it returns nil.
 //
 // FileChanged reads the header under a shared flock(2). It is safe to call
 // concurrently with queries, and cheap enough to call after every batch.
@@ -380,12 +402,12 @@ func (f *Filter) FileChanged() error {
 	return err
 }
 
-// fileHeader reads the header in the file behind a mapped filter now,
-// under a shared flock(2), and checks it as FileChanged documents. For
-// filters not mapped from a file it returns the header as opened.
+// fileHeader reads the header in the file behind a filter now, under a
+// shared flock(2), and checks it as FileChanged documents. For filters
+// not read from a file it returns the header as opened.
 func (f *Filter) fileHeader() (h Header, err error) {
-	m := f.mapped
-	if m == nil || !m.Mapped() {
+	m := cmp.Or(f.mapped, f.copied)
+	if m == nil {
 		return f.hdr, nil
 	}
 	if err := m.Lock(false); err != nil {
@@ -400,8 +422,11 @@ func (f *Filter) fileHeader() (h Header, err error) {
 	if fi.Size() != int64(m.Size()) {
 		return Header{}, fileChanged{path: path, detail: fmt.Sprintf("it is %d bytes, it was %d", fi.Size(), m.Size())}.err()
 	}
-	defer m.RecoverFault(debug.SetPanicOnFault(true), &err)
-	h, herr := ParseHeader(m.Bytes())
+	var hb [headerSize]byte
+	if err := m.ReadStart(hb[:]); err != nil {
+		return Header{}, err
+	}
+	h, herr := ParseHeader(hb[:])
 	was := f.opened
 	switch {
 	case herr != nil:

@@ -1,35 +1,35 @@
 package pkbf
 
 import (
+	"errors"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
 )
 
 // A Live filter follows a filter path for the life of a program: its
-// queries always use the newest valid file at that path. A service opens
-// the filter once and runs for months while the publisher ships new files,
-// which operators install by renaming them over the path.
+// queries use the newest valid file at that path, where operators install
+// new files by renaming them over it.
 //
-// Live polls the path (every [LiveOptions.Interval], and when
-// [Live.Reload] is called, on SIGHUP for instance). When the path names
-// another file, or the file changed size, it opens and validates the new
-// one and only then switches to it; until then, and if the new file is not
-// valid, queries go on answering from the old one: there is never a moment
-// without a filter. The old filter's mapping is released once the queries
-// in flight on it have finished. Reload errors are reported through
-// [LiveOptions.OnError] and [Live.Stats]; a file that failed is tried again
-// when it changes. Keys that another process adds in place to the current
-// file are seen at once, as with [Open].
+// A Live answers from a copy of the file in memory of its own, read under
+// the file's shared flock(2) and validated as [Open] validates a file: no
+// write to the file (cp or dd over it, a truncation) changes an answer.
+// It polls the path (every [LiveOptions.Interval], and at [Live.Reload]),
+// and when the path names another file or the file changed (keys added in
+// place, another filter copied over it) it switches to a new copy once it
+// is read and valid. A file that is not, or that changes while it is read
+// (a copy in progress), leaves the old copy answering, reported through
+// [LiveOptions.OnError] and [Live.Stats]. A copy takes the file's size,
+// outside the Go heap (huge pages on Linux when large); twice that during
+// a switch, until the queries in flight on the old copy finish.
 //
 // Queries are safe for concurrent use, lock-free and allocation-free: they
-// take a reference on the current filter (two atomic additions on one of
-// several counters), as
-// BenchmarkLive measures against a plain *Filter.
+// take a reference on the current copy (two atomic additions on one of
+// several counters), as BenchmarkLive measures against a plain *Filter.
 type Live struct {
 	path string
 	opts LiveOptions
@@ -42,10 +42,10 @@ type Live struct {
 	reloads   atomic.Int64
 	errs      atomic.Int64
 	lastErr   atomic.Pointer[error]
-	closing   atomic.Int64 // retired filters whose close is under way
-	slowClose func()       // tests: runs before each close, as a slow kernel
-	failed    fileID       // the identity of the last file that failed to load
-	statErr   string       // the error of the last stat that failed, reported once
+	closing   atomic.Int64  // retired filters whose close is under way
+	slowClose func()        // tests: runs before each close, as a slow kernel
+	failed    mapfile.Stamp // the last file (and its state) that failed to load
+	statErr   string        // the error of the last stat that failed, reported once
 }
 
 // LiveOptions configure a [Live] filter. The zero value polls every second.
@@ -58,39 +58,21 @@ type LiveOptions struct {
 	// OnError, if not nil, is called when a new file cannot be loaded;
 	// the old one stays in use.
 	OnError func(error)
-	// OnChange, if not nil, is called when the current file's header
-	// changes without a new file: keys were added in place, or a newer
-	// filter of the same size was copied over the file (which no reader
-	// can tell apart; see [Filter.FileChanged]).
+	// OnChange, if not nil, is called after a switch to new content of the
+	// same file (keys added in place, or another filter copied over it).
 	OnChange func(old, new Header)
 }
 
 // LiveStats describes a Live filter's life so far.
 type LiveStats struct {
-	Header    Header    // the current file's header, as last read (see Reload)
-	LoadedAt  time.Time // when the current file was loaded
-	Reloads   int64     // switches to a new file
-	Errors    int64     // new files that could not be loaded
-	LastError error     // the last of those since the current file was loaded, or nil
+	Header    Header    // the header of the copy in use
+	LoadedAt  time.Time // when the copy in use was read
+	Reloads   int64     // switches to a new file (not to new content of the same file)
+	Errors    int64     // new files or contents that could not be loaded
+	LastError error     // the last of those since the copy in use was read, or nil
 	// PendingCloses counts retired files still being closed: the kernel
 	// can take seconds to release a large file that was renamed over.
 	PendingCloses int64
-}
-
-// fileID tells files apart: a rename over the path makes another file
-// (os.SameFile), a copy over it changes the size (or, when the size is the
-// same, nothing pkbf can see; see Filter.Check). Keys added in place
-// change the modification time of the same file.
-type fileID struct{ fi os.FileInfo }
-
-// same reports whether id and o are the same file at the same size.
-func (id fileID) same(o fileID) bool {
-	return os.SameFile(id.fi, o.fi) && id.fi.Size() == o.fi.Size()
-}
-
-// unchanged reports whether id and o are the same file, not written since.
-func (id fileID) unchanged(o fileID) bool {
-	return id.same(o) && id.fi.ModTime().Equal(o.fi.ModTime())
 }
 
 // liveShards is how many counters share a filter's references, each on a
@@ -101,7 +83,7 @@ const liveShards = 16
 // liveFilter is one file's filter with the count of queries using it.
 type liveFilter struct {
 	f        *Filter
-	id       fileID
+	id       mapfile.Stamp
 	loadedAt time.Time
 	refs     [liveShards]struct {
 		n atomic.Int64
@@ -109,8 +91,7 @@ type liveFilter struct {
 	}
 	retired atomic.Bool
 	closed  atomic.Bool
-	live    *Live                  // that follows it
-	header  atomic.Pointer[Header] // as last read from the file
+	live    *Live // that follows it
 }
 
 // inUse returns the number of references, summed over the shards: only
@@ -150,8 +131,9 @@ func (lf *liveFilter) close() {
 	}
 }
 
-// OpenLive opens the filter at path, as [Open] does, and follows it. It
-// returns Open's error if the first file cannot be loaded. Call
+// OpenLive reads the filter at path into a copy, validated as [Open]
+// validates a file, and follows it. It returns Open's error if the first
+// file cannot be loaded, or if it keeps changing while it is read. Call
 // [Live.Close] to stop following and release the filter.
 func OpenLive(path string, opts LiveOptions) (*Live, error) {
 	l := &Live{path: path, opts: opts, stop: make(chan struct{}), done: make(chan struct{})}
@@ -184,33 +166,24 @@ func OpenLive(path string, opts LiveOptions) (*Live, error) {
 	return l, nil
 }
 
-// load opens the file at the path.
+// load reads the file at the path into a copy. The path is looked at
+// first: a change after that makes the next poll read it again.
 func (l *Live) load() (*liveFilter, error) {
-	id, err := statID(l.path)
+	id, err := mapfile.StatPath(l.path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := Open(l.path)
-	if err != nil {
+	f := new(Filter)
+	if err := open(l.path, forLive, &f.core); err != nil {
 		return nil, err
 	}
-	lf := &liveFilter{f: f, id: id, loadedAt: time.Now(), live: l}
-	h := f.Header()
-	lf.header.Store(&h)
-	return lf, nil
+	return &liveFilter{f: f, id: id, loadedAt: time.Now(), live: l}, nil
 }
 
-func statID(path string) (fileID, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileID{}, err
-	}
-	return fileID{fi}, nil
-}
-
-// Reload checks the path now and switches to a new file there, if there
-// is one and it is valid. It returns nil when there was nothing to do or
-// the switch was made, and the error otherwise (the old file stays in use).
+// Reload checks the path now and switches to a new file there, or to new
+// content of the file in use, if there is one and it is valid. It returns
+// nil when there was nothing to do or the switch was made, and the error
+// otherwise (the copy in use stays).
 func (l *Live) Reload() error {
 	if l.closed.Load() {
 		return perr.New("Reload on a closed Live filter")
@@ -218,7 +191,7 @@ func (l *Live) Reload() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	old := l.cur.Load()
-	id, err := statID(l.path)
+	id, err := mapfile.StatPath(l.path)
 	if err != nil {
 		if err.Error() == l.statErr {
 			return err // the path is still missing: reported already
@@ -227,23 +200,20 @@ func (l *Live) Reload() error {
 		return l.fail(id, err)
 	}
 	l.statErr = ""
-	if id.same(old.id) {
-		if h, err := old.f.fileHeader(); err == nil {
-			// The same file; keys added in place show through the mapping.
-			if was := old.header.Load(); h != *was {
-				old.header.Store(&h)
-				if l.opts.OnChange != nil {
-					l.opts.OnChange(*was, h)
-				}
-			}
+	if id.Unchanged(old.id) {
+		// A writer through a mapping (keys added in place) may leave
+		// the times as they were: the header, under the lock, says.
+		if h, err := old.f.fileHeader(); err == nil && h == old.f.Header() {
 			return nil
 		}
 	}
-	switch {
-	case l.failed.fi != nil && id.unchanged(l.failed):
+	if id.Unchanged(l.failed) {
 		return nil // this file failed already; try again when it changes
 	}
 	lf, err := l.load()
+	if errors.Is(err, mapfile.ErrChanging) {
+		return l.fail(mapfile.Stamp{}, err) // being written: read again at the next poll
+	}
 	if err != nil {
 		return l.fail(id, err)
 	}
@@ -252,16 +222,22 @@ func (l *Live) Reload() error {
 	if old.inUse() == 0 {
 		old.close()
 	}
-	l.reloads.Add(1)
-	l.failed = fileID{}
+	l.failed = mapfile.Stamp{}
 	l.lastErr.Store(nil)
+	if lf.id.SameFile(old.id) {
+		if l.opts.OnChange != nil {
+			l.opts.OnChange(old.f.Header(), lf.f.Header()) // a retired filter keeps its header
+		}
+		return nil
+	}
+	l.reloads.Add(1)
 	if l.opts.OnReload != nil {
 		l.opts.OnReload(lf.f.Header())
 	}
 	return nil
 }
 
-func (l *Live) fail(id fileID, err error) error {
+func (l *Live) fail(id mapfile.Stamp, err error) error {
 	err = perr.Errorf("reloading %s (the filter loaded before stays in use): %w", l.path, err)
 	l.failed = id
 	l.errs.Add(1)
@@ -337,7 +313,7 @@ func (l *Live) Path() string { return l.path }
 func (l *Live) Stats() LiveStats {
 	lf, shard := l.acquire()
 	defer lf.release(shard)
-	s := LiveStats{Header: *lf.header.Load(), LoadedAt: lf.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load(), PendingCloses: l.closing.Load()}
+	s := LiveStats{Header: lf.f.Header(), LoadedAt: lf.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load(), PendingCloses: l.closing.Load()}
 	if e := l.lastErr.Load(); e != nil {
 		s.LastError = *e
 	}

@@ -14,7 +14,8 @@ import (
 
 // readBody reads a request's body within the service's budget, or
 // answers the error and reports false. Call release once done with the
-// body. A body over the limit, or one the budget has no room for, is
+// body (calling it again does nothing); the body's capacity is the room
+// it holds. A body over the limit, or one the budget has no room for, is
 // refused before a byte of it is read when its length is declared: no
 // "100 Continue" goes to a client that asked, and the connection is
 // closed rather than drained.
@@ -28,7 +29,7 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 	s.receiving.Add(1)
 	defer s.receiving.Add(-1)
 	held := int64(0)
-	release = func() { s.bodies.give(held) }
+	release = func() { s.bodies.give(held); held = 0 }
 	refuse := func(code int, msg string) ([]byte, func(), bool) {
 		release()
 		w.Header().Set("Connection", "close")
@@ -41,7 +42,7 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 	}
 	busy := fmt.Sprintf("the server holds as many request bodies as it may (%d bytes in all): try again shortly", s.limits.MaxBodyMemory)
 	if n >= 0 { // the length is declared: take it all at once
-		if !s.bodies.take(n) {
+		if !s.bodies.take(n, n > smallBody) {
 			return refuse(http.StatusServiceUnavailable, busy)
 		}
 		held = n
@@ -58,7 +59,7 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 				// Doubling keeps the copies linear in the body's size;
 				// the budget is charged what is allocated.
 				step := min(max(held, 64<<10), s.limits.MaxBody-held)
-				if !s.bodies.take(step) {
+				if !s.bodies.take(step, held+step > smallBody) {
 					return refuse(http.StatusServiceUnavailable, busy)
 				}
 				held += step
@@ -89,13 +90,14 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 }
 
 // budget is a number of bytes shared by all requests: a request takes
-// its body's size before reading it and gives it back when done. Bodies
-// of more than smallBody bytes may take only largeShare of it, so that
-// small requests find room while large uploads fill the rest; but never
-// less than the most one request body may hold, so that a body within
-// that limit always fits once the others are done, and is never told to
-// retry a request that could never succeed. (Where that most is more than
-// largeShare of the budget, large bodies may fill all of it.)
+// its body's size before reading it, and its answer's as the answer is
+// made, and gives them back when done. Requests holding more than
+// smallBody bytes may take only largeShare of it, so that small requests
+// find room while large uploads fill the rest; but never less than the
+// most one request body may hold and a small answer (smallBody), so that
+// such a request always fits once the others are done, and is never told
+// to retry a request that could never succeed. (Where that most is more
+// than largeShare of the budget, large requests may fill all of it.)
 type budget struct {
 	mu         sync.Mutex
 	used, size int64
@@ -107,16 +109,20 @@ const (
 	largeShare = 0.875
 )
 
-// newBudget returns a budget of size bytes for bodies of at most maxBody.
+// newBudget returns a budget of size bytes for bodies of at most maxBody,
+// and at least room for such a body and a small answer.
 func newBudget(size, maxBody int64) *budget {
-	return &budget{size: size, large: max(int64(float64(size)*largeShare), maxBody)}
+	size = max(size, maxBody+smallBody)
+	return &budget{size: size, large: max(int64(float64(size)*largeShare), maxBody+smallBody)}
 }
 
-func (b *budget) take(n int64) bool {
+// take takes n bytes for a request, large if it holds more than smallBody
+// bytes with them, and reports whether there was room.
+func (b *budget) take(n int64, large bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	limit := b.size
-	if n > smallBody {
+	if large {
 		limit = b.large
 	}
 	if b.used+n > limit && n > 0 {
@@ -125,6 +131,9 @@ func (b *budget) take(n int64) bool {
 	b.used += n
 	return true
 }
+
+// most returns the most one request may hold.
+func (b *budget) most() int64 { return b.large }
 
 func (b *budget) held() int64 {
 	b.mu.Lock()

@@ -210,7 +210,7 @@ func TestServeConnectionLimit(t *testing.T) {
 	}
 }
 
-// A filter truncated in place cannot answer: healthz and readyz say so,
+// A filter file truncated in place is not valid: healthz and readyz say so,
 // and recover once a good file is renamed over it; status describes the
 // state now, not past reload errors.
 func TestServeHealthFollowsFilter(t *testing.T) {
@@ -237,7 +237,7 @@ func TestServeHealthFollowsFilter(t *testing.T) {
 	os.Truncate(path, 100)
 	live.Reload() // fails: the file there is not valid
 	for _, p := range []string{"/healthz", "/readyz"} {
-		if code, body := get(p); code != 503 || !strings.Contains(body, "the filter cannot answer") || !strings.Contains(body, "it is 100 bytes") {
+		if code, body := get(p); code != 503 || !strings.Contains(body, "the filter file is not valid") || !strings.Contains(body, "it is 100 bytes") {
 			t.Errorf("%s with the filter truncated: %d %q", p, code, body)
 		}
 	}
@@ -304,5 +304,35 @@ func TestServeEncryptedKeyHint(t *testing.T) {
 	code, out := testkit.Post(t, srv.URL+"/v1/check", testkit.ReadFile(t, filepath.Join(keysDir, "more", "chain-password.p12")))
 	if code != http.StatusBadRequest || !strings.Contains(out, "pkbf serve takes no passphrase: send the public key or the certificate") || strings.Contains(out, "--passphrase-file") {
 		t.Errorf("%d %s", code, out)
+	}
+}
+
+// Issue 48, item 13: an answer is charged to the body budget with its
+// body: one that fits is answered, one that can never fit (here six times
+// its 1 MiB body, a comment's control characters written \u0001) is 413,
+// and the room comes back either way.
+func TestServeAnswerCharged(t *testing.T) {
+	srv, s := hostileService(t, Limits{MaxBody: 1 << 20, MaxBodyMemory: 2 << 20, MaxInFlight: 4, MaxKeys: 10000})
+	fields := strings.Fields(string(testkit.ReadFile(t, key("ed25519.pub"))))
+	line := fields[0] + " " + fields[1] + " " + strings.Repeat("\x01", 65000) + "\n"
+	for _, tc := range []struct {
+		lines int
+		code  int
+		want  string
+	}{
+		{2, 200, `\u0001\u0001`},
+		{16, 413, "the answer would be larger than"},
+	} {
+		code, out := testkit.Post(t, srv.URL+"/v1/check", []byte(strings.Repeat(line, tc.lines)))
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%d lines: %d %.200q, want %d and %q", tc.lines, code, out, tc.code, tc.want)
+		}
+		deadline := time.Now().Add(5 * time.Second) // the handler ends after its client has the answer
+		for s.bodies.held() != 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := s.bodies.held(); got != 0 {
+			t.Errorf("%d lines: %d bytes still held once answered", tc.lines, got)
+		}
 	}
 }

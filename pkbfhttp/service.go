@@ -18,9 +18,9 @@
 //	POST /v1/check   a body of keys, certificates and requests in any
 //	                 form pkbf.Bytes reads; one JSON line a key, as
 //	                 pkbf.Verdict.AppendJSON writes it
-//	GET  /healthz    200 while the filter can answer, else 503
-//	GET  /readyz     200 until Shutdown begins (and while the filter can
-//	                 answer), then 503
+//	GET  /healthz    200 while the filter's file is valid, else 503
+//	GET  /readyz     200 until Shutdown begins (and while the filter's
+//	                 file is valid), then 503
 //	GET  /v1/status  the filter's header, reloads and the last reload error
 //	GET  /metrics    counters in the Prometheus text format
 //	POST /v1/step-ca/authorize
@@ -29,17 +29,25 @@
 // # Limits
 //
 // What one request and all of them together may ask of the service is
-// bounded ([Limits]): a request body's size, the bytes of bodies held at
-// once, the connections held, the requests checked at once, the objects
-// in one body. A request over a limit is refused (413 for one that can
-// never fit, 503 with Retry-After for one that may later), never queued
-// with its memory held. A request body is read whole before it waits for
-// a check slot, so that slow clients hold only their own connections,
-// and its check stops between two keys when its client goes away.
+// bounded ([Limits]): a request body's size, the bytes of bodies and
+// answers held at once, the connections held and the requests in them
+// (HTTP/2 carries up to 16 a connection), the requests checked at once,
+// the objects in one body. A request over a limit is refused (413 for one
+// that can never fit, 503 with Retry-After for one that may later), never
+// queued with its memory held. A request body is read whole before it
+// waits for a check slot, and the check's answer is made whole before it
+// is written, the slot given back, so that slow clients hold only their
+// own connections and their own bodies' and answers' room; a check stops
+// between two keys when its client goes away. The heap also holds the
+// checks' working memory and what the collector has yet to free: a server
+// should set a memory limit ([runtime/debug.SetMemoryLimit]) a little above
+// MaxBodyMemory, as pkbf serve does.
 //
-// A filter whose file was cut short or overwritten in place answers 503
-// and is reloaded; a key the filter holds is a 200 answer whose JSON says
-// so. Everything here is safe for concurrent use.
+// A filter file cut short or overwritten in place under the service
+// changes no answer: checks are answered from the copy of the file the
+// [pkbf.Live] validated, and /healthz answers 503 until a valid file
+// replaces it. A key the filter holds is a 200 answer whose JSON says so.
+// Everything here is safe for concurrent use.
 package pkbfhttp
 
 import (
@@ -71,17 +79,22 @@ type Limits struct {
 	// MaxBody is the most bytes of one request body; a longer one gets
 	// 413, before it is read when its length is declared.
 	MaxBody int64
-	// MaxBodyMemory is the most bytes of request bodies held at once, all
-	// connections together; a request the budget has no room for gets
-	// 503. Bodies over 64 KiB share at most 7/8 of it, so that small ones
-	// find room, or MaxBody if that is more (a body within MaxBody always
-	// fits once the others are done; then large bodies may fill it all).
-	// It may not be less than MaxBody.
+	// MaxBodyMemory is the most bytes of request bodies and answers held
+	// at once, all connections together; a request the budget has no room
+	// for gets 503. Requests holding over 64 KiB share at most 7/8 of it,
+	// so that small ones find room, or MaxBody and 64 KiB of answer if
+	// that is more (such a request always fits once the others are done;
+	// then large ones may fill it all, and the budget is that large at
+	// least). It may not be less than MaxBody.
 	MaxBodyMemory int64
 	// MaxConns is the most connections [Service.Listener] holds at once;
-	// one more is answered 503 and closed.
+	// one more is answered 503 and closed. It also bounds the requests
+	// that may carry a body (all but GET and HEAD) handled at once, over
+	// all connections and HTTP/2 streams: one more is answered 503.
 	MaxConns int
-	// MaxInFlight is the most requests checked at once; others wait.
+	// MaxInFlight is the most requests checked at once; others wait. A
+	// check gives its slot back once its answer is made, before the
+	// answer is written.
 	MaxInFlight int
 	// MaxKeys is the most keys, certificates and requests in one request
 	// body; a request with more gets 413.
@@ -132,11 +145,11 @@ type Service struct {
 	mux          *http.ServeMux
 	webhook      *stepca.Handler
 
-	// What requests are doing now, for Shutdown's report.
-	receiving, waiting, checking atomic.Int64
+	// What requests are doing now, for Shutdown's report and /metrics.
+	inFlight, receiving, waiting, checking, answering atomic.Int64
 
 	// Counters, exposed by /metrics.
-	requests, badRequests, keys, hits, keyErrors, filterErrors, abandoned, busy, connsRefused atomic.Int64
+	requests, badRequests, keys, hits, keyErrors, filterErrors, abandoned, busy, connsRefused, requestsRefused atomic.Int64
 }
 
 // New returns a Service answering from live under opts. It returns an
@@ -175,8 +188,28 @@ func New(live *pkbf.Live, opts Options) (*Service, error) {
 	return s, nil
 }
 
-// ServeHTTP answers one request.
-func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP answers one request. The requests that may carry a body (all
+// but GET and HEAD) are bounded across connections and HTTP/2 streams:
+// past [Limits.MaxConns] of them at once, one more is answered 503 at
+// once.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if s.inFlight.Add(1) > int64(s.limits.MaxConns) {
+			s.inFlight.Add(-1)
+			s.requestsRefused.Add(1)
+			w.Header().Set("Retry-After", "1")
+			s.httpError(w, http.StatusServiceUnavailable, "too many requests at once: try again shortly")
+			return
+		}
+		defer s.inFlight.Add(-1)
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// maxStreams is the most requests one HTTP/2 connection may have open at
+// once (Go's default is 250): a connection counts once against MaxConns,
+// its requests each against the bound ServeHTTP keeps.
+const maxStreams = 16
 
 // Server returns an http.Server for s with every timeout a public-facing
 // server needs, logging its errors to logger (nil: the log package's).
@@ -190,6 +223,7 @@ func (s *Service) Server(logger *log.Logger) *http.Server {
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          logger,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams},
 	}
 }
 
@@ -198,6 +232,7 @@ type InFlight struct {
 	Receiving int64 // reading their bodies
 	Waiting   int64 // waiting for a check slot
 	Checking  int64 // being checked
+	Answering int64 // writing their answers
 }
 
 // Shutdown stops srv, the server of s: /readyz answers 503 from now on, no
@@ -211,7 +246,7 @@ func (s *Service) Shutdown(ctx context.Context, srv *http.Server) (InFlight, err
 	if err == nil {
 		return InFlight{}, nil
 	}
-	cut := InFlight{Receiving: s.receiving.Load(), Waiting: s.waiting.Load(), Checking: s.checking.Load()}
+	cut := InFlight{Receiving: s.receiving.Load(), Waiting: s.waiting.Load(), Checking: s.checking.Load(), Answering: s.answering.Load()}
 	srv.Close()
 	return cut, err
 }
@@ -250,15 +285,20 @@ func (s *Service) check(w http.ResponseWriter, r *http.Request) {
 	select {
 	case s.slots <- struct{}{}:
 		s.waiting.Add(-1)
-		defer func() { <-s.slots }()
 	case <-ctx.Done():
 		s.waiting.Add(-1)
 		s.stopped(w, ctx)
 		return
 	}
 	s.checking.Add(1)
-	defer s.checking.Add(-1)
-	out, found, status := s.answer(ctx, body)
+	a := &answer{budget: s.bodies, base: int64(cap(body))}
+	defer a.release()
+	found, status, reason := s.answer(ctx, body, a)
+	// The check is done: its slot and its body's room go to others
+	// while the answer is written, however slowly the client reads.
+	s.checking.Add(-1)
+	<-s.slots
+	release()
 	switch {
 	case status == http.StatusRequestEntityTooLarge:
 		s.httpError(w, status, fmt.Sprintf("the request body holds more than %d keys, certificates and requests: send them in several requests", s.limits.MaxKeys))
@@ -269,22 +309,29 @@ func (s *Service) check(w http.ResponseWriter, r *http.Request) {
 	case status == http.StatusServiceUnavailable:
 		s.filterErrors.Add(1)
 		s.live.Reload()
-		s.httpError(w, status, string(out)+"; reloading: try again")
+		s.httpError(w, status, reason+"; reloading: try again")
 		return
-	case found == 0 && len(out) == 0:
+	case a.refused == http.StatusRequestEntityTooLarge:
+		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the answer would be larger than %d bytes: send fewer keys a request", min(maxAnswer, s.bodies.most()-a.base)))
+		return
+	case a.refused == http.StatusServiceUnavailable:
+		s.busy.Add(1)
+		w.Header().Set("Retry-After", "1")
+		s.httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("the server holds as many request bodies and answers as it may (%d bytes in all): try again shortly", s.limits.MaxBodyMemory))
+		return
+	case found == 0 && a.size == 0:
 		s.httpError(w, http.StatusBadRequest, "no key, certificate or request in the request body")
-		return
-	case len(out) > maxAnswer:
-		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the answer would be larger than %d bytes: send fewer keys a request", maxAnswer))
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.Header().Set("Content-Length", strconv.Itoa(a.size))
 	if found == 0 { // nothing in the body could be read as a key
 		s.badRequests.Add(1)
 		w.WriteHeader(http.StatusBadRequest)
 	}
-	w.Write(out)
+	s.answering.Add(1)
+	defer s.answering.Add(-1)
+	a.writeTo(w)
 }
 
 // stopped answers a request whose work stopped: 503 if it ran out of
@@ -297,10 +344,11 @@ func (s *Service) stopped(w http.ResponseWriter, ctx context.Context) {
 }
 
 // answer checks the keys of a request body in the current filter and
-// returns the answer's body and how many of its objects could be read as
-// keys. Its status is 413 past the key limit, 503 when the filter's file
-// failed while in use (out is then the reason), else 0.
-func (s *Service) answer(ctx context.Context, body []byte) (out []byte, found, status int) {
+// writes the answer's body into a, stopping when a has no room (see
+// a.refused). It returns how many of the body's objects could be read as
+// keys, and a status: 413 past the key limit, 503 when the filter's file
+// failed while in use (reason then says why), else 0.
+func (s *Service) answer(ctx context.Context, body []byte, a *answer) (found, status int, reason string) {
 	request := pkbf.Bytes("request", body)
 	objects := 0
 	s.live.Do(func(f *pkbf.Filter) {
@@ -312,7 +360,7 @@ func (s *Service) answer(ctx context.Context, body []byte) (out []byte, found, s
 			}
 			switch {
 			case errors.Is(v.Err, pkbf.ErrFileChanged):
-				out, status = []byte(perr.Text(v.Err)), http.StatusServiceUnavailable
+				status, reason = http.StatusServiceUnavailable, perr.Text(v.Err)
 				return
 			case v.Err != nil:
 				s.keyErrors.Add(1)
@@ -326,43 +374,48 @@ func (s *Service) answer(ctx context.Context, body []byte) (out []byte, found, s
 					s.hits.Add(1)
 				}
 			}
-			if len(out) <= maxAnswer {
-				out = v.AppendJSON(out)
+			if !a.add(v) {
+				return
 			}
 		}
 	})
-	return out, found, status
+	return found, status, reason
 }
 
-// filterErr reports whether the filter in use can answer: nil, or why not
-// (its file was cut short or overwritten in place, and no valid file has
-// been renamed over it yet).
+// filterErr reports whether the file of the filter in use is still valid:
+// nil, or why not (it was cut short or overwritten in place with what is
+// not a filter, and no valid file has replaced it yet; checks are answered
+// from the copy read before).
 func (s *Service) filterErr() (err error) {
 	s.live.Do(func(f *pkbf.Filter) { err = f.FileChanged() })
 	return err
 }
 
-// healthz answers 200 while the filter can answer checks, else 503 with
-// the reason.
+// healthz answers 200 while the filter's file is valid, else 503 with the
+// reason.
 func (s *Service) healthz(w http.ResponseWriter, r *http.Request) {
 	if err := s.filterErr(); err != nil {
-		s.httpError(w, http.StatusServiceUnavailable, "the filter cannot answer: "+perr.Text(err))
+		s.httpError(w, http.StatusServiceUnavailable, fileBroken+perr.Text(err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	io.WriteString(w, "ok\n")
 }
 
-// readyz answers 200 while the service takes requests and its filter can
-// answer them; 503, with the reason, while the filter cannot and once
-// shutdown begins, so that a load balancer stops sending requests.
+// fileBroken begins healthz's and readyz's answer when the filter's file
+// is not valid.
+const fileBroken = "the filter file is not valid (checks are answered from the copy read before it changed): "
+
+// readyz answers 200 while the service takes requests and its filter's
+// file is valid; 503, with the reason, while it is not and once shutdown
+// begins, so that a load balancer stops sending requests.
 func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.shuttingDown.Load() {
 		s.httpError(w, http.StatusServiceUnavailable, "shutting down")
 		return
 	}
 	if err := s.filterErr(); err != nil {
-		s.httpError(w, http.StatusServiceUnavailable, "the filter cannot answer: "+perr.Text(err))
+		s.httpError(w, http.StatusServiceUnavailable, fileBroken+perr.Text(err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
@@ -426,8 +479,14 @@ func (s *Service) metrics(w http.ResponseWriter, r *http.Request) {
 		{"pkbf_requests_stopped_total", "counter", "Requests whose work stopped because the client went away or time ran out.", float64(s.abandoned.Load())},
 		{"pkbf_requests_busy_total", "counter", "Requests refused with 503 because request bodies held all of --max-body-memory.", float64(s.busy.Load())},
 		{"pkbf_connections_refused_total", "counter", "Connections refused with 503 because --max-conns were open.", float64(s.connsRefused.Load())},
+		{"pkbf_requests_refused_total", "counter", "Requests refused with 503 because --max-conns requests were in flight (HTTP/2 carries several a connection).", float64(s.requestsRefused.Load())},
 		{"pkbf_connections", "gauge", "Connections open.", float64(s.conns.Load())},
-		{"pkbf_body_bytes_held", "gauge", "Bytes of request bodies held, of --max-body-memory.", float64(s.bodies.held())},
+		{"pkbf_requests_in_flight", "gauge", "Requests that may carry a body (all but GET and HEAD) being handled, of --max-conns.", float64(s.inFlight.Load())},
+		{"pkbf_requests_receiving", "gauge", "Requests to /v1/check reading their bodies.", float64(s.receiving.Load())},
+		{"pkbf_requests_waiting", "gauge", "Requests to /v1/check waiting for a check slot, of --max-in-flight.", float64(s.waiting.Load())},
+		{"pkbf_requests_checking", "gauge", "Requests to /v1/check being checked.", float64(s.checking.Load())},
+		{"pkbf_requests_answering", "gauge", "Requests to /v1/check writing their answers.", float64(s.answering.Load())},
+		{"pkbf_body_bytes_held", "gauge", "Bytes of request bodies and answers held, of --max-body-memory.", float64(s.bodies.held())},
 		{"pkbf_reloads_total", "counter", "Switches to a new filter file.", float64(st.Reloads)},
 		{"pkbf_reload_errors_total", "counter", "New filter files that could not be loaded.", float64(st.Errors)},
 		{"pkbf_filter_pending_closes", "gauge", "Replaced filter files still being released (the kernel can take seconds for a large one).", float64(st.PendingCloses)},

@@ -3,6 +3,8 @@
 package pkbfhttp
 
 import (
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -14,8 +16,8 @@ import (
 )
 
 // A filter file cut short under the server (cp of a smaller file over
-// it): the request is answered 503 with an error naming the file, the
-// server goes on, and the counter says so.
+// it; issue 48, item 7): requests are answered from the Live's copy of the
+// file as it was validated, and /healthz says what happened to the file.
 func TestServeFilterCutShort(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f.pkbf")
 	if err := os.WriteFile(path, testkit.ReadFile(t, exampleFilter), 0o644); err != nil {
@@ -34,11 +36,18 @@ func TestServeFilterCutShort(t *testing.T) {
 	}
 	for range 2 {
 		code, out := testkit.Post(t, srv.URL+"/v1/check", testkit.ReadFile(t, key("p256.cert.pem")))
-		if code != 503 || !strings.Contains(out, path+" was truncated or changed while in use") {
-			t.Errorf("after truncation: %d %q, want 503 naming the file", code, out)
+		if code != 200 || !strings.Contains(out, `"probably":true`) {
+			t.Errorf("after truncation: %d %q, want the answer of the file as it was", code, out)
 		}
+		live.Reload()
 	}
-	if n := s.filterErrors.Load(); n != 2 {
-		t.Errorf("filter errors counted: %d, want 2", n)
+	resp, err := http.Get(srv.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 503 || !strings.Contains(string(out), path+" was truncated or changed while in use") {
+		t.Errorf("healthz after truncation: %d %q, want 503 naming the file", resp.StatusCode, out)
 	}
 }

@@ -65,7 +65,10 @@ const (
 	// CodeUnauthenticated: no verified client certificate, one not named
 	// Options.ClientName, or a missing or wrong X-Smallstep-Signature.
 	CodeUnauthenticated = "pkbf-unauthenticated"
-	// CodeFilterError: the filter's file failed while in use.
+	// CodeFilterError: the filter's file failed while in use. A
+	// [pkbf.Live] answers from its own validated copy of the file, which
+	// no change to the file can make fail, so that a Handler does not
+	// answer it today; it stays for callers that match on it.
 	CodeFilterError = "pkbf-filter-error"
 	// CodeDisabled: the server does not answer the webhook ([Disabled]).
 	CodeDisabled = "pkbf-webhook-disabled"

@@ -41,7 +41,7 @@ func (fl *serveFlags) command(stdout, stderr io.Writer) *command {
 	fl.maxBody, fl.maxMemory = sizeFlag(d.MaxBody), sizeFlag(d.MaxBodyMemory)
 	c.StringVar(&fl.listen, "listen", "127.0.0.1:8080", "listen on `ADDR` (host:port; :0 picks a free port)")
 	c.DurationVar(&fl.poll, "poll", time.Second, "check the filter path for a new file every `DURATION` (SIGHUP checks at once)")
-	c.IntVar(&fl.maxConns, "max-conns", d.MaxConns, "hold at most `N` connections at once; more are answered 503 and closed")
+	c.IntVar(&fl.maxConns, "max-conns", d.MaxConns, "hold at most `N` connections at once, and N requests over all of them (HTTP/2 carries up to 16 a connection); more are answered 503")
 	c.IntVar(&fl.maxInFlight, "max-in-flight", d.MaxInFlight, "check at most `N` requests at once; others wait")
 	c.IntVar(&fl.maxKeys, "max-keys", d.MaxKeys, "refuse requests holding more than `N` keys, certificates and requests (413)")
 	c.StringVar(&fl.tlsCert, "tls-cert", "", "serve HTTPS with the certificate (and its chain) in PEM `FILE`; with --tls-key")
@@ -51,10 +51,16 @@ func (fl *serveFlags) command(stdout, stderr io.Writer) *command {
 	c.StringVar(&fl.webhookSecretFile, "webhook-secret-file", "", "require step-ca's X-Smallstep-Signature, an HMAC-SHA256 under the base64 secret in `FILE`")
 	c.BoolVar(&fl.webhookInsecure, "webhook-insecure", false, "answer step-ca's webhook without a client certificate, over plain HTTP too: local tests only")
 	c.Var(&fl.maxBody, "max-body", "refuse request bodies over `SIZE` (413, before reading them)")
-	c.Var(&fl.maxMemory, "max-body-memory", "hold at most `SIZE` of request bodies at once, all connections together; a request over it gets 503 (before its body is read when its length is declared)")
+	c.Var(&fl.maxMemory, "max-body-memory", "hold at most `SIZE` of request bodies and answers at once, all connections together; a request over it gets 503 (before its body is read when its length is declared)")
 	c.alias("l", "listen")
 	return c
 }
+
+// serveHeapRoom is the heap serve's memory limit allows beyond
+// --max-body-memory: the program, its connections (up to --max-conns)
+// and the working memory of the checks under way. The filter's copy is
+// outside the heap, and outside the limit.
+const serveHeapRoom = 64 << 20
 
 // shutdownGrace is how long requests in flight may take to finish once
 // serve is asked to stop. A variable, for tests.
@@ -78,6 +84,12 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		// Go's default, not as check's throughput setting (main), so that
 		// memory stays near them.
 		debug.SetGCPercent(100)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Under load the heap holds up to --max-body-memory of bodies and
+		// answers, and checks' working memory; without a limit the
+		// collector lets garbage grow as large again before it runs.
+		debug.SetMemoryLimit(l.MaxBodyMemory + serveHeapRoom)
 	}
 	tlsConfig, cert, webhook, err := stepCAOptions(&fl)
 	if err != nil {
@@ -159,8 +171,8 @@ func drain(svc *pkbfhttp.Service, srv *http.Server, why error, logger *log.Logge
 		logger.Printf("stopped")
 		return exitOK
 	}
-	logger.Printf("stopped after %v: cut off %s receiving a body, %s waiting to be checked, %s being checked (their clients get no answer)",
-		shutdownGrace, plural(int(cut.Receiving), "request", "requests"), plural(int(cut.Waiting), "request", "requests"), plural(int(cut.Checking), "request", "requests"))
+	logger.Printf("stopped after %v: cut off %s receiving a body, %s waiting to be checked, %s being checked, %s writing an answer (their clients get no whole answer)",
+		shutdownGrace, plural(int(cut.Receiving), "request", "requests"), plural(int(cut.Waiting), "request", "requests"), plural(int(cut.Checking), "request", "requests"), plural(int(cut.Answering), "request", "requests"))
 	return exitOK
 }
 

@@ -27,6 +27,16 @@ func Alloc(n int) []byte {
 	return b
 }
 
+// Prefer asks Linux to back the whole huge pages inside b, fresh memory
+// not yet touched (an anonymous mapping about to be filled), with
+// transparent huge pages as they are first touched, when b is large enough
+// to gain from them (as for Alloc).
+func Prefer(b []byte) {
+	if len(b) >= 4*hugePage {
+		unix.Madvise(hugeRange(b), unix.MADV_HUGEPAGE) // advice: an error changes nothing
+	}
+}
+
 // hugeRange returns the whole huge pages inside b.
 func hugeRange(b []byte) []byte {
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))

@@ -1,6 +1,7 @@
 // Package mapfile is the file behind a pkbf filter from Open or Edit: the
 // file mapped into memory (read-only, or writable and shared for editing
-// in place) where the platform allows it and read where it does not; its
+// in place) where the platform allows it and read where it does not, or
+// copied into memory of its own that later writes cannot reach; its
 // flock(2) locks; disk space reserved before it is written through the
 // mapping; a rename that refuses an existing name; and the guard that
 // turns a fault inside the mapping (the file cut short under it) into an
@@ -25,7 +26,8 @@ type File struct {
 	path   string   // as given to Open, for messages
 	b      []byte   // the whole file (rounded up to a word when writable)
 	size   int      // the file's size when it was mapped
-	mapped bool     // b is a mapping, to be unmapped by Close
+	mapped bool     // b is a mapping of the file, to be unmapped by Close
+	own    bool     // b is an anonymous mapping of its own (Copy), to be unmapped by Close
 	fault  error    // what a fault inside the mapping becomes
 }
 
@@ -73,6 +75,168 @@ func Map(file *os.File, path string, writable bool, check func() (size int, err 
 	return m, nil
 }
 
+// ErrChanging is wrapped by the error [Copy] returns, naming the file,
+// when the file changed while it was read: a writer is at work on it, and
+// a copy could hold some of its bytes and not others.
+var ErrChanging = errors.New("changed while it was read: a writer is at work on it")
+
+// Copy reads file, a regular file, into memory of its own, read-only,
+// which no later write to the file can reach. check runs first, as for
+// [Map], under the file's shared lock, and returns the size to read.
+//
+// The copy is of the file as one moment left it. A writer that follows
+// the lock protocol cannot write under the shared lock; one that does not
+// (cp, dd, an editor) changes the file's size or times, which Copy
+// compares before and after reading and, if they differ, returns
+// [ErrChanging]. File times are coarse (a clock tick, or a second or two
+// on some file systems), so that a write in the same tick as the change
+// before it would leave them as they were: a file changed less than that
+// ago is read only once it has been left alone that long, the lock held
+// meanwhile. Copy waits at most a few such spells, then returns
+// ErrChanging.
+func Copy(file *os.File, path string, check func() (size int, err error)) (*File, error) {
+	if held, err := lockShared(file); err != nil {
+		return nil, err
+	} else if held {
+		defer unlock(file)
+	}
+	before, err := settled(file)
+	if err != nil {
+		return nil, err
+	}
+	size, err := check()
+	if err != nil {
+		return nil, err
+	}
+	m := &File{file: file, path: path, size: size}
+	if err := m.copy(); err != nil {
+		return nil, err
+	}
+	if afterRead != nil {
+		afterRead()
+	}
+	after, err := stampOf(file)
+	if err == nil && after != before {
+		err = &fs.PathError{Op: "read", Path: path, Err: ErrChanging}
+	}
+	if err != nil {
+		m.free()
+		return nil, err
+	}
+	return m, nil
+}
+
+// afterRead, when not nil, runs between Copy's read and its second look
+// at the file: tests write there, as a writer at work would.
+var afterRead func()
+
+// settleTries bounds the spells settled waits for a file to be left alone.
+const settleTries = 3
+
+// settled returns the stamp of a file that has been left alone long enough
+// that any write from now on changes its stamp, waiting for that if need
+// be, or ErrChanging if it keeps changing.
+func settled(file *os.File) (stamp, error) {
+	var last stamp
+	for try := 0; ; try++ {
+		s, err := stampOf(file)
+		if err != nil {
+			return stamp{}, err
+		}
+		wait := s.settle()
+		// After a spell with the stamp unchanged, the file was left alone
+		// that long. (A change time ahead of the clock, the clock set back,
+		// stays ahead: a write now would set an earlier one.)
+		if try > 0 && s == last {
+			return s, nil
+		}
+		if wait <= 0 {
+			return s, nil
+		}
+		if try == settleTries {
+			return stamp{}, &fs.PathError{Op: "read", Path: file.Name(), Err: ErrChanging}
+		}
+		last = s
+		time.Sleep(wait)
+	}
+}
+
+// coarseSpell is how long a file must be left alone before it is read
+// when its times are whole seconds (1 s on ext3, 2 s on FAT); fineSpell
+// when they are finer, a few clock ticks.
+const coarseSpell, fineSpell = 2*time.Second + 50*time.Millisecond, 50 * time.Millisecond
+
+// settle returns how long to wait until the file's last change is a whole
+// spell old: at most a spell, nothing if it is old enough already.
+func (s stamp) settle() time.Duration {
+	spell := fineSpell
+	if s.changed%1e9 == 0 && s.modified%1e9 == 0 {
+		spell = coarseSpell
+	}
+	return min(time.Until(time.Unix(0, max(s.changed, s.modified)).Add(spell)), spell)
+}
+
+// A Stamp is what a rename over a path or a write to its file changes:
+// the file it names, its size, its modification time and its change time
+// (which, unlike the other, no writer can set back; where the platform
+// has one). The zero Stamp is no file's.
+type Stamp struct {
+	fi os.FileInfo
+	s  stamp
+}
+
+// StatPath returns the Stamp of the file at path now.
+func StatPath(path string) (Stamp, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return Stamp{}, err
+	}
+	return Stamp{fi, stamp{size: fi.Size(), modified: fi.ModTime().UnixNano(), changed: ChangeTime(fi)}}, nil
+}
+
+// SameFile reports whether s and o are stamps of the same file.
+func (s Stamp) SameFile(o Stamp) bool { return s.fi != nil && o.fi != nil && os.SameFile(s.fi, o.fi) }
+
+// Unchanged reports whether s and o are stamps of the same file, not
+// written between them.
+func (s Stamp) Unchanged(o Stamp) bool { return s.SameFile(o) && s.s == o.s }
+
+// A stamp is what a write to a file changes: its size and times (where
+// the platform has a change time; elsewhere changed is 0), with the file
+// it is.
+type stamp struct {
+	dev, ino          uint64
+	size              int64
+	modified, changed int64 // in nanoseconds since 1970
+}
+
+// free releases the memory of a File that was never handed out, leaving
+// its file open for the caller.
+func (m *File) free() {
+	if m.own {
+		munmap(m.b)
+	}
+	m.b, m.own = nil, false
+}
+
+// ReadStart reads the first len(b) bytes of the file as it is now: from
+// the mapping (a fault there is the File's fault error), or from the file
+// itself when its bytes are a copy.
+func (m *File) ReadStart(b []byte) (err error) {
+	if m.mapped {
+		defer m.RecoverFault(debug.SetPanicOnFault(true), &err)
+		copy(b, m.b)
+		return nil
+	}
+	if _, err := m.file.ReadAt(b, 0); err != nil {
+		if err == io.EOF { // cut short since its size was taken
+			err = io.ErrUnexpectedEOF
+		}
+		return &fs.PathError{Op: "read", Path: m.path, Err: err}
+	}
+	return nil
+}
+
 // Bytes returns the file's bytes: the mapping, or what was read.
 func (m *File) Bytes() []byte { return m.b }
 
@@ -83,7 +247,7 @@ func (m *File) Size() int { return m.size }
 func (m *File) Path() string { return m.path }
 
 // Mapped reports whether the bytes are a mapping of the file, which sees
-// other processes' changes, rather than a copy read at Map.
+// other processes' changes, rather than a copy read at Map or Copy.
 func (m *File) Mapped() bool { return m.mapped }
 
 // Stat returns the open file's FileInfo now.
@@ -162,12 +326,12 @@ func SyncDir(dir string) error {
 // Close unmaps the file and closes it.
 func (m *File) Close() error {
 	var err error
-	if m.mapped {
+	if m.mapped || m.own {
 		if err = munmap(m.b); err != nil {
 			err = &fs.PathError{Op: "munmap", Path: m.path, Err: err}
 		}
 	}
-	m.b, m.mapped = nil, false
+	m.b, m.mapped, m.own = nil, false, false
 	if cerr := m.file.Close(); err == nil {
 		err = cerr
 	}

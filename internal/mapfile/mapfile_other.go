@@ -20,6 +20,25 @@ func (m *File) mmap(writable bool) error {
 	return m.read()
 }
 
+// copy reads the file into memory: this platform has no mmap here.
+func (m *File) copy() error {
+	if err := m.read(); err != nil {
+		return err
+	}
+	m.own = false // Go's memory: the collector frees it
+	return nil
+}
+
+// stampOf returns what a write to the open file changes: here its size
+// and modification time.
+func stampOf(file *os.File) (stamp, error) {
+	fi, err := file.Stat()
+	if err != nil {
+		return stamp{}, err
+	}
+	return stamp{size: fi.Size(), modified: fi.ModTime().UnixNano()}, nil
+}
+
 // ReadingAll does nothing: nothing is mapped.
 func (m *File) ReadingAll() (done func()) { return func() {} }
 

@@ -4,9 +4,11 @@ package mapfile
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 
+	"github.com/pkbf/pkbf/internal/hugemem"
 	"github.com/pkbf/pkbf/internal/perr"
 	"golang.org/x/sys/unix"
 )
@@ -40,6 +42,40 @@ func (m *File) mmap(writable bool) error {
 	unix.Madvise(b, unix.MADV_RANDOM) // advice: an error changes nothing
 	m.b, m.mapped = b, true
 	return nil
+}
+
+// copy reads the first m.size bytes of the file into an anonymous
+// mapping of its own, outside the Go heap (its memory is returned at
+// Close, not at a collection), with huge pages where a large filter
+// gains from them, read-only once filled.
+func (m *File) copy() error {
+	if m.size == 0 {
+		return nil
+	}
+	b, err := unix.Mmap(-1, 0, m.size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return perr.Errorf("allocating %d bytes for a copy of %s: %w", m.size, m.path, err)
+	}
+	hugemem.Prefer(b)
+	if _, err := m.file.ReadAt(b, 0); err != nil {
+		unix.Munmap(b)
+		if err == io.EOF { // cut short since its size was taken
+			err = ErrChanging
+		}
+		return &fs.PathError{Op: "read", Path: m.path, Err: err}
+	}
+	unix.Mprotect(b, unix.PROT_READ) // a guard: an error changes nothing
+	m.b, m.own = b, true
+	return nil
+}
+
+// stampOf returns what a write to the open file changes.
+func stampOf(file *os.File) (stamp, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(file.Fd()), &st); err != nil {
+		return stamp{}, &fs.PathError{Op: "fstat", Path: file.Name(), Err: err}
+	}
+	return stamp{dev: uint64(st.Dev), ino: uint64(st.Ino), size: st.Size, modified: st.Mtim.Nano(), changed: st.Ctim.Nano()}, nil
 }
 
 // ReadingAll advises the kernel that the whole mapping is about to be

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,5 +226,90 @@ func TestReadersDoNotWaitForeverOnAHeldLock(t *testing.T) {
 		}
 	case <-time.After(2 * time.Minute):
 		t.Fatal("a reader is still waiting for the shared lock another process holds exclusively")
+	}
+}
+
+// copyTemp writes content to a new file and copies it.
+func copyTemp(t *testing.T, content []byte) (*File, string, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file, err := Open(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Copy(file, path, func() (int, error) { return len(content), nil })
+	if err != nil {
+		file.Close()
+		return nil, path, err
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, path, nil
+}
+
+// A copy is the file as it was read: a write to the file afterwards, in
+// place, changes none of its bytes (Issue 48, item 7), and the file
+// itself is still there to be checked (ReadStart).
+func TestCopyIsItsOwn(t *testing.T) {
+	content := []byte("0123456789abcdef0123456789")
+	m, path, err := copyTemp(t, content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Mapped() || string(m.Bytes()) != string(content) || m.Size() != len(content) {
+		t.Fatalf("mapped %v, bytes %q, size %d", m.Mapped(), m.Bytes(), m.Size())
+	}
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.WriteAt([]byte("XYZ"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Bytes()) != string(content) {
+		t.Errorf("the copy is %q after another writer wrote XYZ over the file", m.Bytes())
+	}
+	start := make([]byte, 4)
+	if err := m.ReadStart(start); err != nil || string(start) != "XYZ3" {
+		t.Errorf("ReadStart = %q, %v; want the file as it is now", start, err)
+	}
+}
+
+// A writer at work while the file is copied (one that takes no lock, as
+// cp and dd do): Copy returns ErrChanging, naming the file, instead of a
+// copy with some of the writer's bytes and not others.
+func TestCopyRefusesAFileWrittenWhileRead(t *testing.T) {
+	content := []byte("0123456789abcdef0123456789")
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	afterRead = func() {
+		if err := os.WriteFile(path, []byte("0123456789ABCDEF0123456789"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { afterRead = nil }()
+	file, err := Open(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	m, err := Copy(file, path, func() (int, error) { return len(content), nil })
+	if err == nil {
+		m.Close()
+		t.Fatal("Copy took a file written while it was read")
+	}
+	if !errors.Is(err, ErrChanging) || !strings.Contains(err.Error(), path) {
+		t.Errorf("Copy: %v, want ErrChanging naming the file", err)
+	}
+	afterRead = nil
+	if m, err := Copy(file, path, func() (int, error) { return len(content), nil }); err != nil || string(m.Bytes()) != "0123456789ABCDEF0123456789" {
+		t.Errorf("Copy once the writer is done: %v", err)
+	} else {
+		m.free()
 	}
 }

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pkbf/pkbf/internal/testkit"
+)
+
+// settledRSS waits until process pid's peak resident memory (VmHWM) has
+// not grown for two seconds, at most a minute, and returns it.
+func settledRSS(t *testing.T, pid int) int64 {
+	peak, since := peakRSS(t, pid), time.Now()
+	for deadline := time.Now().Add(time.Minute); time.Since(since) < 2*time.Second && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if now := peakRSS(t, pid); now > peak {
+			peak, since = now, time.Now()
+		}
+	}
+	return peak
+}
+
+// controlLines returns n authorized_keys lines, each an Ed25519 key with
+// a comment of \x01 bytes as long as a line may be: each such byte is six
+// in the JSON answer (\u0001).
+func controlLines(t *testing.T, n int) []byte {
+	key := strings.Fields(string(testkit.ReadFile(t, key("ed25519.pub"))))
+	line := key[0] + " " + key[1] + " " + strings.Repeat("\x01", 65000-len(key[0])-len(key[1])-3) + "\n"
+	return []byte(strings.Repeat(line, n))
+}
+
+// uploadUnread sends each of clients a POST /v1/check of body, declared
+// length, and never reads the answers; it returns once every body is
+// sent, leaving the connections open until the test ends.
+func uploadUnread(t *testing.T, addr string, clients int, body []byte) {
+	var wg sync.WaitGroup
+	for range clients {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		wg.Go(func() {
+			fmt.Fprintf(conn, "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", len(body))
+			if _, err := conn.Write(body); err != nil {
+				t.Errorf("upload: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// metric reads one value of pkbf serve's /metrics, -1 if it is absent.
+func metric(t *testing.T, client *http.Client, base, name string) float64 {
+	resp, err := client.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		if v, ok := strings.CutPrefix(lines.Text(), name+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return -1
+}
+
+// serveMemoryBound is what a test allows pkbf serve's peak memory under
+// its default limits: its heap's limit (--max-body-memory, which bounds
+// the bodies and answers held, and room for the rest: serveHeapRoom) and
+// 32 MiB for what is not heap (the program's code, stacks, the filter).
+const serveMemoryBound = 64<<20 + serveHeapRoom + 32<<20
+
+// Issue 48, item 13: 20 clients upload 42 authorized_keys lines each (2.7
+// MB), every comment 65 000 bytes of \x01, and never read their answers
+// (16 MB each, six bytes of JSON a comment byte). The answers are charged
+// to the body budget, so pkbf serve's peak memory stays within its bound;
+// before, it reached 674-800 MB.
+func TestServeAnswersWithinTheBodyBudget(t *testing.T) {
+	cmd, addr, _ := startServe(t, exampleFilter)
+	uploadUnread(t, addr, 20, controlLines(t, 42))
+	rss := settledRSS(t, cmd.Process.Pid)
+	t.Logf("peak RSS %d MiB", rss>>20)
+	if rss > serveMemoryBound {
+		t.Errorf("peak RSS %d MiB with 20 unread answers of 16 MB, want at most %d MiB", rss>>20, serveMemoryBound>>20)
+	}
+}
+
+// Issue 48, item 13: 32 clients upload 1 MB each (16 such lines) and
+// never read their answers; an ordinary one-key check is answered at
+// once: a check gives its slot back when its answer is made, not when a
+// slow client has read it. Before, the check waited 57 s, for the write
+// timeout to free a slot. (The client's 30 s timeout only ends the wait.)
+func TestServeSlowReadersDoNotStarveChecks(t *testing.T) {
+	cmd, addr, _ := startServe(t, exampleFilter)
+	uploadUnread(t, addr, 32, controlLines(t, 16))
+	settledRSS(t, cmd.Process.Pid)
+	base := "http://" + addr
+	client := &http.Client{Timeout: 30 * time.Second}
+	if n := metric(t, client, base, "pkbf_requests_checking"); n != 0 {
+		t.Errorf("%v requests hold a check slot while their clients do not read, want 0", n)
+	}
+	resp, err := client.Post(base+"/v1/check", "text/plain", bytes.NewReader(testkit.ReadFile(t, key("p256.pub"))))
+	if err != nil {
+		t.Fatalf("an ordinary check while 32 answers are unread: %v", err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(out), `"probably":true`) {
+		t.Errorf("an ordinary check while 32 answers are unread: %d %s", resp.StatusCode, out)
+	}
+	t.Logf("peak RSS %d MiB", peakRSS(t, cmd.Process.Pid)>>20)
+}
+
+// h2Frame writes one HTTP/2 frame.
+func h2Frame(w io.Writer, typ, flags byte, stream uint32, payload []byte) error {
+	var h [9]byte
+	h[0], h[1], h[2] = byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload))
+	h[3], h[4] = typ, flags
+	binary.BigEndian.PutUint32(h[5:], stream)
+	_, err := w.Write(append(h[:], payload...))
+	return err
+}
+
+// hpackLiteral appends a header field as HPACK's "literal without
+// indexing, new name", without Huffman coding (RFC 7541, 6.2.2).
+func hpackLiteral(b []byte, name, value string) []byte {
+	b = append(b, 0)
+	for _, s := range []string{name, value} {
+		n := len(s)
+		if n < 127 {
+			b = append(b, byte(n))
+		} else {
+			b = append(b, 127)
+			for n -= 127; n >= 128; n >>= 7 {
+				b = append(b, byte(n%128+128))
+			}
+			b = append(b, byte(n))
+		}
+		b = append(b, s...)
+	}
+	return b
+}
+
+// h2Flood opens conns TLS connections to addr speaking HTTP/2 and, on
+// each, streams requests: the headers of a POST /v1/check declaring a
+// 100-byte body, with 8 KB of padding headers, and no body ever. Frames
+// from the server are read and dropped (its SETTINGS acknowledged). The
+// connections stay open until the test ends.
+func h2Flood(t *testing.T, addr string, conns, streams int) {
+	block := hpackLiteral(nil, ":method", "POST")
+	block = hpackLiteral(block, ":scheme", "https")
+	block = hpackLiteral(block, ":path", "/v1/check")
+	block = hpackLiteral(block, ":authority", "127.0.0.1")
+	block = hpackLiteral(block, "content-length", "100")
+	block = hpackLiteral(block, "x-pad", strings.Repeat("p", 8<<10))
+	var wg sync.WaitGroup
+	for range conns {
+		c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+			t.Fatalf("negotiated %q, want h2", p)
+		}
+		var mu sync.Mutex
+		write := func(typ, flags byte, stream uint32, payload []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return h2Frame(c, typ, flags, stream, payload)
+		}
+		io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+		write(0x4, 0, 0, nil) // SETTINGS, none
+		go func() {
+			r := bufio.NewReader(c)
+			var h [9]byte
+			for {
+				if _, err := io.ReadFull(r, h[:]); err != nil {
+					return
+				}
+				n := int(h[0])<<16 | int(h[1])<<8 | int(h[2])
+				if _, err := r.Discard(n); err != nil {
+					return
+				}
+				if h[3] == 0x4 && h[4]&1 == 0 {
+					write(0x4, 1, 0, nil) // SETTINGS ACK
+				}
+			}
+		}()
+		wg.Go(func() {
+			for s := range streams {
+				if err := write(0x1, 0x4, uint32(2*s+1), block); err != nil { // HEADERS, END_HEADERS
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Issue 48, item 14: with --tls-cert, 200 HTTP/2 connections each open
+// 250 streams of POST /v1/check headers (8 KB, content-length: 100) and
+// send no body. Requests are bounded across connections and streams (a
+// few streams a connection, --max-conns requests in all), /metrics counts
+// those held and those refused, and pkbf serve's peak memory stays within
+// its bound; before, 50 000 requests were held until the read timeout, in
+// 1.07 GB, and /metrics showed nothing busy.
+func TestServeHTTP2StreamsBounded(t *testing.T) {
+	dir := t.TempDir()
+	k, c := testkit.Cert(t, "127.0.0.1", nil, nil, func(c *x509.Certificate) { c.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)} })
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, addr, _ := startServe(t, "--tls-cert", testkit.WritePEM(t, dir, "serve.crt", "CERTIFICATE", c.Raw), "--tls-key", testkit.WritePEM(t, dir, "serve.key", "PRIVATE KEY", der), exampleFilter)
+	h2Flood(t, addr, 200, 250)
+	rss := settledRSS(t, cmd.Process.Pid)
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	base := "https://" + addr
+	held, refused := metric(t, client, base, "pkbf_requests_in_flight"), metric(t, client, base, "pkbf_requests_refused_total")
+	t.Logf("peak RSS %d MiB; %v requests in flight, %v refused", rss>>20, held, refused)
+	if held < 1 || held > 1024 || refused < 1 {
+		t.Errorf("/metrics: %v requests in flight, %v refused; want some and at most --max-conns (1024), and the rest refused", held, refused)
+	}
+	if rss > serveMemoryBound {
+		t.Errorf("peak RSS %d MiB under 200 x 250 HTTP/2 streams, want at most %d MiB", rss>>20, serveMemoryBound>>20)
+	}
+}
