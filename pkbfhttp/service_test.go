@@ -171,8 +171,12 @@ func serveSlowClients(t *testing.T) {
 		fmt.Fprint(conn, tc.request)
 		reply, _ := io.ReadAll(bufio.NewReader(conn))
 		conn.Close()
-		if d := time.Since(start); d != tc.held {
-			t.Errorf("%s: the server held the connection for %v, want %v", name, d, tc.held)
+		// After its timeout the server may linger up to net/http's
+		// rstAvoidanceDelay (500 ms) before it closes a connection whose
+		// request it did not read to the end: Go 1.27 does, on the
+		// endless body.
+		if d := time.Since(start); d < tc.held || d > tc.held+500*time.Millisecond {
+			t.Errorf("%s: the server held the connection for %v, want %v (and at most 500ms more)", name, d, tc.held)
 		}
 		if len(reply) > 0 && !bytes.Contains(reply, []byte(" 400 ")) && !bytes.Contains(reply, []byte(" 408 ")) {
 			t.Errorf("%s: reply %q", name, reply)
