@@ -38,6 +38,22 @@ const (
 // Options.ReplaceInvalid is not set.
 var ErrNotFilter = perr.New("the file to be replaced is not a readable filter")
 
+// Refused reports whether err is update's rule refusing the server's
+// filter (ErrOlder, ErrSameHeader, ErrLockIn, ErrStale, ErrNotAuthentic,
+// ErrDropsBits, ErrWeaker, ErrUnverifiable, ErrSaturated,
+// ErrImplausibleFill), not a failure to fetch or install it: a program
+// must neither retry such an error as a network failure nor take it for
+// "up to date".
+func Refused(err error) bool {
+	for _, kind := range []error{ErrOlder, ErrSameHeader, ErrLockIn, ErrStale, ErrNotAuthentic,
+		ErrDropsBits, ErrWeaker, ErrUnverifiable, ErrSaturated, ErrImplausibleFill} {
+		if errors.Is(err, kind) {
+			return true
+		}
+	}
+	return false
+}
+
 // Options adjust Update. The zero value is ready to use.
 type Options struct {
 	// Client makes the requests. Nil means one with proxies from the

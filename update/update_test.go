@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -359,4 +360,19 @@ func TestUpdateMessages(t *testing.T) {
 		}
 		checkFiles(t, dir, false)
 	})
+}
+
+// Refused tells the rule's refusals from failures to fetch or install.
+func TestRefused(t *testing.T) {
+	for _, kind := range []error{ErrOlder, ErrSameHeader, ErrLockIn, ErrStale, ErrNotAuthentic,
+		ErrDropsBits, ErrWeaker, ErrUnverifiable, ErrSaturated, ErrImplausibleFill} {
+		if err := fmt.Errorf("wrapped: %w", kind); !Refused(err) {
+			t.Errorf("Refused(%v) = false", err)
+		}
+	}
+	for _, err := range []error{nil, ErrNotFilter, ErrPlainHTTP, context.Canceled, io.ErrUnexpectedEOF} {
+		if Refused(err) {
+			t.Errorf("Refused(%v) = true", err)
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pkbf/pkbf/internal/headertext"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +13,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/pkbf/pkbf/internal/bytesize"
+	"github.com/pkbf/pkbf/internal/headertext"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/update"
 )
@@ -154,7 +155,7 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	case errors.Is(err, update.ErrNotFilter):
 		scr.errorf("%s; give --replace-invalid to replace it", message(err))
 		return exitTrouble
-	case refused(err):
+	case update.Refused(err):
 		scr.errorf("refused: %s", message(err))
 		return exitTrouble
 	case err != nil:
@@ -175,21 +176,8 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		resumed = fmt.Sprintf(", %d received (resumed)", res.Received)
 	}
 	fmt.Fprintf(stdout, "updated: %s, revision %s -> %d, %s bytes%s%s, %s\n", path, from, res.New.Revision,
-		groupDigits(res.Size), resumed, pinned(res), time.Since(start).Round(100*time.Millisecond))
+		bytesize.Group(res.Size), resumed, pinned(res), time.Since(start).Round(100*time.Millisecond))
 	return exitOK
-}
-
-// refused reports whether err is the update rule refusing the server's
-// filter, which the command says in so many words: a timer's log must not
-// read it as a network failure to be retried, nor as "up to date".
-func refused(err error) bool {
-	for _, kind := range []error{update.ErrOlder, update.ErrSameHeader, update.ErrWeaker, update.ErrUnverifiable, update.ErrDropsBits,
-		update.ErrLockIn, update.ErrSaturated, update.ErrImplausibleFill, update.ErrNotAuthentic, update.ErrStale} {
-		if errors.Is(err, kind) {
-			return true
-		}
-	}
-	return false
 }
 
 // updateClient, if set, makes update's requests: tests set it to trust
@@ -222,20 +210,6 @@ func downloadProgress(done, total int64, elapsed time.Duration) string {
 		line += fmt.Sprintf(", %s left", (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second))
 	}
 	return line
-}
-
-// groupDigits writes n with spaces between groups of three digits:
-// "268 435 480".
-func groupDigits(n int64) string {
-	s := fmt.Sprint(n)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // requestHeader reads request headers from the file, or else from the

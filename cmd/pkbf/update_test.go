@@ -192,9 +192,6 @@ func TestDownloadProgressText(t *testing.T) {
 			t.Errorf("downloadProgress(%d, %d, %v) = %q, want %q", c.done, c.total, c.elapsed, got, c.want)
 		}
 	}
-	if got := groupDigits(268435480); got != "268 435 480" {
-		t.Errorf("groupDigits = %q", got)
-	}
 }
 
 // What update refuses says what was wrong and which flag, if any, lets

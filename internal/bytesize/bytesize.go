@@ -51,3 +51,17 @@ func Format(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
+
+// Group writes n with a space between groups of three digits, as a
+// count of bytes reads best: "268 435 480".
+func Group(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && c != '-' && s[i-1] != '-' && (len(s)-i)%3 == 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

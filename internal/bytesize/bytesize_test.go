@@ -49,3 +49,14 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestGroup(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0", 7: "7", 999: "999", 1000: "1 000", 268435480: "268 435 480",
+		-1000: "-1 000", -999: "-999", math.MaxInt64: "9 223 372 036 854 775 807",
+	} {
+		if got := Group(n); got != want {
+			t.Errorf("Group(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
