@@ -2,6 +2,7 @@ package keys
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,10 @@ func quickInputs(f *testing.F) {
 func FuzzSPKI(f *testing.F) {
 	quickInputs(f)
 	testkit.SeedFiles(f, "../testdata/keys/*", "../testdata/keys/more/*", "../testdata/keys/binary/*-explicit-compressed.pem", "../testdata/keys/curves/unnamed.nopub.pem")
+	for _, k := range sshMLDSAKeys(f) { // x/crypto/ssh's ML-DSA keys and certificates, as lines
+		f.Add([]byte(k.typ + " " + base64.StdEncoding.EncodeToString(k.blob) + " mldsa\n"))
+		f.Add([]byte(k.typ + "-cert-v01@golang.org " + base64.StdEncoding.EncodeToString(mldsaCertBlob(f, k.typ, k.key)) + "\n"))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		spki, err := SPKI(b)
 		if err != nil {

@@ -67,6 +67,14 @@ func algorithmName(oid []byte) string {
 	return "unknown algorithm " + oidString(oid)
 }
 
+// rawKeyAlgo is an algorithm of rawKeyAlgorithms: its OID's content
+// bytes, its name and its key's size in bytes.
+type rawKeyAlgo struct {
+	oid  []byte
+	name string
+	size int
+}
+
 // rawKeyAlgorithms are the algorithms whose key has one DER
 // SubjectPublicKeyInfo: an AlgorithmIdentifier of the OID alone (its
 // parameters absent) and a BIT STRING holding the key's bytes, of a
@@ -81,18 +89,12 @@ func algorithmName(oid []byte) string {
 // key, with no OCTET STRING around it, as the BIT STRING's content.
 // HashML-DSA and HashSLH-DSA, which those documents do not define for
 // certificates, are not among them: pkbf refuses to answer for them.
-var rawKeyAlgorithms = []struct {
-	oid  []byte
-	name string
-	size int
-}{
+var rawKeyAlgorithms = []rawKeyAlgo{
 	{oidEd25519, "Ed25519", 32},
 	{oidX25519, "X25519", 32},
 	{oidEd448, "Ed448", 57},
 	{oidX448, "X448", 56},
-	{der.OID(2, 16, 840, 1, 101, 3, 4, 3, 17), "ML-DSA-44", 1312},
-	{der.OID(2, 16, 840, 1, 101, 3, 4, 3, 18), "ML-DSA-65", 1952},
-	{der.OID(2, 16, 840, 1, 101, 3, 4, 3, 19), "ML-DSA-87", 2592},
+	mlDSA44, mlDSA65, mlDSA87,
 	{der.OID(2, 16, 840, 1, 101, 3, 4, 3, 20), "SLH-DSA-SHA2-128s", 32},
 	{der.OID(2, 16, 840, 1, 101, 3, 4, 3, 21), "SLH-DSA-SHA2-128f", 32},
 	{der.OID(2, 16, 840, 1, 101, 3, 4, 3, 22), "SLH-DSA-SHA2-192s", 48},
@@ -109,6 +111,13 @@ var rawKeyAlgorithms = []struct {
 	{der.OID(2, 16, 840, 1, 101, 3, 4, 4, 2), "ML-KEM-768", 1184},
 	{der.OID(2, 16, 840, 1, 101, 3, 4, 4, 3), "ML-KEM-1024", 1568},
 }
+
+// The ML-DSA parameter sets, which SSH keys name too (sshMLDSA).
+var (
+	mlDSA44 = rawKeyAlgo{der.OID(2, 16, 840, 1, 101, 3, 4, 3, 17), "ML-DSA-44", 1312}
+	mlDSA65 = rawKeyAlgo{der.OID(2, 16, 840, 1, 101, 3, 4, 3, 18), "ML-DSA-65", 1952}
+	mlDSA87 = rawKeyAlgo{der.OID(2, 16, 840, 1, 101, 3, 4, 3, 19), "ML-DSA-87", 2592}
+)
 
 // rawKeySize returns the key size of an algorithm of rawKeyAlgorithms,
 // and whether oid is one.

@@ -33,9 +33,31 @@ var sshKeyTypes = map[string]bool{
 	"sk-ssh-ed25519-cert-v01@openssh.com":         true,
 	"ssh-dss":                                     true,
 	"ssh-dss-cert-v01@openssh.com":                true,
+	"ssh-mldsa-44":                                true,
+	"ssh-mldsa-65":                                true,
+	"ssh-mldsa-87":                                true,
+	"ssh-mldsa-44-cert-v01@golang.org":            true,
+	"ssh-mldsa-65-cert-v01@golang.org":            true,
+	"ssh-mldsa-87-cert-v01@golang.org":            true,
 }
 
-const certSuffix = "-cert-v01@openssh.com"
+// certSuffix ends OpenSSH's certificate types, goCertSuffix those
+// x/crypto/ssh (v0.58, built with Go 1.27) names for ML-DSA certificates,
+// which no specification defines: the format of PROTOCOL.certkeys, the
+// key's fields as for the plain key.
+const (
+	certSuffix   = "-cert-v01@openssh.com"
+	goCertSuffix = "-cert-v01@golang.org"
+)
+
+// sshMLDSA are the ML-DSA parameter sets by SSH key type: the keys of
+// draft-sfluhrer-ssh-mldsa (section 4: the type, then the FIPS 204 public
+// key's bytes as one string), whose SPKI (RFC 9881) holds the same bytes.
+var sshMLDSA = map[string]rawKeyAlgo{
+	"ssh-mldsa-44": mlDSA44,
+	"ssh-mldsa-65": mlDSA65,
+	"ssh-mldsa-87": mlDSA87,
+}
 
 // readSSHString reads an SSH wire-format string: a uint32 length and bytes.
 func readSSHString(s *cryptobyte.String, out *[]byte) bool {
@@ -93,13 +115,16 @@ func sshBlobSPKI(blob []byte) ([]byte, error) {
 	case !supported:
 		return nil, unsupportedErrorf("OpenSSH key type %q is not supported", typ)
 	}
-	isCert := strings.HasSuffix(typ, certSuffix)
+	base, isCert := strings.CutSuffix(typ, certSuffix)
+	if !isCert {
+		base, isCert = strings.CutSuffix(typ, goCertSuffix)
+	}
 	if isCert {
 		var nonce []byte
 		if !readSSHString(&s, &nonce) {
 			return nil, keyErrorf("OpenSSH certificate is truncated before its nonce")
 		}
-		typ = strings.TrimSuffix(typ, certSuffix)
+		typ = base
 	}
 	base, sk := strings.CutPrefix(typ, "sk-")
 	if sk {
@@ -133,6 +158,13 @@ func sshBlobSPKI(blob []byte) ([]byte, error) {
 			return nil, keyErrorf("OpenSSH Ed25519 key is not %d bytes", ed25519KeyBytes)
 		}
 		spki = ed25519SPKI(pub)
+	case "ssh-mldsa-44", "ssh-mldsa-65", "ssh-mldsa-87":
+		a := sshMLDSA[base]
+		var pub []byte
+		if !readSSHString(&s, &pub) || len(pub) != a.size {
+			return nil, keyErrorf("SSH %s key is not %d bytes", a.name, a.size)
+		}
+		spki = buildSPKIRaw(a.oid, nil, pub)
 	default: // ecdsa-sha2-nistpNNN
 		var curveName, point []byte
 		if !readSSHString(&s, &curveName) || !readSSHString(&s, &point) {

@@ -7,15 +7,24 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/asn1"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cloudflare/circl/sign"
+	"github.com/cloudflare/circl/sign/mldsa/mldsa44"
+	"github.com/cloudflare/circl/sign/mldsa/mldsa65"
+	"github.com/cloudflare/circl/sign/mldsa/mldsa87"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/pkbf/pkbf/internal/der"
 )
 
 // sshTestKeys returns an OpenSSH public key of each type x/crypto/ssh can
@@ -141,6 +150,136 @@ func TestSSHPublicKeySPKI(t *testing.T) {
 			t.Errorf("%s: %x, %v; want an error wrapping %v", tc.name, spki, err, tc.err)
 		}
 	}
+}
+
+// sshMLDSAKey is an SSH ML-DSA key made with circl, an implementation
+// independent of x/crypto/ssh and of Go 1.27's crypto/mldsa: its blob
+// (draft-sfluhrer-ssh-mldsa section 4: the type, then the FIPS 204 public
+// key as one string) and the RFC 9881 SPKI of the same key, built from
+// circl's OID.
+type sshMLDSAKey struct {
+	typ        string
+	key, blob  []byte
+	spki       []byte
+	schemeName string
+}
+
+func sshMLDSAKeys(t testing.TB) []sshMLDSAKey {
+	type oidScheme interface{ Oid() asn1.ObjectIdentifier }
+	var out []sshMLDSAKey
+	for typ, s := range map[string]sign.Scheme{"ssh-mldsa-44": mldsa44.Scheme(), "ssh-mldsa-65": mldsa65.Scheme(), "ssh-mldsa-87": mldsa87.Scheme()} {
+		pub, _, err := s.GenerateKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := pub.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		oid := s.(oidScheme).Oid()
+		ints := make([]int, len(oid))
+		copy(ints, oid)
+		blob := ssh.Marshal(struct {
+			Name string
+			Key  []byte
+		}{typ, key})
+		out = append(out, sshMLDSAKey{typ, key, blob, rawSPKI(der.OID(ints...), nil, 0, key), s.Name()})
+	}
+	return out
+}
+
+// mldsaCertBlob is an ML-DSA certificate's blob, as x/crypto/ssh v0.58
+// built with Go 1.27 names and writes one (the format of
+// PROTOCOL.certkeys, the key's fields as the plain key's): a real
+// Ed25519 certificate with the ML-DSA key in place of its key.
+func mldsaCertBlob(t testing.TB, typ string, key []byte) []byte {
+	_, ed, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edPub, _ := ssh.NewPublicKey(ed.Public())
+	ca, _ := ssh.NewSignerFromSigner(ed)
+	cert := &ssh.Certificate{Key: edPub, CertType: ssh.UserCert, ValidPrincipals: []string{"alice"}, ValidBefore: ssh.CertTimeInfinity}
+	if err := cert.SignCert(rand.Reader, ca); err != nil {
+		t.Fatal(err)
+	}
+	var fields struct {
+		Name, Nonce, Key []byte
+		Rest             []byte `ssh:"rest"`
+	}
+	if err := ssh.Unmarshal(cert.Marshal(), &fields); err != nil {
+		t.Fatal(err)
+	}
+	fields.Name, fields.Key = []byte(typ+"-cert-v01@golang.org"), key
+	return ssh.Marshal(&fields)
+}
+
+// F3 of red-team round 1: x/crypto/ssh v0.58 built with Go 1.27 offers
+// and accepts ssh-mldsa-44, -65 and -87 keys and their certificates
+// (ssh-mldsa-44-cert-v01@golang.org, ...), which pkbf refused as unknown
+// types. Their blobs give the RFC 9881 SPKI of the same key: as a blob,
+// as a line (with the fingerprint ssh-keygen's rule gives) and inside a
+// certificate. A key one byte short or long, bytes after it, another
+// parameter set's key under a type, and certificate names x/crypto/ssh
+// does not write are refused.
+func TestSSHMLDSA(t *testing.T) {
+	ks := sshMLDSAKeys(t)
+	for _, k := range ks {
+		if got, err := SSHPublicKeySPKI(k.blob); err != nil || !bytes.Equal(got, k.spki) {
+			t.Errorf("%s blob: %v (the %s SPKI: %v)", k.typ, err, k.schemeName, bytes.Equal(got, k.spki))
+		}
+		line := k.typ + " " + base64.StdEncoding.EncodeToString(k.blob) + " alice@mldsa"
+		if got, err := SPKI([]byte(line)); err != nil || !bytes.Equal(got, k.spki) {
+			t.Errorf("%s line: %v (SPKI %v)", k.typ, err, bytes.Equal(got, k.spki))
+		}
+		sum := sha256.Sum256(k.blob)
+		lk := Key{kind: kindLine, Raw: []byte(line)}
+		if fp, comment := lk.SSHFingerprint(); fp != "SHA256:"+base64.RawStdEncoding.EncodeToString(sum[:]) || comment != "alice@mldsa" {
+			t.Errorf("%s line: fingerprint %q, comment %q", k.typ, fp, comment)
+		}
+		if got, err := SSHPublicKeySPKI(mldsaCertBlob(t, k.typ, k.key)); err != nil || !bytes.Equal(got, k.spki) {
+			t.Errorf("%s certificate: %v (the certified key's SPKI: %v)", k.typ, err, bytes.Equal(got, k.spki))
+		}
+	}
+	blob := func(typ string, key []byte) []byte {
+		return ssh.Marshal(struct {
+			Name string
+			Key  []byte
+		}{typ, key})
+	}
+	k, other := ks[0], ks[1]
+	cert := mldsaCertBlob(t, k.typ, k.key)
+	for _, tc := range []struct {
+		name string
+		blob []byte
+		err  error
+	}{
+		{"one byte short", blob(k.typ, k.key[1:]), ErrInvalidKey},
+		{"one byte long", blob(k.typ, append(slices.Clip(k.key), 0)), ErrInvalidKey},
+		{"bytes after the key", append(slices.Clip(k.blob), 0), ErrInvalidKey},
+		{"another parameter set's key", blob(k.typ, other.key), ErrInvalidKey},
+		{"certificate cut short in its key", cert[:bytes.Index(cert, k.key)+100], ErrInvalidKey},
+		{"certificate under OpenSSH's suffix", withSSHName(cert, k.typ+"-cert-v01@openssh.com"), ErrUnsupportedKey},
+		{"a name of no parameter set", blob("ssh-mldsa-55", k.key), ErrUnsupportedKey},
+	} {
+		spki, err := SSHPublicKeySPKI(tc.blob)
+		if spki != nil || !errors.Is(err, tc.err) || !strings.HasPrefix(err.Error(), "pkbf: ") {
+			t.Errorf("%s: %x, %v; want an error wrapping %v", tc.name, spki, err, tc.err)
+		}
+	}
+}
+
+// withSSHName returns blob with its type name replaced by name.
+func withSSHName(blob []byte, name string) []byte {
+	var fields struct {
+		Name []byte
+		Rest []byte `ssh:"rest"`
+	}
+	if err := ssh.Unmarshal(blob, &fields); err != nil {
+		panic(err)
+	}
+	fields.Name = []byte(name)
+	return ssh.Marshal(&fields)
 }
 
 // BenchmarkSSHLine reads authorized_keys lines (a quarter RSA 2048, the

@@ -117,6 +117,9 @@ const (
 	algECDSASK
 	algDSA
 	algRSA
+	algMLDSA44
+	algMLDSA65
+	algMLDSA87
 )
 
 // keyTypes are in OpenSSH's order: the first name for an algorithm,
@@ -144,6 +147,17 @@ var keyTypes = []keyType{
 	{"rsa-sha2-256-cert-v01@openssh.com", "", algRSA, true, ""},
 	{"rsa-sha2-512", "RSA", algRSA, false, ""},
 	{"rsa-sha2-512-cert-v01@openssh.com", "", algRSA, true, ""},
+}
+
+// goKeyTypes are the key types x/crypto/ssh reads and sshd does not:
+// the ML-DSA keys of draft-sfluhrer-ssh-mldsa, which x/crypto/ssh v0.58
+// offers and accepts by default when built with Go 1.27 (OpenSSH 9.2
+// knows none). A Go server's keys are read with them; a line's or sshd's
+// never are.
+var goKeyTypes = []keyType{
+	{"ssh-mldsa-44", "", algMLDSA44, false, ""},
+	{"ssh-mldsa-65", "", algMLDSA65, false, ""},
+	{"ssh-mldsa-87", "", algMLDSA87, false, ""},
 }
 
 // same reports whether two types are one to sshd: the same algorithm,
@@ -185,6 +199,16 @@ func blobType(name string) *keyType {
 	return nil
 }
 
+// goKeyType returns the type of goKeyTypes named name, or nil.
+func goKeyType(name string) *keyType {
+	for i := range goKeyTypes {
+		if goKeyTypes[i].name == name {
+			return &goKeyTypes[i]
+		}
+	}
+	return nil
+}
+
 // curveSizes are the coordinate sizes of the curves OpenSSH knows.
 var curveSizes = map[string]int{"nistp256": 32, "nistp384": 48, "nistp521": 66}
 
@@ -212,8 +236,9 @@ const (
 // signature is not checked (sshd checks it, and refuses what fails).
 // Without sshd, the limits OpenSSH sets and x/crypto/ssh does not (the
 // smallest RSA modulus, a NUL byte in a security key's application) are
-// not applied: the blob is then one x/crypto/ssh parsed and re-encoded,
-// and a Go server refuses it only for being compromised.
+// not applied, and the key types only x/crypto/ssh reads (goKeyTypes) are
+// read: the blob is then one x/crypto/ssh parsed and re-encoded, and a Go
+// server refuses it only for being compromised.
 func parseBlob(blob []byte, allowCert, sshd bool) (*Key, *keyType, error) {
 	s := cryptobyte.String(blob)
 	name, ok := readCString(&s)
@@ -221,6 +246,9 @@ func parseBlob(blob []byte, allowCert, sshd bool) (*Key, *keyType, error) {
 		return nil, nil, noKeyf("key blob is cut short before its type")
 	}
 	t := blobType(string(name))
+	if t == nil && !sshd {
+		t = goKeyType(string(name))
+	}
 	switch {
 	case t == nil:
 		return nil, nil, noKeyf("unknown OpenSSH key type %q in the key blob", shorten(string(name)))
@@ -271,6 +299,13 @@ func parseBlob(blob []byte, allowCert, sshd bool) (*Key, *keyType, error) {
 		}
 		addString(&b, curve)
 		addString(&b, point)
+	case algMLDSA44, algMLDSA65, algMLDSA87:
+		// keys.SSHPublicKeySPKI checks the key's length.
+		var pub []byte
+		if !readString(&s, &pub) {
+			return nil, nil, noKeyf("%s key is cut short", t.name)
+		}
+		addString(&b, pub)
 	default: // Ed25519, plain or on a security key
 		var pub []byte
 		if !readString(&s, &pub) || len(pub) != 32 {

@@ -36,6 +36,12 @@ func renamed(name string) func([]byte) []byte {
 	}
 }
 
+// mldsaB64 is an ssh-mldsa-44 key blob in base64 (its key all zero bytes).
+func mldsaB64() string {
+	blob := binary.BigEndian.AppendUint32(renamed("ssh-mldsa-44")([]byte{0, 0, 0, 0}), 1312)
+	return base64.StdEncoding.EncodeToString(append(blob, make([]byte, 1312)...))
+}
+
 // ParseLine finds the key sshd finds, and none where sshd finds none.
 func TestParseLine(t *testing.T) {
 	edT, ed := testLine(t, "ed25519.pub")
@@ -93,6 +99,7 @@ func TestParseLine(t *testing.T) {
 		{"type alone", edT},
 		{"key cut short", edT + " " + ed[:40]},
 		{"two blanks after options", "no-pty " + edT + " x"},
+		{"ML-DSA key (sshd knows none; only a Go server reads it)", "ssh-mldsa-44 " + mldsaB64()},
 	} {
 		k, _, err := ParseLine([]byte(c.line))
 		if k != nil || !errors.Is(err, ErrNoKey) || !strings.HasPrefix(err.Error(), "pkbf: ") {
@@ -147,12 +154,18 @@ func TestParseKey(t *testing.T) {
 	if k, err := ParseKey("rsa-sha2-512", rsa); err != nil || k.Type != rsaT {
 		t.Errorf("rsa-sha2-512: %v, %v", k, err)
 	}
+	// The ML-DSA blob below is one a Go server reads.
+	mldsa, _ := base64.StdEncoding.DecodeString(mldsaB64())
+	if _, _, err := parseBlob(mldsa, false, false); err != nil {
+		t.Fatalf("a Go server's reading refuses the ML-DSA blob: %v", err)
+	}
 	for name, args := range map[string][2]string{
 		"unknown type":    {"ssh-foo", b64},
 		"type of another": {"ssh-rsa", b64},
 		"not base64":      {typ, "AAAA!"},
 		"empty":           {typ, ""},
 		"RSA under 1024":  {"ssh-rsa", base64.StdEncoding.EncodeToString(append(append(renamed("ssh-rsa")([]byte{0, 0, 0, 0}), 0, 0, 0, 1, 3), 0, 0, 0, 1, 0x7f))},
+		"ML-DSA":          {"ssh-mldsa-44", mldsaB64()},
 	} {
 		if k, err := ParseKey(args[0], args[1]); k != nil || !errors.Is(err, ErrNoKey) {
 			t.Errorf("%s: %v, %v", name, k, err)

@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,18 @@ import (
 // commands, the principals lines first.
 func sshdConfigBlock(t *testing.T) doctest.Block {
 	return docBlocks(t, "sshd.md", 1, "AuthorizedPrincipalsCommand ", "AuthorizedKeysCommand ")[0]
+}
+
+// sshdCheck is the check of docs/sshd.md's step 4: its command (sshd -T
+// piped to grep) and the lines the page shows it printing.
+func sshdCheck(t *testing.T) (command string, shown []string) {
+	for _, c := range docBlocks(t, "sshd.md", 1, "$ sshd -T | grep ")[0].Commands {
+		if strings.HasPrefix(c.Text, "sshd -T") {
+			return c.Text, c.Want
+		}
+	}
+	t.Fatal("docs/sshd.md's step 4 has no sshd -T command")
+	return "", nil
 }
 
 // keysFirst returns sshd_config lines with the AuthorizedKeysCommand lines
@@ -62,21 +75,17 @@ func TestDocsSSHDConfig(t *testing.T) {
 	if out, err := exec.Command("/usr/sbin/sshd", "-t", "-f", config).CombinedOutput(); err != nil || len(out) != 0 {
 		t.Errorf("%s: sshd -t: %v\n%s", b.Where(), err, out)
 	}
-	check := docBlocks(t, "sshd.md", 1, "$ sshd -T | grep -i -e authorizedkeyscommand -e authorizedprincipalscommand")[0]
-	var checkCmd string
-	var shown []string
-	for _, c := range check.Commands {
-		if strings.HasPrefix(c.Text, "sshd -T") {
-			checkCmd, shown = c.Text, c.Want
-		}
-	}
+	checkCmd, shown := sshdCheck(t)
 	got := s.commands(b.Text...)
 	if strings.Join(got, "\n") != strings.Join(shown, "\n") {
-		t.Errorf("%s: sshd -T on the lines of %s shows:\n%s\nthe page shows:\n%s", check.Where(), b.Where(), strings.Join(got, "\n"), strings.Join(shown, "\n"))
+		t.Errorf("step 4's check on the lines of %s shows:\n%s\nthe page shows:\n%s", b.Where(), strings.Join(got, "\n"), strings.Join(shown, "\n"))
 	}
-	for _, l := range shown {
-		if strings.HasSuffix(l, " none") {
-			t.Errorf("%s: the page's check shows a command not set: %s", check.Where(), l)
+	// What the check must show: no file sshd reads keys or principals
+	// from, no host-based logins, pkbf's two commands.
+	for _, want := range []string{"authorizedkeysfile none", "authorizedprincipalsfile none", "hostbasedauthentication no",
+		"authorizedkeyscommand /usr/local/bin/pkbf authorized-keys ", "authorizedprincipalscommand /usr/local/bin/pkbf authorized-principals "} {
+		if !slices.ContainsFunc(shown, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("docs/sshd.md's step 4 check shows no line %q", want)
 		}
 	}
 	for _, name := range []string{"authorized-keys", "authorized-principals"} {

@@ -114,6 +114,12 @@ type stepCA struct {
 // root, and serveArgs) on a filter holding the keys in compromised, then
 // step-ca with the webhook pointed at it, and waits until both answer.
 func newStepCA(t testing.TB, compromised map[string]crypto.Signer, serveArgs ...string) *stepCA {
+	return newStepCAEdited(t, compromised, nil, serveArgs...)
+}
+
+// newStepCAEdited is newStepCA with edit, when not nil, given ca.json
+// before step-ca starts (ca's webhookURL and jwk set).
+func newStepCAEdited(t testing.TB, compromised map[string]crypto.Signer, edit func(ca *stepCA, config map[string]any), serveArgs ...string) *stepCA {
 	bin := stepCABinary(t)
 	dir := t.TempDir()
 	ca := &stepCA{compromised: compromised}
@@ -168,6 +174,9 @@ func newStepCA(t testing.TB, compromised map[string]crypto.Signer, serveArgs ...
 				map[string]any{"type": "JWK", "name": "record-jwk", "key": jwkPublic(ca.jwk["record-jwk"]), "options": webhook("X509", recorder.URL)},
 				map[string]any{"type": "ACME", "name": "acme", "challenges": []string{"http-01"}, "options": webhook("X509", pkbfURL)},
 			}},
+	}
+	if edit != nil {
+		edit(ca, config)
 	}
 	b, _ := json.MarshalIndent(config, "", "  ")
 	ca.start(t, bin, dir, addr, f.write("ca.json", b), f.root)

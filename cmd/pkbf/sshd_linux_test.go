@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,10 +77,9 @@ func (s *sshdTest) hostKey() string {
 	return hostKey
 }
 
-// commands returns the lines of sshd -T that name its keys and principals
-// commands, as an admin's "sshd -T | grep -i -e authorizedkeyscommand -e
-// authorizedprincipalscommand" shows them, for the configuration lines
-// given (after the test's host key).
+// commands returns what the check of docs/sshd.md's step 4 (sshd -T
+// piped to grep) prints for the configuration lines given (after the
+// test's host key), for a login as root from 127.0.0.1.
 func (s *sshdTest) commands(config ...string) []string {
 	s.t.Helper()
 	file := filepath.Join(s.dir, "sshd_config.T")
@@ -87,14 +87,13 @@ func (s *sshdTest) commands(config ...string) []string {
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		s.t.Fatal(err)
 	}
-	out := s.run("/usr/sbin/sshd", "-T", "-f", file, "-C", "user=root,host=localhost,addr=127.0.0.1")
-	var lines []string
-	for _, l := range strings.Split(out, "\n") {
-		if low := strings.ToLower(l); strings.Contains(low, "authorizedkeyscommand") || strings.Contains(low, "authorizedprincipalscommand") {
-			lines = append(lines, l)
-		}
+	check, _ := sshdCheck(s.t)
+	sshd := "/usr/sbin/sshd -T -f " + file + " -C user=root,host=localhost,addr=127.0.0.1"
+	out, err := exec.Command("sh", "-c", strings.Replace(check, "sshd -T", sshd, 1)).Output()
+	if err != nil && len(out) > 0 { // grep exits 1 when it prints nothing
+		s.t.Fatalf("%s: %v\n%s", check, err, out)
 	}
-	return lines
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 }
 
 // run runs a command that must succeed and returns its output.
@@ -126,7 +125,8 @@ func (s *sshdTest) start(command string, config ...string) (port int, log *syncB
 
 // startConfig runs sshd with the configuration lines given, then the
 // test's own (its address, host key, AuthorizedKeysFile none, no password
-// or PAM), until the test ends, as start does.
+// or PAM), then the lines given from the first Match line on, until the
+// test ends, as start does.
 func (s *sshdTest) startConfig(config ...string) (port int, log *syncBuffer) {
 	s.t.Helper()
 	hostKey := s.hostKey()
@@ -137,7 +137,12 @@ func (s *sshdTest) startConfig(config ...string) (port int, log *syncBuffer) {
 	port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	configFile := filepath.Join(s.dir, fmt.Sprintf("sshd_config.%d", port))
-	// sshd keeps the first value of a keyword: the lines given come first.
+	// sshd keeps the first value of a keyword: the lines given come first,
+	// but for a Match block, which takes every line after it.
+	var match []string
+	if i := slices.IndexFunc(config, func(l string) bool { return strings.HasPrefix(l, "Match ") }); i >= 0 {
+		config, match = config[:i:i], config[i:]
+	}
 	os.WriteFile(configFile, []byte(strings.Join(append(config, ""), "\n")+fmt.Sprintf(`ListenAddress 127.0.0.1
 Port %d
 HostKey %s
@@ -148,7 +153,7 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 AuthorizedKeysFile none
 Subsystem sftp internal-sftp
-`, port, hostKey, s.dir, port)), 0o644)
+`, port, hostKey, s.dir, port)+strings.Join(append(match, ""), "\n")), 0o644)
 	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", configFile)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
