@@ -107,7 +107,10 @@ func pgpDearmor(data []byte) ([]byte, error) {
 	packets = packets[:n]
 	if crc != nil {
 		var want [3]byte
-		if m, err := base64.StdEncoding.Decode(want[:], crc); err != nil || m != 3 || len(crc) != 4 {
+		if len(crc) != 4 {
+			return nil, keyErrorf("OpenPGP armor: checksum line is not \"=\" and 4 base64 characters")
+		}
+		if m, err := base64.StdEncoding.Decode(want[:], crc); err != nil || m != 3 {
 			return nil, keyErrorf("OpenPGP armor: checksum line is not \"=\" and 4 base64 characters")
 		}
 		got := crc24(packets)

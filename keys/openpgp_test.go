@@ -164,6 +164,7 @@ func TestOpenPGPKeysInvalid(t *testing.T) {
 		{"bad base64", bytes.Replace(armored, []byte("\n\n"), []byte("\n\n*"), 1), "bad base64"},
 		{"header without colon", bytes.Replace(armored, []byte("Comment: made by a test"), []byte("Comment made by a test"), 1), "header line"},
 		{"no blank line", []byte(pgpArmorBegin + "\nComment: x"), "no blank line"},
+		{"checksum line of 8 characters", []byte(pgpArmorBegin + "\n\n=00000000\n" + pgpArmorEnd), "checksum line is not"},
 		{"text between checksum and END", bytes.Replace(armored, []byte("\n"+pgpArmorEnd), []byte("\nAAAA\n"+pgpArmorEnd), 1), "between the checksum"},
 		{"empty armor", pgpArmor(nil, false), "no packets"},
 		{"top bit clear", append(pgpOldPacket(13, []byte("x"), 1), 0x01), "top bit"},
