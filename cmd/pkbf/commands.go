@@ -107,6 +107,15 @@ func subcommands() []subcommand {
 			},
 		},
 		{
+			name: "weak", synopsis: "weak (build [flags] OUT SOURCE... | info [--json] FILE)",
+			summary: "Build or inspect the Debian weak-key file of the BR weak-key checks.",
+			help:    helpFile("weak"), run: runWeak,
+			subs: []subcommand{
+				{name: "build", flags: new(weakBuildFlags).command, run: runWeakBuild},
+				{name: "info", flags: new(weakInfoFlags).command, run: runWeakInfo},
+			},
+		},
+		{
 			name: "version", aliases: []string{"-version", "--version", "-v"}, synopsis: "version | --version | -v",
 			help: helpFile("version"),
 			run:  runVersion,
