@@ -245,26 +245,7 @@ func brConfig(debian string, extra ...string) string {
 // lintBR runs the BR lints on a certificate through zlint's API.
 func lintBR(t *testing.T, der []byte, toml string) map[string]*lint.LintResult {
 	t.Helper()
-	c, err := zx509.ParseCertificate(der)
-	if err != nil {
-		t.Fatalf("zcrypto cannot parse the certificate: %v", err)
-	}
-	reg, err := lint.GlobalRegistry().Filter(lint.FilterOptions{IncludeNames: brNames()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := lint.NewConfigFromString(toml)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg.SetConfiguration(cfg)
-	res := zlint.LintCertificateEx(c, reg).Results
-	for _, name := range brNames() {
-		if res[name] == nil {
-			t.Fatalf("zlint ran no %s", name)
-		}
-	}
-	return res
+	return lintNamed(t, der, toml, brNames()...)
 }
 
 // brWant is what each BR lint must say of a key: its family's findings
@@ -389,14 +370,12 @@ func brCases(t *testing.T, dir string, checker *weakkeys.Checker) []brCase {
 	return cases
 }
 
-// TestBRLintsVectors lints, through zlint's API, every certificate among
-// the weak-key vectors and certificates of every other vector's keys:
-// the verdict the README gives is found (and none of BR 6.1.1.3's in a
-// clean control), and every BR lint says what the library finds in the
-// key, reasons included.
-func TestBRLintsVectors(t *testing.T) {
+// vectorCases are brCases, with the Debian file the lints must be
+// configured with to say what they say.
+func vectorCases(t *testing.T) (debian string, cases []brCase) {
+	t.Helper()
 	dir := weakVectorsDir(t)
-	debian := weakDebianFile(t, dir)
+	debian = weakDebianFile(t, dir)
 	d, err := weakkeys.OpenDebian(debian)
 	if err != nil {
 		t.Fatal(err)
@@ -406,7 +385,16 @@ func TestBRLintsVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := brCases(t, dir, checker)
+	return debian, brCases(t, dir, checker)
+}
+
+// TestBRLintsVectors lints, through zlint's API, every certificate among
+// the weak-key vectors and certificates of every other vector's keys:
+// the verdict the README gives is found (and none of BR 6.1.1.3's in a
+// clean control), and every BR lint says what the library finds in the
+// key, reasons included.
+func TestBRLintsVectors(t *testing.T) {
+	debian, cases := vectorCases(t)
 	errors := 0
 	for _, c := range cases {
 		got := results(lintBR(t, c.der, brConfig(debian)))
@@ -434,15 +422,7 @@ func TestBRLintsVectors(t *testing.T) {
 // configuration the Debian lint is fatal, and -exampleConfig shows every
 // BR lint's settings.
 func TestBRLintsZlintCommand(t *testing.T) {
-	dir := weakVectorsDir(t)
-	debian := weakDebianFile(t, dir)
-	d, err := weakkeys.OpenDebian(debian)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	checker, _ := weakkeys.New(weakkeys.WithDebian(d))
-	cases := brCases(t, dir, checker)
+	debian, cases := vectorCases(t)
 	files := t.TempDir()
 	cfg := filepath.Join(files, "zlint.toml")
 	os.WriteFile(cfg, []byte(brConfig(debian)), 0o644)

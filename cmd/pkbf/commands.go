@@ -133,6 +133,20 @@ func subcommands() []subcommand {
 	}
 }
 
+// runGroup is the run of a command of subcommands (nix, weak) named
+// without one: its help for -h, else an error naming them.
+func runGroup(name string, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+		return runHelp([]string{name}, nil, stdout, stderr)
+	}
+	var subs []string
+	for _, sub := range lookupSubcommand(name).subs {
+		subs = append(subs, "pkbf "+name+" "+sub.name)
+	}
+	errorf(stderr, "want %s\nRun 'pkbf help %s' for usage.", strings.Join(subs, " or "), name)
+	return exitTrouble
+}
+
 // lookupSubcommand returns the command named name (or one of its
 // aliases), or nil.
 func lookupSubcommand(name string) *subcommand {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -23,11 +22,7 @@ var weakHelp = helpFile("weak")
 // runWeak runs when no subcommand was named: the table's subs dispatch
 // build and info.
 func runWeak(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
-		return runHelp([]string{"weak"}, nil, stdout, stderr)
-	}
-	errorf(stderr, "want pkbf weak build or pkbf weak info\nRun 'pkbf help weak' for usage.")
-	return exitTrouble
+	return runGroup("weak", args, stdout, stderr)
 }
 
 type weakBuildFlags struct {
