@@ -7,8 +7,9 @@ import (
 )
 
 // Containers hold several keys and certificates: PKCS#7/CMS certificate
-// bundles (.p7b, .p7c) and PKCS#12 files (.p12, .pfx). Scanner reports
-// each object in them as a Key of its own.
+// bundles (.p7b, .p7c, .p7s; DER or BER), PKCS#12 files (.p12, .pfx) and
+// armored OpenPGP public keys (a primary key and its subkeys). Scanner
+// reports each object in them as a Key of its own.
 
 // A part is one object of a container.
 type part struct {
@@ -57,40 +58,51 @@ const maxContainerParts = 10000
 // containerParts expands a PEM block or DER object that is a container.
 // An error reading the container is one part with that error.
 func containerParts(kind keyKind, raw []byte, passphrases []string) ([]part, bool) {
-	var encoded []byte
-	switch kind {
-	case kindPEM:
-		if !isPKCS7PEMType(pemType(raw)) {
+	switch {
+	case kind == kindPEM:
+		typ := pemType(raw)
+		switch {
+		case typ == pgpArmorType:
+			return partsOrError(openpgpParts(raw))
+		case !isPKCS7PEMType(typ):
 			return nil, false
 		}
 		block, ok := decodePEMBlock(raw)
 		if !ok {
-			return []part{{err: keyErrorf("PEM block %q is malformed", pemType(raw))}}, true
+			return []part{{err: keyErrorf("PEM block %q is malformed", typ)}}, true
 		}
-		encoded = block.der
-	case kindDER:
-		encoded = raw
-	default:
+		return partsOrError(pkcs7Parts(block.der))
+	case kind != kindDER:
 		return nil, false
+	case isBERContentInfo(raw):
+		return partsOrError(pkcs7Parts(raw))
 	}
-	d := der.Reader(encoded)
+	d := der.Reader(raw)
 	body, ok := d.Read(der.TagSequence)
 	fields := der.Reader(body)
 	firstTag, _, _, ok2 := fields.Next()
-	var parts []part
-	var err error
 	switch {
 	case !ok || !ok2:
 		return nil, false
 	case firstTag == der.TagOID:
-		parts, err = pkcs7Parts(encoded)
+		return partsOrError(pkcs7Parts(raw))
 	case firstTag == der.TagInteger && isPKCS12(body):
-		parts, err = pkcs12Parts(encoded, passphrases)
-	default:
-		return nil, false
+		return partsOrError(pkcs12Parts(raw, passphrases))
 	}
+	return nil, false
+}
+
+// partsOrError is a container's parts, or one part with its error.
+func partsOrError(parts []part, err error) ([]part, bool) {
 	if err != nil {
 		return []part{{err: err}}, true
 	}
 	return parts, true
+}
+
+// isBERContentInfo reports whether b starts as a PKCS#7 ContentInfo does,
+// read as BER: a SEQUENCE whose first field is an OID.
+func isBERContentInfo(b []byte) bool {
+	h, err := readBERHeader(b)
+	return err == nil && b[0] == der.TagSequence && len(b) > h.headerLen && b[h.headerLen] == der.TagOID
 }

@@ -2,7 +2,8 @@
 // (SPKI) that a pwnedkeys filter hashes: keys, certificates and
 // certificate requests in PEM, DER, OpenSSH, RFC 4716 and PuTTY form,
 // PKCS#1, PKCS#8 and SEC 1 private keys (their public keys), PKCS#7
-// bundles and PKCS#12 files.
+// bundles (DER, or BER as Windows and openssl smime write them), PKCS#12
+// files and armored OpenPGP public keys (their RSA keys).
 //
 // [SPKI] reads one object; a [Scanner] reads every object of a stream, in
 // bounded memory, each as a [Key] that knows where it came from.

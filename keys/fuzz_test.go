@@ -113,7 +113,13 @@ func TestScannerFramings(t *testing.T) {
 
 func FuzzScanner(f *testing.F) {
 	quickInputs(f)
-	testkit.SeedFiles(f, "../testdata/keys/*", "../testdata/keys/more/*", "../testdata/keys/binary/*-explicit-compressed.pem", "../testdata/keys/curves/unnamed.nopub.pem")
+	testkit.SeedFiles(f, "../testdata/keys/*", "../testdata/keys/more/*", "../testdata/keys/binary/*-explicit-compressed.pem", "../testdata/keys/curves/unnamed.nopub.pem",
+		pkcs7Vector, filepath.Join(pgpVectors, "*.pgp"))
+	if b, err := os.ReadFile(pkcs7Vector); err == nil { // the BER bundle in binary
+		if block, ok := decodePEMBlock(textOf(b)); ok {
+			f.Add(block.der)
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkFramings(t, "input", b)
 		s := NewScanner(bytes.NewReader(b))

@@ -30,7 +30,7 @@ type Key struct {
 	// allocations of up to 16 KiB, which a Key kept keeps alive.
 	Raw []byte
 	// Part names the object inside a container ("certificate 2",
-	// "private key 1"), or is empty.
+	// "private key 1", "OpenPGP key 2"), or is empty.
 	Part string
 
 	kind keyKind

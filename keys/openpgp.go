@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	mathbits "math/bits"
+	"strconv"
 )
 
 // OpenPGP transferable public keys (RFC 4880, RFC 9580), as far as their
@@ -11,8 +12,9 @@ import (
 // public-subkey packets.
 
 const (
-	pgpArmorBegin = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
-	pgpArmorEnd   = "-----END PGP PUBLIC KEY BLOCK-----"
+	pgpArmorType  = "PGP PUBLIC KEY BLOCK"
+	pgpArmorBegin = "-----BEGIN " + pgpArmorType + "-----"
+	pgpArmorEnd   = "-----END " + pgpArmorType + "-----"
 
 	pgpTagPublicKey    = 6
 	pgpTagPublicSubkey = 14
@@ -25,7 +27,27 @@ const (
 // (algorithms 1, 2 and 3); a key of another algorithm is an error wrapping
 // [ErrUnsupportedKey], so that no key of the input goes unseen. Other
 // packets (user IDs, signatures) are skipped. Errors wrap [ErrInvalidKey].
+// A [Scanner] reads armored keys too, each key a [Key] of its own.
 func OpenPGPKeys(data []byte) ([][]byte, error) {
+	parts, err := openpgpParts(data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(parts))
+	for i, p := range parts {
+		if p.err != nil {
+			return nil, p.err
+		}
+		out[i] = p.spki
+	}
+	return out, nil
+}
+
+// openpgpParts reads the keys of an OpenPGP public key as OpenPGPKeys
+// does, each key a part ("OpenPGP key 2") with its SPKI or its own error
+// (a key of another algorithm than RSA, a malformed key packet). An error
+// in the armor or the packets' framing is the error of the whole.
+func openpgpParts(data []byte) ([]part, error) {
 	packets := data
 	if len(data) == 0 || data[0]&0x80 == 0 {
 		var err error
@@ -33,7 +55,7 @@ func OpenPGPKeys(data []byte) ([][]byte, error) {
 			return nil, err
 		}
 	}
-	var out [][]byte
+	var out []part
 	for len(packets) > 0 {
 		tag, body, rest, err := pgpPacket(packets)
 		if err != nil {
@@ -47,10 +69,7 @@ func OpenPGPKeys(data []byte) ([][]byte, error) {
 			return nil, keyErrorf("OpenPGP key has more than %d keys", maxContainerParts)
 		}
 		spki, err := pgpKeySPKI(body)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, spki)
+		out = append(out, part{what: "OpenPGP key " + strconv.Itoa(len(out)+1), spki: spki, err: err})
 	}
 	if len(out) == 0 {
 		return nil, keyErrorf("OpenPGP data has no public-key packet")
@@ -107,7 +126,10 @@ func pgpDearmor(data []byte) ([]byte, error) {
 	packets = packets[:n]
 	if crc != nil {
 		var want [3]byte
-		if m, err := base64.StdEncoding.Decode(want[:], crc); err != nil || m != 3 || len(crc) != 4 {
+		if len(crc) != 4 {
+			return nil, keyErrorf("OpenPGP armor: checksum line is not \"=\" and 4 base64 characters")
+		}
+		if m, err := base64.StdEncoding.Decode(want[:], crc); err != nil || m != 3 {
 			return nil, keyErrorf("OpenPGP armor: checksum line is not \"=\" and 4 base64 characters")
 		}
 		got := crc24(packets)

@@ -164,6 +164,7 @@ func TestOpenPGPKeysInvalid(t *testing.T) {
 		{"bad base64", bytes.Replace(armored, []byte("\n\n"), []byte("\n\n*"), 1), "bad base64"},
 		{"header without colon", bytes.Replace(armored, []byte("Comment: made by a test"), []byte("Comment made by a test"), 1), "header line"},
 		{"no blank line", []byte(pgpArmorBegin + "\nComment: x"), "no blank line"},
+		{"checksum line of 8 characters", []byte(pgpArmorBegin + "\n\n=00000000\n" + pgpArmorEnd), "checksum line is not"},
 		{"text between checksum and END", bytes.Replace(armored, []byte("\n"+pgpArmorEnd), []byte("\nAAAA\n"+pgpArmorEnd), 1), "between the checksum"},
 		{"empty armor", pgpArmor(nil, false), "no packets"},
 		{"top bit clear", append(pgpOldPacket(13, []byte("x"), 1), 0x01), "top bit"},
@@ -322,4 +323,71 @@ func FuzzOpenPGPKeys(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestScannerOpenPGP: a Scanner reads each key of an armored OpenPGP
+// public key as a Key with its Part, a key of another algorithm than RSA
+// as a Key with an unsupported-key error (never skipped), and goes on
+// after the armor; damaged armor is one Key with its error.
+func TestScannerOpenPGP(t *testing.T) {
+	primary, sub := testRSAKey(t), testRSAKey(t)
+	eddsa := []byte{4, 0, 0, 0, 1, 22, 0, 8, 0xff} // EdDSA: not read
+	var packets []byte
+	packets = append(packets, pgpNewPacket(pgpTagPublicKey, pgpKeyBody(4, 1, primary), 2)...)
+	packets = append(packets, pgpNewPacket(13, []byte("Test <t@example.invalid>"), 1)...)
+	packets = append(packets, pgpNewPacket(pgpTagPublicSubkey, eddsa, 1)...)
+	packets = append(packets, pgpNewPacket(pgpTagPublicSubkey, pgpKeyBody(4, 1, sub), 2)...)
+	packets = append(packets, pgpNewPacket(pgpTagPublicSubkey, append(pgpKeyBody(4, 1, sub), 0), 2)...)
+	armored := pgpArmor(packets, true)
+	cert := testkit.ReadFile(t, "../testdata/keys/p256.cert.pem")
+	damaged := bytes.Replace(armored, []byte("\n="), []byte("\n=AAAA\n=X"), 1)
+	in := bytes.Join([][]byte{cert, armored, damaged, cert}, nil)
+	primarySPKI, _ := x509.MarshalPKIXPublicKey(primary)
+	subSPKI, _ := x509.MarshalPKIXPublicKey(sub)
+	certSPKI, _ := SPKI(cert)
+	line := func(b []byte) int { return bytes.Count(b, []byte("\n")) + 1 }
+	want := []struct {
+		source string
+		spki   []byte
+		err    string
+	}{
+		{"block 1 (line 1)", certSPKI, ""},
+		{fmt.Sprintf("block 2 (line %d), OpenPGP key 1", line(cert)), primarySPKI, ""},
+		{fmt.Sprintf("block 2 (line %d), OpenPGP key 2", line(cert)), nil, "algorithm 22"},
+		{fmt.Sprintf("block 2 (line %d), OpenPGP key 3", line(cert)), subSPKI, ""},
+		{fmt.Sprintf("block 2 (line %d), OpenPGP key 4", line(cert)), nil, "1 bytes after its exponent"},
+		{fmt.Sprintf("block 3 (line %d)", line(cert)+line(armored)-1), nil, "OpenPGP armor"},
+		{fmt.Sprintf("block 4 (line %d)", line(cert)+line(armored)+line(damaged)-2), certSPKI, ""},
+	}
+	s := NewScanner(bytes.NewReader(in))
+	for i := 0; s.Scan(); i++ {
+		k := s.Key()
+		spki, err := k.SPKI()
+		if i >= len(want) {
+			t.Fatalf("an extra key: %s", k.Source())
+		}
+		w := want[i]
+		if k.Source() != w.source || !bytes.Equal(spki, w.spki) || (err == nil) != (w.err == "") || (err != nil && !strings.Contains(err.Error(), w.err)) {
+			t.Fatalf("key %d: %s, %x, %v; want %s, %x, an error saying %q", i+1, k.Source(), spki, err, w.source, w.spki, w.err)
+		}
+		if w.err == "algorithm 22" && !errors.Is(err, ErrUnsupportedKey) {
+			t.Fatalf("key %d: %v does not wrap ErrUnsupportedKey", i+1, err)
+		}
+	}
+	if s.Err() != nil {
+		t.Fatal(s.Err())
+	}
+
+	// SPKI reads armor of one key; of several it sends to Scanner.
+	one := pgpArmor(pgpNewPacket(pgpTagPublicKey, pgpKeyBody(4, 1, primary), 2), true)
+	if spki, err := SPKI(one); err != nil || !bytes.Equal(spki, primarySPKI) {
+		t.Errorf("SPKI of an armored key = %x, %v; want its SPKI", spki, err)
+	}
+	two := pgpArmor(append(pgpNewPacket(pgpTagPublicKey, pgpKeyBody(4, 1, primary), 2), pgpNewPacket(pgpTagPublicSubkey, pgpKeyBody(4, 1, sub), 2)...), true)
+	if _, err := SPKI(two); err == nil || !strings.Contains(err.Error(), "read them with Scanner") {
+		t.Errorf("SPKI of an armored key of two keys = %v, want an error sending to Scanner", err)
+	}
+	if _, err := SPKI(armored); !errors.Is(err, ErrUnsupportedKey) {
+		t.Errorf("SPKI of an armored key with an EdDSA subkey = %v, want its error", err)
+	}
 }

@@ -150,6 +150,19 @@ func pemSPKI(text []byte) ([]byte, error) {
 		if !present {
 			break
 		}
+		if complete && pemType(raw) == pgpArmorType {
+			// Armor, not PEM: its checksum line is no base64.
+			if found != nil {
+				return nil, keyErrorf("more than one key in PEM input (block %d is %q); read bundles with Scanner", blocks+1, pgpArmorType)
+			}
+			spki, err := singleSPKI(openpgpParts(raw))
+			if err != nil {
+				return nil, err
+			}
+			rest, found = after, spki
+			blocks++
+			continue
+		}
 		block, ok := decodePEMBlock(raw)
 		if !complete || !ok {
 			if blocks == 0 {
@@ -210,7 +223,7 @@ var pemTypes = func() map[string]string {
 	for _, t := range []string{"CERTIFICATE", "PUBLIC KEY", "PRIVATE KEY", "RSA PUBLIC KEY", "RSA PRIVATE KEY",
 		"EC PRIVATE KEY", "EC PARAMETERS", "DSA PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "CERTIFICATE REQUEST",
 		"NEW CERTIFICATE REQUEST", "TRUSTED CERTIFICATE", "X509 CERTIFICATE", "PKCS7", "CMS", "OPENSSH PRIVATE KEY",
-		"SSH2 PUBLIC KEY", "X509 CRL"} {
+		"SSH2 PUBLIC KEY", "X509 CRL", pgpArmorType} {
 		m[t] = t
 	}
 	return m

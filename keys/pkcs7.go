@@ -26,12 +26,30 @@ var (
 // pkcs7Parts reads the certificates of a PKCS#7/CMS ContentInfo holding
 // SignedData: SEQUENCE { version, digestAlgorithms, encapContentInfo,
 // [0] IMPLICIT certificates OPTIONAL, [1] crls OPTIONAL, signerInfos }.
-func pkcs7Parts(der []byte) ([]part, error) {
+// The container may be DER or BER (ber.go); the certificates in it are
+// read as they are.
+func pkcs7Parts(encoded []byte) ([]part, error) {
+	parts, err := pkcs7PartsDER(encoded)
+	if err == nil {
+		return parts, nil
+	}
+	converted, berErr := berToDER(encoded)
+	switch {
+	case berErr != nil:
+		return nil, keyErrorf("PKCS#7 structure is neither DER nor BER: %v", berErr)
+	case bytes.Equal(converted, encoded): // DER already: the first error stands
+		return nil, err
+	}
+	return pkcs7PartsDER(converted)
+}
+
+// pkcs7PartsDER is pkcs7Parts on a container in DER.
+func pkcs7PartsDER(der []byte) ([]part, error) {
 	s := cryptobyte.String(der)
 	var info, contentType, content, signed, certs cryptobyte.String
 	var hasCerts bool
 	if !s.ReadASN1(&info, cbasn1.SEQUENCE) || !s.Empty() || !info.ReadASN1(&contentType, cbasn1.OBJECT_IDENTIFIER) {
-		return nil, keyErrorf("PKCS#7 structure is not a ContentInfo (or uses BER indefinite lengths, which pkbf does not read)")
+		return nil, keyErrorf("PKCS#7 structure is not a ContentInfo")
 	}
 	if !bytes.Equal(contentType, oidPKCS7SignedData) {
 		return nil, keyErrorf("PKCS#7 content type %s is not SignedData: it holds no certificates", oidString(contentType))

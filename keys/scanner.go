@@ -3,6 +3,7 @@ package keys
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"slices"
 )
@@ -18,10 +19,16 @@ const (
 // (text between blocks is ignored), an authorized_keys or known_hosts file,
 // a mix of PEM and OpenSSH lines, or a concatenation of DER objects.
 // Each object is reported as a [Key] with its place in the input; a bad
-// object gets its own error and scanning goes on.
+// object gets its own error and scanning goes on. The objects of a
+// container are Keys of their own, with a Part: the certificates of a
+// PKCS#7 bundle (DER, or BER with indefinite lengths), the keys and
+// certificates of a PKCS#12 file, and each key of an armored OpenPGP
+// public key ("OpenPGP key 2": RSA keys; a key of another algorithm is a
+// Key whose error wraps [ErrUnsupportedKey]).
 //
 // Input starting with a DER SEQUENCE (0x30 followed by a DER length and a
-// SEQUENCE, INTEGER or tagged field) is read as DER; anything else as text.
+// SEQUENCE, INTEGER or tagged field, or by BER's indefinite length) is
+// read as DER; anything else as text.
 // A text input that holds no key at all gives one Key with an error.
 //
 // Use it like [bufio.Scanner]:
@@ -501,6 +508,9 @@ func (s *Scanner) scanDER() bool {
 		s.done = true
 		return s.emit(kindDER, 0, start, nil, keyErrorf("byte %d does not start a DER SEQUENCE: not DER, or junk after the last object", start))
 	}
+	if head[1] == 0x80 {
+		return s.scanBER(start)
+	}
 	size, headerLen, err := derLength(s.r)
 	if err != nil {
 		s.done = true
@@ -534,6 +544,31 @@ func (s *Scanner) scanDER() bool {
 		return s.emit(kindDER, 0, start, nil, keyErrorf("DER object declares %d bytes but the input ends after %d: truncated", total, len(obj)))
 	}
 	return s.emit(kindDER, 0, start, obj, nil)
+}
+
+// scanBER reads an object of indefinite length, which BER allows and DER
+// does not: a PKCS#7 container as Windows and openssl smime write it
+// (SPKI reads it; anything else in BER is an error there). Where the
+// object cannot be read to its end, nothing after it can be framed.
+func (s *Scanner) scanBER(start int64) bool {
+	obj, err := readBER(s.r, maxObjectSize)
+	s.offset += int64(len(obj))
+	var be *berError
+	switch {
+	case err == nil:
+		return s.emit(kindDER, 0, start, obj, nil)
+	case !errors.As(err, &be):
+		s.err = err
+		return false
+	case err == errBERTooLarge:
+		err = keyErrorf("object of indefinite length (BER) is larger than the %d-byte limit", maxObjectSize)
+	case err == errBERTruncated:
+		err = keyErrorf("object of indefinite length (BER) is cut short after %d bytes: truncated", len(obj))
+	default:
+		err = keyErrorf("object of indefinite length (BER): %v", err)
+	}
+	s.done = true
+	return s.emit(kindDER, 0, start, nil, err)
 }
 
 // readObject reads the next size bytes of r. Memory grows as the bytes

@@ -24,9 +24,10 @@ import (
 //   - an X.509 certificate ("CERTIFICATE", or OpenSSL's "TRUSTED
 //     CERTIFICATE") or PKCS#10 request, whose SPKI is returned byte for
 //     byte, whatever its algorithm;
-//   - a PKCS#7/CMS bundle or a PKCS#12 file that holds one key (perhaps
-//     with its certificates), unencrypted or encrypted with the empty
-//     password; read bundles of several keys with [Scanner];
+//   - a PKCS#7/CMS bundle (DER, or BER: indefinite lengths) or a PKCS#12
+//     file that holds one key (perhaps with its certificates), unencrypted
+//     or encrypted with the empty password, or an armored OpenPGP public
+//     key of one RSA key; read bundles of several keys with [Scanner];
 //   - an OpenSSH private key, even one protected by a passphrase (its public
 //     half is stored in clear), and a PuTTY .ppk file (likewise);
 //   - an OpenSSH public key line (a .pub file, an authorized_keys line with
@@ -160,7 +161,12 @@ func derSPKI(encoded []byte) ([]byte, error) {
 func derSPKIInfo(encoded []byte, info *spkiInfo) ([]byte, error) {
 	d := der.Reader(encoded)
 	body, ok := d.Read(der.TagSequence)
-	if !ok {
+	switch {
+	case !ok && isBERContentInfo(encoded):
+		return singleSPKI(pkcs7Parts(encoded))
+	case !ok && len(encoded) > 1 && encoded[1] == 0x80:
+		return nil, keyErrorf("DER input uses an indefinite length (BER), which pkbf reads only in a PKCS#7 container")
+	case !ok:
 		return nil, keyErrorf("DER input is not a complete ASN.1 SEQUENCE")
 	}
 	if !d.Empty() {

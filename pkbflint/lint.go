@@ -1,10 +1,13 @@
 // Package pkbflint is a zlint lint that reports a certificate whose
 // subject public key a pkbf filter says is probably compromised:
-// e_pkbf_compromised_key. A certificate authority runs it with zlint's
-// other lints before issuing, and over what it issued.
+// e_pkbf_compromised_key; and the Baseline Requirements' weak-key checks
+// (6.1.1.3, 6.1.5, 6.1.6) as eight lints, e_br_debian_weak_key and the
+// others docs/zlint.md lists (e_br_debian_weak_key is Fatal until its
+// Debian weak-key file is configured). A certificate authority runs them
+// with zlint's other lints before issuing, and over what it issued.
 //
-// Importing the package registers the lint in zlint's global registry, as
-// zlint's own lints are:
+// Importing the package registers the lints in zlint's global registry,
+// as zlint's own lints are:
 //
 //	import _ "github.com/pkbf/pkbf/pkbflint"
 //

@@ -138,11 +138,18 @@ func strconvQuote(s string) string {
 // TOML given, as a CA's Go pipeline would.
 func lintDER(t *testing.T, der []byte, toml string) *lint.LintResult {
 	t.Helper()
+	return lintNamed(t, der, toml, Name)[Name]
+}
+
+// lintNamed runs the lints named through zlint's API, configured with
+// the TOML given, and returns their results.
+func lintNamed(t *testing.T, der []byte, toml string, names ...string) map[string]*lint.LintResult {
+	t.Helper()
 	c, err := zx509.ParseCertificate(der)
 	if err != nil {
 		t.Fatalf("zcrypto cannot parse the certificate: %v", err)
 	}
-	reg, err := lint.GlobalRegistry().Filter(lint.FilterOptions{IncludeNames: []string{Name}})
+	reg, err := lint.GlobalRegistry().Filter(lint.FilterOptions{IncludeNames: names})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,9 +158,11 @@ func lintDER(t *testing.T, der []byte, toml string) *lint.LintResult {
 		t.Fatal(err)
 	}
 	reg.SetConfiguration(cfg)
-	res := zlint.LintCertificateEx(c, reg).Results[Name]
-	if res == nil {
-		t.Fatalf("zlint ran no %s", Name)
+	res := zlint.LintCertificateEx(c, reg).Results
+	for _, name := range names {
+		if res[name] == nil {
+			t.Fatalf("zlint ran no %s", name)
+		}
 	}
 	return res
 }

@@ -63,9 +63,8 @@ func readVectors(t testing.TB, dir string) []vector {
 }
 
 // vectorKeys reads a vector file's keys: a hex modulus (.txt, returned as
-// a nil SPKI and the modulus), an OpenPGP key's RSA keys (.pgp), a PKCS#7
-// bundle's certificates through openssl (BER, which package keys does not
-// read), or the one key package keys reads.
+// a nil SPKI and the modulus), or every key package keys reads in it (an
+// OpenPGP key's RSA keys, a BER PKCS#7 bundle's certificates).
 func vectorKeys(t *testing.T, path string) (spkis [][]byte, modulus []byte) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -78,22 +77,6 @@ func vectorKeys(t *testing.T, path string) (spkis [][]byte, modulus []byte) {
 			t.Fatalf("%s: not a hex modulus", path)
 		}
 		return nil, n.Bytes()
-	case ".pgp":
-		spkis, err := keys.OpenPGPKeys(data)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		return spkis, nil
-	case ".p7s":
-		openssl, err := exec.LookPath("openssl")
-		if err != nil {
-			t.Skipf("%s: openssl is not on PATH to read this BER PKCS#7 bundle", path)
-		}
-		out, err := exec.Command(openssl, "pkcs7", "-in", path, "-print_certs").Output()
-		if err != nil {
-			t.Fatalf("openssl pkcs7 %s: %v", path, err)
-		}
-		data = out
 	}
 	s := keys.NewScanner(bytes.NewReader(data))
 	for s.Scan() {

@@ -107,6 +107,15 @@ func subcommands() []subcommand {
 			},
 		},
 		{
+			name: "weak", synopsis: "weak (build [flags] OUT SOURCE... | info [--json] FILE)",
+			summary: "Build or inspect the Debian weak-key file of the BR weak-key checks.",
+			help:    helpFile("weak"), run: runWeak,
+			subs: []subcommand{
+				{name: "build", flags: new(weakBuildFlags).command, run: runWeakBuild},
+				{name: "info", flags: new(weakInfoFlags).command, run: runWeakInfo},
+			},
+		},
+		{
 			name: "version", aliases: []string{"-version", "--version", "-v"}, synopsis: "version | --version | -v",
 			help: helpFile("version"),
 			run:  runVersion,
@@ -122,6 +131,20 @@ func subcommands() []subcommand {
 			run:  runCompletion,
 		},
 	}
+}
+
+// runGroup is the run of a command of subcommands (nix, weak) named
+// without one: its help for -h, else an error naming them.
+func runGroup(name string, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+		return runHelp([]string{name}, nil, stdout, stderr)
+	}
+	var subs []string
+	for _, sub := range lookupSubcommand(name).subs {
+		subs = append(subs, "pkbf "+name+" "+sub.name)
+	}
+	errorf(stderr, "want %s\nRun 'pkbf help %s' for usage.", strings.Join(subs, " or "), name)
+	return exitTrouble
 }
 
 // lookupSubcommand returns the command named name (or one of its

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -26,11 +25,7 @@ var nixHelp = helpFile("nix")
 // runNix runs when no subcommand was named: the table's subs dispatch
 // build and check.
 func runNix(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
-		return runHelp([]string{"nix"}, nil, stdout, stderr)
-	}
-	errorf(stderr, "want pkbf nix build or pkbf nix check\nRun 'pkbf help nix' for usage.")
-	return exitTrouble
+	return runGroup("nix", args, stdout, stderr)
 }
 
 type nixBuildFlags struct {
