@@ -23,14 +23,18 @@
 //
 // Pins. A signature by a key given ([Options.SignatureURL]), a digest
 // given ([Options.SHA256]), or a digest file from another source than the
-// filter's bytes ([Options.SHA256URL]) vouches for the exact bytes
-// installed. The source of bytes is where they came from after redirects:
-// scheme, host and port (a default port written or not, a host's case),
-// and the address connected to, so that a digest beside the filter, on a
-// host the filter is redirected to, or under another name of the same
-// server, is one source and proves only the transfer. A pinned filter
-// installs when it is newer, even as a rebuild: other parameters, fewer
-// entries, bits removed.
+// filter ([Options.SHA256URL]) vouches for the exact bytes installed. The
+// digest file and the filter are one source when any hop of one's
+// redirect chains (the URL configured is the first) has the origin of a
+// hop of the other's (scheme, host and port, a default port written or
+// not, a host's case), or when an address resolved or connected to on
+// one's way is on the other's (two names of one server, two ports of one
+// machine, one proxy), or when the client does not tell the addresses.
+// Whoever answers for the filter's host can only add hops and addresses,
+// so it can make them one source, never two. From one source, a digest
+// file proves only the transfer. A pinned filter installs when it is
+// newer, even as a rebuild: other parameters, fewer entries, bits
+// removed.
 //
 // Unpinned. Without a pin, the TLS connection to the configured host is
 // all that vouches for the filter, and one interception must do no

@@ -20,7 +20,6 @@ import (
 func (up *updater) attempt(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	up.from = source{}
 	req, err := http.NewRequestWithContext(traceSource(ctx, &up.from), http.MethodGet, up.url.String(), nil)
 	if err != nil {
 		return up.errorf("%v", err)
@@ -47,7 +46,7 @@ func (up *updater) attempt(ctx context.Context) error {
 		return up.clientError(up.where(), err)
 	}
 	defer resp.Body.Close()
-	up.from.origin = origin(resp.Request.URL)
+	up.from.addChain(resp.Request)
 	switch code := resp.StatusCode; {
 	case code == http.StatusNotModified && conditional:
 		up.res.New, up.res.Size = *up.old, up.oldInfo.Size()

@@ -196,7 +196,8 @@ func fastOpts(waits *[]time.Duration) Options {
 
 // testClient trusts the certificate of httptest's TLS servers and dials
 // every host under example.com (which the certificate names) at
-// 127.0.0.1, so that a test can redirect to another host over https.
+// 127.0.0.1, so that a test can redirect to another host over https;
+// ip2.example.com at 127.0.0.2, another address (see listenIP2).
 var testClient = sync.OnceValue(func() *http.Client {
 	ts := httptest.NewTLSServer(http.NotFoundHandler())
 	pool := x509.NewCertPool()
@@ -207,12 +208,33 @@ var testClient = sync.OnceValue(func() *http.Client {
 		TLSClientConfig: &tls.Config{RootCAs: pool},
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if host, port, err := net.SplitHostPort(addr); err == nil && strings.HasSuffix(host, ".example.com") {
-				addr = net.JoinHostPort("127.0.0.1", port)
+				ip := "127.0.0.1"
+				if host == "ip2.example.com" {
+					ip = "127.0.0.2"
+				}
+				addr = net.JoinHostPort(ip, port)
 			}
 			return dial(ctx, network, addr)
 		},
 	}}
 })
+
+// listenIP2 starts the https server s on 127.0.0.2 (which Linux's
+// loopback answers for; the test skips where it does not), stopped when
+// the test ends, and returns its URL as ip2.example.com, a name
+// testClient dials there.
+func listenIP2(t *testing.T, s *httptest.Server) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no second loopback address here: %v", err)
+	}
+	s.Listener.Close()
+	s.Listener = l
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return "https://ip2.example.com:" + fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
 
 // checkFiles fails if dir holds files other than the filter and the
 // documented ones beside it (.download only if allowed).
@@ -290,8 +312,10 @@ func (f *feed) opts() Options {
 	return o
 }
 
-// update updates the filter from the feed, through the relay.
+// update updates the filter from the feed, through the relay, whose
+// rewrites and redirects end with it.
 func (f *feed) update(opts Options) (Result, error) {
+	defer f.relay.Reset()
 	return Update(context.Background(), f.relay.URL+"/filter.pkbf", f.path, opts)
 }
 

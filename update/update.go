@@ -78,8 +78,9 @@ type Options struct {
 	// SHA256URL pins the filter to the digest published at this URL
 	// (FILTER.sha256, say): a bare digest or sha256sum's output. It must
 	// be https, and so must its redirects, whatever AllowHTTP says. From
-	// the source of the filter's bytes it proves only the transfer; from
-	// another source, that a second server agrees (see the package doc).
+	// the filter's source (any hop of either's redirects shared, an
+	// address shared) it proves only the transfer; from another source,
+	// that a second server agrees (see the package doc).
 	SHA256URL string
 	// SignatureURL pins the filter to a detached SSH signature published
 	// at this URL, as ssh-keygen -Y sign -n pkbf makes it (FILTER.sig),
@@ -191,6 +192,7 @@ func Update(ctx context.Context, rawURL, path string, opts Options) (Result, err
 		return Result{}, err
 	}
 	up.url = u
+	up.from.addURL(u)
 	if err := up.checkPinOptions(); err != nil {
 		return Result{}, err
 	}
@@ -270,7 +272,7 @@ type updater struct {
 	installed *os.File // the installed filter, open
 	replaces  bool     // a file is at path (a filter, or one ReplaceInvalid allows)
 	pins      pins
-	from      source // where the filter's bytes came from, in the last attempt
+	from      source // where the filter's requests went, in every attempt
 	res       Result
 	plainSent bool // a request refused for its header was sent again without validators
 	// changedMeanwhile is set when keys were added to the installed
