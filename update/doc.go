@@ -38,13 +38,16 @@
 //
 // Unpinned. Without a pin, the TLS connection to the configured host is
 // all that vouches for the filter, and one interception must do no
-// lasting harm. An unpinned filter must be newer, have as many hashes,
-// bits and entries as the installed one ([ErrWeaker]), not more hashes
-// nor a longer hash length, whose new probes the installed bits cannot
-// check ([ErrUnverifiable]), hold every bit the installed one has set
+// lasting harm. An unpinned filter must be newer, have as many hashes and
+// bits as the installed one ([ErrWeaker]), not more hashes nor a longer
+// hash length, whose new probes the installed bits cannot check
+// ([ErrUnverifiable]), hold every bit the installed one has set
 // ([ErrDropsBits]), and answer "probably" for at most
 // max([Options.MaxFPRate], twice the installed filter's rate) of the keys
 // it does not hold, its rate estimated from its bits set ([ErrSaturated]).
+// Its entry count cannot be verified and is not compared: an
+// interception can set it anywhere its own bits' fill check allows,
+// which later filters, judged by their bits, do not depend on.
 //
 // Every filter, pinned or not, is refused when its size is over
 // [Options.MaxSize] (before any byte is written), when its entry count

@@ -21,12 +21,13 @@ import (
 var ErrDropsBits = perr.New("the server's filter lacks bits the installed one has set")
 
 // ErrWeaker is wrapped by the error Update returns when the superset rule
-// holds and the server's filter has fewer hashes (k), a shorter hash
-// length (L) or a lower entry count than the installed one, and neither
-// Options.AcceptRebuild nor Force is set. Such a filter cannot be checked
-// against the installed one's bits (its first k' probes are a subset of
-// the installed k, and its positions mod 2^L' merge the installed ones),
-// and a genuine newer revision never has it.
+// holds and the server's filter has fewer hashes (k) or a shorter hash
+// length (L) than the installed one, and neither Options.AcceptRebuild
+// nor Force is set. Such a filter cannot be checked against the installed
+// one's bits (its first k' probes are a subset of the installed k, and
+// its positions mod 2^L' merge the installed ones), and a genuine newer
+// revision never has it. A lower entry count is no refusal: the count
+// cannot be verified, the bits can.
 var ErrWeaker = perr.New("the server's filter is weaker than the installed one")
 
 // ErrUnverifiable is wrapped by the error Update returns when the server's
@@ -50,9 +51,11 @@ func (up *updater) editedInPlace() bool {
 	return up.changedMeanwhile || up.state.Header != "" && up.old != nil && up.state.Header != headerHex(*up.old)
 }
 
-// checkWeaker refuses a filter h with fewer hashes, a shorter hash length
-// or fewer entries than the installed filter old, or, without a pin, with
-// more hashes or a longer hash length.
+// checkWeaker refuses a filter h with fewer hashes or a shorter hash
+// length than the installed filter old, or, without a pin, with more
+// hashes or a longer hash length. Its entry count is no matter: an
+// installed count raised by a server (as far as its fill check allows)
+// must not keep the publisher's filters out.
 func (up *updater) checkWeaker(old, h pkbf.Header) error {
 	var what []string
 	if h.HashCount < old.HashCount {
@@ -61,11 +64,8 @@ func (up *updater) checkWeaker(old, h pkbf.Header) error {
 	if h.HashLength < old.HashLength {
 		what = append(what, fmt.Sprintf("hash length %d -> %d", old.HashLength, h.HashLength))
 	}
-	if h.EntryCount < old.EntryCount {
-		what = append(what, fmt.Sprintf("entry count %d -> %d", old.EntryCount, h.EntryCount))
-	}
 	if len(what) > 0 {
-		return perr.Kind(ErrWeaker, up.errorf("the filter is weaker than the installed filter %s (revision %d -> %d): %s; a genuine newer revision has as many hashes, bits and entries, and fewer cannot be checked against the installed bits; not installed (accept-rebuild installs it)",
+		return perr.Kind(ErrWeaker, up.errorf("the filter is weaker than the installed filter %s (revision %d -> %d): %s; a genuine newer revision has as many hashes and bits, and fewer cannot be checked against the installed bits; not installed (accept-rebuild installs it)",
 			up.path, old.Revision, h.Revision, strings.Join(what, ", ")))
 	}
 	if up.pinnedElsewhere() || h.HashCount == old.HashCount && h.HashLength == old.HashLength {
