@@ -63,11 +63,13 @@
 // filter can hold it. A key added before is in the filter it judges; a
 // key added after goes to the old file, and the writer is told that the
 // filter was replaced (pkbf add says so and exits 2). When the installed
-// filter was edited in place since Update installed it (its header is not
-// the one Update recorded), the superset rule holds for pinned filters
-// too, compared in place or folded onto the installed hash length: a
-// filter without the keys added is refused, never merged with them (the
-// bytes installed are the publisher's, as its pin says).
+// filter may have been edited in place since Update installed it (its
+// header or file is not the one Update recorded, or Update has no record
+// of it: the state file lost, or a filter the operator made), the superset
+// rule holds for pinned filters too, compared in place or folded onto the
+// installed hash length: a filter without the keys added is refused
+// ([ErrDropsBits], [ErrWeaker]), never merged with them (the bytes
+// installed are the publisher's, as its pin says).
 //
 // Recovery. A refusal is an error, never "up to date", and installs
 // nothing. [Options.AcceptRebuild] lifts the ordering and superset rules
@@ -100,8 +102,10 @@
 //     to FILTER when complete and accepted, and removed when refused.
 //   - .FILTER.update.json: what the server said of the installed file (its
 //     validators), and the header Update installed, for the next
-//     conditional request. Losing it costs one full download. A URL with a
-//     user or a query is kept without them, by its SHA-256.
+//     conditional request. Losing it costs one full download, and the
+//     next pinned filter must hold every bit of the installed one (keys
+//     may have been added in place). A URL with a user or a query is kept
+//     without them, by its SHA-256.
 //   - .FILTER.update.lock: the lock that keeps two updates of FILTER from
 //     running at once (flock(2); the second waits for the first).
 //

@@ -367,3 +367,72 @@ func TestEntryCountInflationDoesNotLockOut(t *testing.T) {
 		}
 	}
 }
+
+// Red team 2, finding D: keys added in place were kept from a pinned
+// filter only through the header the state file recorded: with the state
+// file gone, or on the first pinned update over a filter the operator
+// made, a signed rebuild without them installed, silently. Where Update
+// cannot tell that the installed file is the one it installed, the
+// superset rule holds for pinned filters too, and the refusal says why
+// and names accept-rebuild.
+func TestKeysAddedInPlaceKeptWithoutState(t *testing.T) {
+	keys := manyKeys("k", 3000)
+	soon := time.Now().Add(time.Minute).Unix() // after the key added in place
+	rebuild := makeFilterK(t, 3, 1, soon, 16, append(slices.Clone(keys[1:]), manyKeys("new", 5)...)...)
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, f *feed)
+	}{
+		{"the state file removed", func(t *testing.T, f *feed) {
+			if res, err := f.update(f.opts()); err != nil || !res.Updated {
+				t.Fatalf("the first install: %+v, %v", res, err)
+			}
+			addInPlace(t, f.path, "local")
+			if err := os.Remove(filepath.Join(filepath.Dir(f.path), ".filter.pkbf.update.json")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a filter the operator made", func(t *testing.T, f *feed) {
+			os.WriteFile(f.path, makeFilterK(t, 3, 1, ago(3*time.Hour), 16, keys...), 0o644)
+			addInPlace(t, f.path, "local")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFeed(t)
+			s := newSigner(t, t.TempDir(), "ed25519")
+			f.sig = &s
+			f.publish(makeFilterK(t, 3, 1, ago(3*time.Hour), 16, keys...), time.Now().Add(-3*time.Hour))
+			c.setup(t, f)
+			edited := testkit.ReadFile(t, f.path)
+			f.publish(rebuild, time.Now())
+			_, err := f.update(f.opts())
+			if !errors.Is(err, ErrDropsBits) || !strings.Contains(err.Error(), "no record of installing it") || !strings.Contains(err.Error(), "accept-rebuild installs it") {
+				t.Fatalf("a signed rebuild without the key added in place: %v; want ErrDropsBits saying why, naming accept-rebuild", err)
+			}
+			if !bytes.Equal(testkit.ReadFile(t, f.path), edited) {
+				t.Fatal("the installed filter changed")
+			}
+			opts := f.opts()
+			opts.AcceptRebuild = true
+			if res, err := f.update(opts); err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, f.path), rebuild) {
+				t.Fatalf("with AcceptRebuild: %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// addInPlace adds key to the filter file at path in place, as pkbf add
+// does.
+func addInPlace(t *testing.T, path, key string) {
+	t.Helper()
+	w, err := pkbf.Edit(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Add([]byte(key)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
