@@ -90,11 +90,13 @@
 //
 // # Files beside the filter
 //
-// Update keeps three files beside the filter FILTER, in the same directory,
-// mode 0600, never opened through a symbolic link (and refuses a directory
-// that a user other than root and its own can write, or that such a user
-// owns: checked for FILTER's directory and, if FILTER is a link, for the
-// directory of the file it leads to):
+// Update keeps three files beside the filter FILTER, in the same directory:
+// regular files, mode 0600, opened without waiting (a FIFO there is not
+// waited on: as the state it is ignored, with a warning; as the download,
+// removed; as the lock, refused) and never through a symbolic link. It
+// refuses a directory that a user other than root and its own can write,
+// or that such a user owns: checked for FILTER's directory and, if FILTER
+// is a link, for the directory of the file it leads to.
 //   - .FILTER.download: the download in progress. An update stopped by a
 //     signal, a crash or a broken connection leaves it, and the next update
 //     resumes it (with an HTTP Range request, if the server's file is still

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/retryafter"
 )
@@ -167,6 +168,9 @@ func (up *updater) partialSize() int64 {
 	if err != nil {
 		return 0
 	}
+	if !fi.Mode().IsRegular() {
+		up.logf("%s is %s, not a regular file: removed", up.download, mapfile.Kind(fi.Mode()))
+	}
 	if !fi.Mode().IsRegular() || // a link or worse: not ours
 		up.state.PartialURL != stateURL(up.url) || up.state.PartialETag == "" && up.state.PartialLastModified == "" ||
 		fi.Size() > up.opts.MaxSize || !fitsHeader(up.download, fi.Size(), up.opts.MaxSize) {
@@ -183,7 +187,7 @@ func fitsHeader(path string, size, maxSize int64) bool {
 	if size < pkbf.HeaderSize {
 		return true
 	}
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
@@ -312,7 +316,7 @@ func (c *checker) Write(p []byte) (int, error) {
 
 // readHeader reads the header of a resumed download from its first part.
 func (c *checker) readHeader(path string) error {
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY, 0)
 	if err != nil {
 		return perr.Errorf("update: %w", err)
 	}

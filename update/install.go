@@ -266,7 +266,7 @@ func (up *updater) rename(ctx context.Context, h pkbf.Header) (fs.FileInfo, erro
 // sameContent reports whether the file at a and the open file b hold the
 // same bytes.
 func sameContent(a string, b *os.File) (bool, error) {
-	fa, err := os.Open(a)
+	fa, err := openRegular(a, os.O_RDONLY, 0)
 	if err != nil {
 		return false, err
 	}

@@ -113,19 +113,37 @@ func headerHex(h pkbf.Header) string {
 }
 
 // openSideFile opens (creating it if need be) one of the files Update
-// keeps beside the filter: never through a symbolic link, only a regular
-// file, and readable by its owner alone (an older one is made so).
+// keeps beside the filter: never through a symbolic link, never waiting
+// (for a FIFO's other end), only a regular file, and readable by its
+// owner alone (an older one is made so).
 func openSideFile(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|os.O_CREATE|oNoFollow, 0o600)
+	f, err := openRegular(path, flag|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Mode().Perm() != 0o600 {
+		err = f.Chmod(0o600)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// openRegular opens the regular file at path with flag (and perm, if it
+// creates it): never through a symbolic link, and without waiting, so
+// that a FIFO, a device or a socket put there is an error, not a wait
+// for its other end.
+func openRegular(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|oNoFollow|oNonBlock, perm)
 	if err != nil {
 		return nil, err
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
-		err = &fs.PathError{Op: "open", Path: path, Err: errors.New("not a regular file")}
-	}
-	if err == nil && fi.Mode().Perm() != 0o600 {
-		err = f.Chmod(0o600)
+		err = &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%s, not a regular file", mapfile.Kind(fi.Mode()))}
 	}
 	if err != nil {
 		f.Close()
@@ -147,11 +165,15 @@ func fileSize(path string) (int64, error) {
 const maxStateFile = 64 << 10
 
 // loadState reads the state file; an unreadable one (or a link) is no
-// state, and validators Update would not keep are dropped.
-func loadState(path string) state {
+// state, and validators Update would not keep are dropped. One that is
+// not a regular file (a FIFO) is no state either, and logf says so.
+func loadState(path string, logf func(string, ...any)) state {
 	var st state
-	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	f, err := openRegular(path, os.O_RDONLY, 0)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			logf("%v: ignored, as if there were no state file (it is replaced once this update has one to save)", err)
+		}
 		return st
 	}
 	defer f.Close()

@@ -221,7 +221,7 @@ func Update(ctx context.Context, rawURL, path string, opts Options) (Result, err
 	if err := up.readInstalled(); err != nil {
 		return Result{}, err
 	}
-	up.state = loadState(up.statePath)
+	up.state = loadState(up.statePath, up.logf)
 	return up.run(ctx)
 }
 
