@@ -1,6 +1,7 @@
 // Package update keeps a pkbfv1 filter file current from a publisher's
-// URL, as geoipupdate keeps GeoIP databases: a conditional download (no
-// transfer when nothing changed), resumed where an earlier one stopped,
+// URL, as geoipupdate keeps GeoIP databases: the server's header first
+// (no transfer when nothing changed), a download resumed where an
+// earlier one stopped,
 // judged by the rule below before anything is replaced, and installed by
 // a rename, so that programs reading the filter ([pkbf.Open],
 // [pkbf.OpenLive], pkbf serve) only ever see the complete old file or the
@@ -81,12 +82,27 @@
 // future-time and false-positive rules, never the size limit, the fill
 // check, MaxAge or a pin.
 //
-// Validators. The server's ETag and Last-Modified are kept for the next
-// conditional request only when well-formed (an ETag of at most 256
-// bytes in quoted-string syntax; a Last-Modified that parses and is not
-// after now), in the state file, never as the filter's time. A request
-// the server refuses as too large or malformed (431, 400, 414) is sent
-// once more without them, and they are dropped.
+// Currency. Nothing a server said before decides that the installed
+// filter is current: no ETag or Last-Modified is kept for it, and no
+// conditional request is sent. Each call asks for the server's header
+// alone (an HTTP Range request for its first 24 bytes), which every add
+// changes (the time, the entry count or the revision): the header of the
+// filter Update installed (still installed, or with keys added in place
+// since) means the installed filter is current, and nothing more is
+// fetched; another header is a download of the whole file, judged by the
+// rule. A server that ignores the range sends the whole file, read no
+// further than its header when it is current. A server that answers
+// with the installed header keeps the installed filter for that call
+// only. Where Update has no record of the installed filter, or pins it
+// has not verified it under, the whole file is fetched and compared.
+//
+// Validators. The ETag and Last-Modified of a download's response are
+// kept only to resume it (If-Range binds its parts to one file), and only
+// when well-formed (an ETag of at most 256 bytes in quoted-string syntax;
+// a Last-Modified that parses and is not after now), never as the
+// filter's time. A request with them that the server refuses as too
+// large or malformed (431, 400, 414) is sent once more without them, the
+// download started again.
 //
 // # Files beside the filter
 //
@@ -96,18 +112,18 @@
 // removed; as the lock, refused) and never through a symbolic link. It
 // refuses a directory that a user other than root and its own can write,
 // or that such a user owns: checked for FILTER's directory and, if FILTER
-// is a link, for the directory of the file it leads to.
+// is a link, for the directory of the file it leads to. The files:
 //   - .FILTER.download: the download in progress. An update stopped by a
 //     signal, a crash or a broken connection leaves it, and the next update
 //     resumes it (with an HTTP Range request, if the server's file is still
 //     the same and within Options.MaxSize) or starts again. It is renamed
 //     to FILTER when complete and accepted, and removed when refused.
-//   - .FILTER.update.json: what the server said of the installed file (its
-//     validators), and the header Update installed, for the next
-//     conditional request. Losing it costs one full download, and the
-//     next pinned filter must hold every bit of the installed one (keys
-//     may have been added in place). A URL with a user or a query is kept
-//     without them, by its SHA-256.
+//   - .FILTER.update.json: the header and file (size and modification
+//     time) Update installed and the pins that verified it, and the URL
+//     and validators of the download in progress. Losing it costs one
+//     full download, and the next pinned filter must hold every bit of
+//     the installed one (keys may have been added in place). A URL with a
+//     user or a query is kept without them, by its SHA-256.
 //   - .FILTER.update.lock: the lock that keeps two updates of FILTER from
 //     running at once (flock(2); the second waits for the first).
 //

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,8 +80,7 @@ func manyKeys(prefix string, n int) []string {
 }
 
 // server is a publisher: it serves one filter file with http.ServeContent
-// (ETag, If-None-Match, If-Modified-Since, Range, If-Range), and can be
-// made to misbehave.
+// (ETag, Last-Modified, Range, If-Range), and can be made to misbehave.
 type server struct {
 	t        testing.TB
 	mu       sync.Mutex
@@ -89,8 +89,9 @@ type server struct {
 	modified time.Time
 	requests []http.Header
 	// Misbehaviour: answer the next len(statuses) requests with these
-	// statuses (and retryAfter); cut the next cuts bodies after cutAt
-	// bytes; stall after stallAt bytes once; send this handler instead.
+	// statuses (and retryAfter); cut the next cuts bodies (not counting
+	// requests for the header) after cutAt bytes; stall after stallAt
+	// bytes once; send this handler instead.
 	statuses   []int
 	retryAfter string
 	cuts       int
@@ -128,7 +129,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status, s.statuses = s.statuses[0], s.statuses[1:]
 	}
 	cut, stallAt, handler := 0, s.stallAt, s.handler
-	if s.cuts > 0 {
+	if s.cuts > 0 && r.Header.Get("Range") != "bytes=0-23" { // not a request for the header
 		s.cuts--
 		cut = s.cutAt
 	}
@@ -173,6 +174,19 @@ func (w *brokenWriter) Write(p []byte) (int, error) {
 		<-w.unblock
 	}
 	panic(http.ErrAbortHandler) // the connection is cut
+}
+
+// askedForHeader reports whether a request asked for the filter's header
+// alone, and nothing else (no conditional request).
+func askedForHeader(h http.Header) bool {
+	return h.Get("Range") == "bytes=0-23" && h.Get("If-Range") == "" && h.Get("If-None-Match") == "" && h.Get("If-Modified-Since") == ""
+}
+
+// allRequests returns the headers of the requests served so far.
+func (s *server) allRequests() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
 }
 
 func (s *server) lastRequest() http.Header {

@@ -7,9 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"net/http"
 	"os"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -74,7 +72,7 @@ func (up *updater) closeInstalled() {
 // install judges the complete download by the rule and, unless it is
 // refused or the installed filter already, renames it over the filter
 // under the filter's lock.
-func (up *updater) install(ctx context.Context, resp *http.Response) error {
+func (up *updater) install(ctx context.Context) error {
 	f, err := pkbf.Open(up.download)
 	if err != nil {
 		os.Remove(up.download)
@@ -91,7 +89,7 @@ func (up *updater) install(ctx context.Context, resp *http.Response) error {
 		// A refused download is gone: its validators go too, and the
 		// installed file's stay.
 		if _, err := os.Stat(up.download); errors.Is(err, fs.ErrNotExist) && up.state.PartialURL != "" {
-			up.state.PartialURL, up.state.PartialETag, up.state.PartialLastModified = "", "", ""
+			up.state.dropPartial()
 			up.saveState()
 		}
 	}()
@@ -102,7 +100,7 @@ func (up *updater) install(ctx context.Context, resp *http.Response) error {
 	}
 	if current {
 		os.Remove(up.download)
-		up.remember(resp, h, up.oldInfo) // the server's validators now describe the installed file
+		up.remember(h, up.oldInfo) // verified now, if pinned
 		return nil
 	}
 	installed, err := up.rename(ctx, h)
@@ -110,20 +108,14 @@ func (up *updater) install(ctx context.Context, resp *http.Response) error {
 		return err
 	}
 	up.res.Updated = true
-	up.remember(resp, h, installed)
+	up.remember(h, installed)
 	return nil
 }
 
-// remember keeps what the server said of the installed file h, and the
-// file, for the next conditional request.
-func (up *updater) remember(resp *http.Response, h pkbf.Header, installed fs.FileInfo) {
-	up.state = state{
-		URL:          stateURL(up.url),
-		ETag:         validETag(resp.Header.Get("ETag")),
-		LastModified: validLastModified(resp.Header.Get("Last-Modified"), time.Now()),
-		Header:       headerHex(h),
-		File:         fileID(installed),
-	}
+// remember records the installed filter, whose header is h, and its
+// file: what Update installed, and the pins that verified it.
+func (up *updater) remember(h pkbf.Header, installed fs.FileInfo) {
+	up.state = state{Header: headerHex(h), File: fileID(installed)}
 	if up.pinned() {
 		up.state.Verified = up.pinID()
 	}

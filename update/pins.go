@@ -48,7 +48,8 @@ func (up *updater) pinnedElsewhere() bool {
 }
 
 // pinID names the pins in force, for the state: an installed file that
-// they verified needs no new download for their sake (a 304 keeps it).
+// they verified needs no new download for their sake (its header, on the
+// server, keeps it).
 func (up *updater) pinID() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "sha256 %s\nsha256-url %s\nsignature %s\n", strings.ToLower(up.opts.SHA256), up.opts.SHA256URL, up.opts.SignatureURL)

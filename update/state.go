@@ -15,29 +15,26 @@ import (
 	"github.com/pkbf/pkbf/internal/mapfile"
 )
 
-// state is what .FILTER.update.json remembers.
+// state is what .FILTER.update.json remembers. Nothing in it is a
+// server's word on whether the installed filter is current.
 type state struct {
-	// Of the installed file: the URL it came from, the server's validators
-	// and the header and file (size and modification time) Update
-	// installed, so that a file replaced or edited by other means is not
-	// mistaken for the one they describe. They stay until another file is
-	// installed, whatever happens to other downloads.
-	URL          string `json:"url"`
-	ETag         string `json:"etag,omitempty"`
-	LastModified string `json:"last_modified,omitempty"`
-	Header       string `json:"header,omitempty"`
-	File         string `json:"file,omitempty"`
-	// The pins (pinID) that verified the installed file, if any.
+	// Of the installed file: the header and file (size and modification
+	// time) Update installed, so that a file replaced or edited by other
+	// means is not mistaken for it, and the pins (pinID) that verified
+	// it, if any. They stay until another file is installed, whatever
+	// happens to other downloads.
+	Header   string `json:"header,omitempty"`
+	File     string `json:"file,omitempty"`
 	Verified string `json:"verified,omitempty"`
 	// Of .FILTER.download: the URL and validators of the response it is
-	// part of.
+	// part of, which bind a resumed download's parts (If-Range).
 	PartialURL          string `json:"partial_url,omitempty"`
 	PartialETag         string `json:"partial_etag,omitempty"`
 	PartialLastModified string `json:"partial_last_modified,omitempty"`
 }
 
 // maxETag bounds the ETag kept: servers make them of a digest or a size
-// and a time, and one much longer is sent back in every request.
+// and a time, and one much longer is sent back in If-Range.
 const maxETag = 256
 
 // validETag returns etag if it is an entity-tag (RFC 9110: an optional
@@ -81,22 +78,18 @@ func weakETag(etag string) bool { return len(etag) >= 2 && etag[:2] == "W/" }
 // sane drops the validators in st that Update would not have kept: a
 // state file written by an older version, or by hand.
 func (st *state) sane(now time.Time) {
-	st.ETag, st.PartialETag = validETag(st.ETag), validETag(st.PartialETag)
+	st.PartialETag = validETag(st.PartialETag)
 	if weakETag(st.PartialETag) {
 		st.PartialETag = ""
-	}
-	if st.LastModified != "" {
-		st.LastModified = validLastModified(st.LastModified, now)
 	}
 	if st.PartialLastModified != "" {
 		st.PartialLastModified = validLastModified(st.PartialLastModified, now)
 	}
 }
 
-// dropValidators forgets every validator: a request that carried them was
-// refused.
-func (st *state) dropValidators() {
-	st.ETag, st.LastModified = "", ""
+// dropPartial forgets the download's URL and validators: it is gone, or a
+// request that carried them was refused.
+func (st *state) dropPartial() {
 	st.PartialURL, st.PartialETag, st.PartialLastModified = "", "", ""
 }
 
@@ -180,9 +173,6 @@ func loadState(path string, logf func(string, ...any)) state {
 	b, err := io.ReadAll(io.LimitReader(f, maxStateFile))
 	if err != nil || json.Unmarshal(b, &st) != nil {
 		return state{}
-	}
-	if st.PartialURL == "" { // written before the partial had a URL of its own
-		st.PartialURL = st.URL
 	}
 	st.sane(time.Now())
 	return st

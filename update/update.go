@@ -105,8 +105,9 @@ type Options struct {
 	// MaxAge, if set, refuses a filter whose header's update time is more
 	// than MaxAge ago (ErrStale): a server that keeps serving an old
 	// filter, signed or not, is noticed. The server's current filter is
-	// checked whether it is installed now or was already (a 304), so a
-	// stale installed filter is an error too. Force does not override it.
+	// checked whether it is installed now or was already (its header the
+	// installed one's), so a stale installed filter is an error too. Force
+	// does not override it.
 	MaxAge time.Duration
 	// ReplaceInvalid lets Update replace a file at the filter's path that
 	// is not a readable pkbfv1 filter (a file cut short, say). Without it
@@ -168,10 +169,10 @@ type Result struct {
 }
 
 // Update makes the filter file at path current with the one at rawURL
-// (http or https), as the package doc describes. It sends a conditional
-// request (the validators the server gave for the installed file); a 304
-// answer means the installed filter is current, and nothing is written.
-// Otherwise it streams the response to .FILTER.download beside path,
+// (http or https), as the package doc describes. It asks for the server's
+// header first: the header of the filter it installed means the installed
+// filter is current, and nothing is written. Otherwise it streams the
+// server's filter to .FILTER.download beside path,
 // checks it and compares it with the installed filter, and renames it
 // over path under the filter's flock(2). A filter refused by the rule is
 // an error wrapping the sentinel that names the rule.
@@ -275,6 +276,7 @@ type updater struct {
 	from      source // where the filter's requests went, in every attempt
 	res       Result
 	plainSent bool // a request refused for its header was sent again without validators
+	probed    bool // the server's header was asked for
 	// changedMeanwhile is set when keys were added to the installed
 	// filter in place while this update ran.
 	changedMeanwhile bool
