@@ -122,8 +122,10 @@
 //     time) Update installed and the pins that verified it, and the URL
 //     and validators of the download in progress. Losing it costs one
 //     full download, and the next pinned filter must hold every bit of
-//     the installed one (keys may have been added in place). A URL with a
-//     user or a query is kept without them, by its SHA-256.
+//     the installed one (keys may have been added in place). One that
+//     cannot be saved (a full file system) is removed, with a warning,
+//     rather than left to describe another filter. A URL with a user or
+//     a query is kept without them, by its SHA-256.
 //   - .FILTER.update.lock: the lock that keeps two updates of FILTER from
 //     running at once (flock(2); the second waits for the first).
 //

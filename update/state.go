@@ -179,7 +179,9 @@ func loadState(path string, logf func(string, ...any)) state {
 }
 
 // saveState writes the state file, mode 0600, atomically: a link planted
-// there is replaced, not followed.
+// there is replaced, not followed. One that cannot be written (a full
+// file system) is removed, so that no record outlives the filter it
+// describes, and a warning says what follows.
 func (up *updater) saveState() {
 	b, _ := json.MarshalIndent(up.state, "", "  ")
 	err := mapfile.MakeAtomic(up.statePath, false, func(tmp *os.File) error {
@@ -189,7 +191,12 @@ func (up *updater) saveState() {
 		_, err := tmp.Write(append(b, '\n'))
 		return err
 	}, nil)
-	if err != nil {
-		up.logf("could not save %s: %v (the next update downloads the whole filter)", up.statePath, err)
+	if err == nil {
+		return
 	}
+	if rmErr := os.Remove(up.statePath); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+		up.logf("could not save %s (%v), nor remove it (%v): it may describe another filter than %s, and the next update would take keys for added in place, or a record for its own; remove it by hand", up.statePath, err, rmErr, up.path)
+		return
+	}
+	up.logf("could not save %s (%v), and removed it: the next update cannot tell that %s is the filter it installed, so it downloads the server's filter whole and judges it as if keys had been added to %s in place (a pinned filter without every bit set in it is refused: check such a refusal, then accept-rebuild installs it); a download cut short starts again", up.statePath, err, up.path, up.path)
 }
