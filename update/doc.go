@@ -134,6 +134,7 @@
 // [Options.ReplaceInvalid]), and a directory, FIFO, socket or device is
 // refused always. A symbolic link at FILTER is followed: the file it leads
 // to is replaced, in its own directory, and the three files above sit
-// beside that file. A new filter is installed with mode 0644, a
+// beside that file. Of a file with several hard links only the name path
+// is replaced (the others keep the old filter), and Logf says so. A new filter is installed with mode 0644, a
 // replacement with the mode of the file it replaced.
 package update

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math"
@@ -247,6 +248,15 @@ func (up *updater) rename(ctx context.Context, h pkbf.Header) (fs.FileInfo, erro
 			return nil, perr.Errorf("update: %s appeared while this update ran: not replaced; update again", up.path)
 		}
 		return nil, perr.Errorf("update: %w", err)
+	}
+	if up.oldInfo != nil {
+		if n := hardLinks(up.oldInfo); n > 1 {
+			others := fmt.Sprintf("the other %d names still hold", n-1)
+			if n == 2 {
+				others = "the other name still holds"
+			}
+			up.logf("%s had %d hard links: only it was replaced, and %s the old filter (a program that reads the filter under another name should read it through a symbolic link to %s)", up.path, n, others, up.path)
+		}
 	}
 	fi, err := os.Stat(up.path)
 	if err != nil {

@@ -250,3 +250,25 @@ func TestSideFileFIFONoHang(t *testing.T) {
 		})
 	}
 }
+
+// Red team 2, finding I: a filter with a second hard link (a gate reading
+// it under another name) is replaced under one name only, and the other
+// kept the old filter, unsaid. Update says so now.
+func TestHardLinkedFilterWarned(t *testing.T) {
+	_, ts := newServer(t, makeFilter(t, 2, 1e9+1, 12, "a", "b"))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "filter.pkbf")
+	os.WriteFile(path, makeFilter(t, 1, 1e9, 12, "a"), 0o644)
+	if err := os.Link(path, filepath.Join(dir, "gate.pkbf")); err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	opts := fastOpts(nil)
+	opts.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if w := strings.Join(logged, "\n"); !strings.Contains(w, "2 hard links") || !strings.Contains(w, "the old filter") {
+		t.Errorf("logged %q, want a warning that another name keeps the old filter", w)
+	}
+}
