@@ -52,19 +52,21 @@ func TestFailedUpdateKeepsRecord(t *testing.T) {
 
 // The temporary state file of an update killed while saving its state is
 // swept by the next update (TestUpdateKilled in cmd/pkbf left one behind
-// now and then).
+// now and then), one that finds the filter current too.
 func TestStaleStateTempSwept(t *testing.T) {
 	_, ts := newServer(t, makeFilter(t, 2, 1.5e9, 12, "a"))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.pkbf")
 	os.WriteFile(path, makeFilter(t, 1, 1e9, 12, "a"), 0o644)
 	stale := filepath.Join(dir, "..f.pkbf.update.json.tmp-2980331846")
-	os.WriteFile(stale, []byte("{"), 0o600)
-	if res, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil || !res.Updated {
-		t.Fatalf("%+v, %v", res, err)
-	}
-	if _, err := os.Lstat(stale); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the stale temporary state file is still there: %v", err)
+	for _, want := range []bool{true, false} { // installed, then current
+		os.WriteFile(stale, []byte("{"), 0o600)
+		if res, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil || res.Updated != want {
+			t.Fatalf("%+v, %v; want updated %v", res, err, want)
+		}
+		if _, err := os.Lstat(stale); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the stale temporary state file is still there (updated %v): %v", want, err)
+		}
 	}
 }
 

@@ -222,6 +222,7 @@ func Update(ctx context.Context, rawURL, path string, opts Options) (Result, err
 	if err := up.readInstalled(); err != nil {
 		return Result{}, err
 	}
+	mapfile.SweepTemps(up.statePath) // a state file's save that was killed
 	up.state = loadState(up.statePath, up.logf)
 	return up.run(ctx)
 }
