@@ -1,11 +1,10 @@
 // Package update keeps a pkbfv1 filter file current from a publisher's
 // URL, as geoipupdate keeps GeoIP databases: the server's header first
 // (no transfer when nothing changed), a download resumed where an
-// earlier one stopped,
-// judged by the rule below before anything is replaced, and installed by
-// a rename, so that programs reading the filter ([pkbf.Open],
-// [pkbf.OpenLive], pkbf serve) only ever see the complete old file or the
-// complete new one. Call [Update].
+// earlier one stopped, judged by the rule below before anything is
+// replaced, and installed by a rename, so that programs reading the
+// filter ([pkbf.Open], [pkbf.OpenLive], pkbf serve) only ever see the
+// complete old file or the complete new one. Call [Update].
 //
 // # What Update trusts
 //
@@ -93,8 +92,8 @@
 // rule. A server that ignores the range sends the whole file, read no
 // further than its header when it is current. A server that answers
 // with the installed header keeps the installed filter for that call
-// only. Where Update has no record of the installed filter, or pins it
-// has not verified it under, the whole file is fetched and compared.
+// only. Where Update has no record of the installed filter, or the pins
+// in force have not verified it, the whole file is fetched and compared.
 //
 // Validators. The ETag and Last-Modified of a download's response are
 // kept only to resume it (If-Range binds its parts to one file), and only

@@ -79,8 +79,9 @@ type Options struct {
 	// (FILTER.sha256, say): a bare digest or sha256sum's output. It must
 	// be https, and so must its redirects, whatever AllowHTTP says. From
 	// the filter's source (any hop of either's redirects shared, an
-	// address shared) it proves only the transfer; from another source,
-	// that a second server agrees (see the package doc).
+	// address shared: two names of one server, one proxy) it proves only
+	// the transfer; from another source, that a second server agrees
+	// (see the package doc).
 	SHA256URL string
 	// SignatureURL pins the filter to a detached SSH signature published
 	// at this URL, as ssh-keygen -Y sign -n pkbf makes it (FILTER.sig),
