@@ -1,10 +1,10 @@
 // Package update keeps a pkbfv1 filter file current from a publisher's
-// URL, as geoipupdate keeps GeoIP databases: a conditional download (no
-// transfer when nothing changed), resumed where an earlier one stopped,
-// judged by the rule below before anything is replaced, and installed by
-// a rename, so that programs reading the filter ([pkbf.Open],
-// [pkbf.OpenLive], pkbf serve) only ever see the complete old file or the
-// complete new one. Call [Update].
+// URL, as geoipupdate keeps GeoIP databases: the server's header first
+// (no transfer when nothing changed), a download resumed where an
+// earlier one stopped, judged by the rule below before anything is
+// replaced, and installed by a rename, so that programs reading the
+// filter ([pkbf.Open], [pkbf.OpenLive], pkbf serve) only ever see the
+// complete old file or the complete new one. Call [Update].
 //
 // # What Update trusts
 //
@@ -23,24 +23,31 @@
 //
 // Pins. A signature by a key given ([Options.SignatureURL]), a digest
 // given ([Options.SHA256]), or a digest file from another source than the
-// filter's bytes ([Options.SHA256URL]) vouches for the exact bytes
-// installed. The source of bytes is where they came from after redirects:
-// scheme, host and port (a default port written or not, a host's case),
-// and the address connected to, so that a digest beside the filter, on a
-// host the filter is redirected to, or under another name of the same
-// server, is one source and proves only the transfer. A pinned filter
-// installs when it is newer, even as a rebuild: other parameters, fewer
-// entries, bits removed.
+// filter ([Options.SHA256URL]) vouches for the exact bytes installed. The
+// digest file and the filter are one source when any hop of one's
+// redirect chains (the URL configured is the first) has the origin of a
+// hop of the other's (scheme, host and port, a default port written or
+// not, a host's case), or when an address resolved or connected to on
+// one's way is on the other's (two names of one server, two ports of one
+// machine, one proxy), or when the client does not tell the addresses.
+// Whoever answers for the filter's host can only add hops and addresses,
+// so it can make them one source, never two. From one source, a digest
+// file proves only the transfer. A pinned filter installs when it is
+// newer, even as a rebuild: other parameters, fewer entries, bits
+// removed.
 //
 // Unpinned. Without a pin, the TLS connection to the configured host is
 // all that vouches for the filter, and one interception must do no
-// lasting harm. An unpinned filter must be newer, have as many hashes,
-// bits and entries as the installed one ([ErrWeaker]), not more hashes
-// nor a longer hash length, whose new probes the installed bits cannot
-// check ([ErrUnverifiable]), hold every bit the installed one has set
+// lasting harm. An unpinned filter must be newer, have as many hashes and
+// bits as the installed one ([ErrWeaker]), not more hashes nor a longer
+// hash length, whose new probes the installed bits cannot check
+// ([ErrUnverifiable]), hold every bit the installed one has set
 // ([ErrDropsBits]), and answer "probably" for at most
 // max([Options.MaxFPRate], twice the installed filter's rate) of the keys
 // it does not hold, its rate estimated from its bits set ([ErrSaturated]).
+// Its entry count cannot be verified and is not compared: an
+// interception can set it anywhere its own bits' fill check allows,
+// which later filters, judged by their bits, do not depend on.
 //
 // Every filter, pinned or not, is refused when its size is over
 // [Options.MaxSize] (before any byte is written), when its entry count
@@ -56,11 +63,13 @@
 // filter can hold it. A key added before is in the filter it judges; a
 // key added after goes to the old file, and the writer is told that the
 // filter was replaced (pkbf add says so and exits 2). When the installed
-// filter was edited in place since Update installed it (its header is not
-// the one Update recorded), the superset rule holds for pinned filters
-// too, compared in place or folded onto the installed hash length: a
-// filter without the keys added is refused, never merged with them (the
-// bytes installed are the publisher's, as its pin says).
+// filter may have been edited in place since Update installed it (its
+// header or file is not the one Update recorded, or Update has no record
+// of it: the state file lost, or a filter the operator made), the superset
+// rule holds for pinned filters too, compared in place or folded onto the
+// installed hash length: a filter without the keys added is refused
+// ([ErrDropsBits], [ErrWeaker]), never merged with them (the bytes
+// installed are the publisher's, as its pin says).
 //
 // Recovery. A refusal is an error, never "up to date", and installs
 // nothing. [Options.AcceptRebuild] lifts the ordering and superset rules
@@ -72,29 +81,50 @@
 // future-time and false-positive rules, never the size limit, the fill
 // check, MaxAge or a pin.
 //
-// Validators. The server's ETag and Last-Modified are kept for the next
-// conditional request only when well-formed (an ETag of at most 256
-// bytes in quoted-string syntax; a Last-Modified that parses and is not
-// after now), in the state file, never as the filter's time. A request
-// the server refuses as too large or malformed (431, 400, 414) is sent
-// once more without them, and they are dropped.
+// Currency. Nothing a server said before decides that the installed
+// filter is current: no ETag or Last-Modified is kept for it, and no
+// conditional request is sent. Each call asks for the server's header
+// alone (an HTTP Range request for its first 24 bytes), which every add
+// changes (the time, the entry count or the revision): the header of the
+// filter Update installed (still installed, or with keys added in place
+// since) means the installed filter is current, and nothing more is
+// fetched; another header is a download of the whole file, judged by the
+// rule. A server that ignores the range sends the whole file, read no
+// further than its header when it is current. A server that answers
+// with the installed header keeps the installed filter for that call
+// only. Where Update has no record of the installed filter, or the pins
+// in force have not verified it, the whole file is fetched and compared.
+//
+// Validators. The ETag and Last-Modified of a download's response are
+// kept only to resume it (If-Range binds its parts to one file), and only
+// when well-formed (an ETag of at most 256 bytes in quoted-string syntax;
+// a Last-Modified that parses and is not after now), never as the
+// filter's time. A request with them that the server refuses as too
+// large or malformed (431, 400, 414) is sent once more without them, the
+// download started again.
 //
 // # Files beside the filter
 //
-// Update keeps three files beside the filter FILTER, in the same directory,
-// mode 0600, never opened through a symbolic link (and refuses a directory
-// that a user other than root and its own can write, or that such a user
-// owns: checked for FILTER's directory and, if FILTER is a link, for the
-// directory of the file it leads to):
+// Update keeps three files beside the filter FILTER, in the same directory:
+// regular files, mode 0600, opened without waiting (a FIFO there is not
+// waited on: as the state it is ignored, with a warning; as the download,
+// removed; as the lock, refused) and never through a symbolic link. It
+// refuses a directory that a user other than root and its own can write,
+// or that such a user owns: checked for FILTER's directory and, if FILTER
+// is a link, for the directory of the file it leads to. The files:
 //   - .FILTER.download: the download in progress. An update stopped by a
 //     signal, a crash or a broken connection leaves it, and the next update
 //     resumes it (with an HTTP Range request, if the server's file is still
 //     the same and within Options.MaxSize) or starts again. It is renamed
 //     to FILTER when complete and accepted, and removed when refused.
-//   - .FILTER.update.json: what the server said of the installed file (its
-//     validators), and the header Update installed, for the next
-//     conditional request. Losing it costs one full download. A URL with a
-//     user or a query is kept without them, by its SHA-256.
+//   - .FILTER.update.json: the header and file (size and modification
+//     time) Update installed and the pins that verified it, and the URL
+//     and validators of the download in progress. Losing it costs one
+//     full download, and the next pinned filter must hold every bit of
+//     the installed one (keys may have been added in place). One that
+//     cannot be saved (a full file system) is removed, with a warning,
+//     rather than left to describe another filter. A URL with a user or
+//     a query is kept without them, by its SHA-256.
 //   - .FILTER.update.lock: the lock that keeps two updates of FILTER from
 //     running at once (flock(2); the second waits for the first).
 //
@@ -103,6 +133,7 @@
 // [Options.ReplaceInvalid]), and a directory, FIFO, socket or device is
 // refused always. A symbolic link at FILTER is followed: the file it leads
 // to is replaced, in its own directory, and the three files above sit
-// beside that file. A new filter is installed with mode 0644, a
+// beside that file. Of a file with several hard links only the name path
+// is replaced (the others keep the old filter), and Logf says so. A new filter is installed with mode 0644, a
 // replacement with the mode of the file it replaced.
 package update

@@ -1,6 +1,7 @@
 package update
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/retryafter"
 )
@@ -20,7 +22,6 @@ import (
 func (up *updater) attempt(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	up.from = source{}
 	req, err := http.NewRequestWithContext(traceSource(ctx, &up.from), http.MethodGet, up.url.String(), nil)
 	if err != nil {
 		return up.errorf("%v", err)
@@ -29,42 +30,54 @@ func (up *updater) attempt(ctx context.Context) error {
 	req.Header.Set("Accept-Encoding", "identity") // the bytes as they are: their count is checked
 	req.Header.Set("User-Agent", "pkbf-update")
 	have := up.partialSize()
+	probe := have == 0 && !up.probed && up.canProbe()
 	switch {
 	case have > 0:
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
 		req.Header.Set("If-Range", firstSet(up.state.PartialETag, up.state.PartialLastModified))
-	case up.installedIsStated():
-		if up.state.ETag != "" {
-			req.Header.Set("If-None-Match", up.state.ETag)
-		}
-		if up.state.LastModified != "" {
-			req.Header.Set("If-Modified-Since", up.state.LastModified)
-		}
+	case probe:
+		up.probed = true
+		req.Header.Set("Range", fmt.Sprintf("bytes=0-%d", pkbf.HeaderSize-1))
 	}
-	conditional := req.Header.Get("If-None-Match") != "" || req.Header.Get("If-Modified-Since") != ""
 	resp, err := up.opts.Client.Do(req)
 	if err != nil {
 		return up.clientError(up.where(), err)
 	}
 	defer resp.Body.Close()
-	up.from.origin = origin(resp.Request.URL)
+	up.from.addChain(resp.Request)
 	switch code := resp.StatusCode; {
-	case code == http.StatusNotModified && conditional:
-		up.res.New, up.res.Size = *up.old, up.oldInfo.Size()
-		return up.checkAge(*up.old, "the installed filter, which the server says is current,")
 	case code == http.StatusNotModified:
-		return up.errorf("%s to a request that was not conditional: the server did not send a filter (nothing installed can be current: none is known to come from it)", resp.Status)
-	case refusedForHeader(code) && (conditional || have > 0) && !up.plainSent:
-		// The validators may be what the server refused (one too long for
-		// its header buffers, one it cannot parse): sent again, they
-		// would be refused for ever.
+		return up.errorf("%s to a request that was not conditional: the server did not send a filter", resp.Status)
+	case refusedForHeader(code) && have > 0 && !up.plainSent:
+		// The download's validators may be what the server refused (one
+		// too long for its header buffers, one it cannot parse): sent
+		// again, they would be refused for ever.
 		up.logf("%s: %s to a request with validators; asking again without them", up.where(), resp.Status)
 		os.Remove(up.download)
-		up.state.dropValidators()
+		up.state.dropPartial()
 		up.saveState()
 		up.plainSent = true
 		resp.Body.Close()
 		return up.attempt(ctx)
+	case probe && (code == http.StatusOK || code == http.StatusPartialContent):
+		h, raw, err := up.readProbe(ctx, cancel, resp)
+		if err != nil {
+			return err
+		}
+		if up.current(h) {
+			up.res.New, up.res.Size = *up.old, up.oldInfo.Size()
+			return up.checkAge(h, "the installed filter, which the server says is current,")
+		}
+		if code == http.StatusPartialContent { // another filter: the whole of it now
+			resp.Body.Close()
+			return up.attempt(ctx)
+		}
+		// The server sent the whole file: it is the download, from its start.
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(raw), resp.Body), resp.Body}
+		have, up.res.Resumed = 0, false
 	case code == http.StatusOK: // the whole file, even if a range was asked for
 		have, up.res.Resumed = 0, false
 	case code == http.StatusPartialContent && have == 0:
@@ -81,6 +94,8 @@ func (up *updater) attempt(ctx context.Context) error {
 		}
 		up.res.Resumed = true
 		resp.ContentLength = total // the whole file's (-1: not said), as a 200's would be
+	case code == http.StatusRequestedRangeNotSatisfiable && probe:
+		return up.errorf("%s to a request for the filter's first %d bytes: the server's file is empty", resp.Status, pkbf.HeaderSize)
 	case code == http.StatusRequestedRangeNotSatisfiable:
 		os.Remove(up.download)
 		return retry(up.errorf("the server cannot resume the download (416): starting again"))
@@ -112,12 +127,12 @@ func (up *updater) attempt(ctx context.Context) error {
 		var re *retryError
 		if !errors.As(err, &re) && ctx.Err() == nil {
 			os.Remove(up.download) // refused: nothing to resume
-			up.state.PartialURL, up.state.PartialETag, up.state.PartialLastModified = "", "", ""
+			up.state.dropPartial()
 			up.saveState()
 		}
 		return err
 	}
-	return up.install(ctx, resp)
+	return up.install(ctx)
 }
 
 // refusedForHeader reports whether a status says the request's header
@@ -126,14 +141,76 @@ func refusedForHeader(code int) bool {
 	return code == http.StatusRequestHeaderFieldsTooLarge || code == http.StatusRequestURITooLong || code == http.StatusBadRequest
 }
 
-// installedIsStated reports whether the installed file is the one the
-// state's validators describe: from this URL, with the header and file
-// Update installed (a file put there or edited by other means is not)
-// and, with pins, one they verified (else the server's file is fetched to
-// be verified).
-func (up *updater) installedIsStated() bool {
-	return up.old != nil && up.state.URL == stateURL(up.url) && up.state.Header == headerHex(*up.old) &&
-		up.state.File == fileID(up.oldInfo) && (!up.pinned() || up.state.Verified == up.pinID())
+// Currency. Whether the installed filter is current is decided by the
+// server's header, which every add changes (its time, entry count or
+// revision), compared with the installed one's: no validator the server
+// gave earlier (an ETag, a Last-Modified), which a server could have
+// paired with any file, decides it. A run asks for the header alone
+// (Range: bytes=0-23, no conditional header); a server that ignores the
+// range sends the whole file, read no further than the header when it is
+// current.
+
+// canProbe reports whether a run may start by asking for the server's
+// header: Update has a record of installing a filter there and, with
+// pins, the pins in force verified it. Else the server's file is fetched
+// whole, to be compared bit by bit (and verified).
+func (up *updater) canProbe() bool {
+	return up.old != nil && up.state.Header != "" && (!up.pinned() || up.state.Verified == up.pinID())
+}
+
+// current reports whether the server's filter, whose header is h, is the
+// one Update installed (the header it recorded), and the installed filter
+// is still that file, or that filter with keys added in place since: its
+// parameters, a newer header. Then the server has nothing newer. A file
+// put there by other means (an older one restored, say) is not current:
+// the server's is fetched and judged.
+func (up *updater) current(h pkbf.Header) bool {
+	if up.state.Header != headerHex(h) {
+		return false
+	}
+	old := *up.old
+	if headerHex(old) == up.state.Header {
+		return up.state.File == fileID(up.oldInfo)
+	}
+	return old.HashCount == h.HashCount && old.HashLength == h.HashLength && newer(old, h)
+}
+
+// readProbe reads the header of the server's filter, parsed and as sent,
+// from the answer to a request for it: a 206 of its first bytes, or a 200
+// of the whole file.
+func (up *updater) readProbe(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response) (pkbf.Header, []byte, error) {
+	size := resp.ContentLength // the whole file's, or -1
+	if resp.StatusCode == http.StatusPartialContent {
+		start, total, ok := contentRange(resp.Header.Get("Content-Range"))
+		if !ok || start != 0 {
+			return pkbf.Header{}, nil, retry(up.errorf("the server sent %q for the filter's first %d bytes", resp.Header.Get("Content-Range"), pkbf.HeaderSize))
+		}
+		size = total
+	}
+	if size >= 0 && size < pkbf.HeaderSize {
+		return pkbf.Header{}, nil, up.errorf("not a pkbfv1 filter: the server's file is %d bytes, shorter than a header", size)
+	}
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
+		return pkbf.Header{}, nil, up.errorf("the response is %s-encoded, though the bytes as they are were asked for", enc)
+	}
+	stalled := errors.New("stalled")
+	timer := time.AfterFunc(up.opts.Stall, func() { cancel(stalled) })
+	defer timer.Stop()
+	b := make([]byte, pkbf.HeaderSize)
+	n, err := io.ReadFull(resp.Body, b)
+	switch {
+	case context.Cause(ctx) == stalled:
+		return pkbf.Header{}, nil, retry(up.errorf("no data for %s after %d bytes of the filter's header", up.opts.Stall, n))
+	case ctx.Err() != nil:
+		return pkbf.Header{}, nil, ctx.Err()
+	case err != nil:
+		return pkbf.Header{}, nil, retry(up.errorf("the filter's header broke off after %d bytes: %v", n, err))
+	}
+	h, err := pkbf.ParseHeader(b)
+	if err != nil {
+		return pkbf.Header{}, nil, up.errorf("not a pkbfv1 filter: %w", err)
+	}
+	return h, b, nil
 }
 
 // samePartial reports whether a 206 answer is a part of the file the
@@ -168,6 +245,9 @@ func (up *updater) partialSize() int64 {
 	if err != nil {
 		return 0
 	}
+	if !fi.Mode().IsRegular() {
+		up.logf("%s is %s, not a regular file: removed", up.download, mapfile.Kind(fi.Mode()))
+	}
 	if !fi.Mode().IsRegular() || // a link or worse: not ours
 		up.state.PartialURL != stateURL(up.url) || up.state.PartialETag == "" && up.state.PartialLastModified == "" ||
 		fi.Size() > up.opts.MaxSize || !fitsHeader(up.download, fi.Size(), up.opts.MaxSize) {
@@ -184,7 +264,7 @@ func fitsHeader(path string, size, maxSize int64) bool {
 	if size < pkbf.HeaderSize {
 		return true
 	}
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
@@ -313,7 +393,7 @@ func (c *checker) Write(p []byte) (int, error) {
 
 // readHeader reads the header of a resumed download from its first part.
 func (c *checker) readHeader(path string) error {
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY, 0)
 	if err != nil {
 		return perr.Errorf("update: %w", err)
 	}

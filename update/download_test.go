@@ -189,15 +189,13 @@ func TestAnswersThatDoNotFit(t *testing.T) {
 			}
 			w.WriteHeader(c.status)
 		}
-		dir := t.TempDir()
-		path := filepath.Join(dir, "filter.pkbf")
-		os.WriteFile(path, installed, 0o644) // put there by other means: no state
+		path := filepath.Join(t.TempDir(), "filter.pkbf") // none installed: a request for the whole file
 		_, err := Update(context.Background(), ts.URL, path, fastOpts(nil))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%d: %v, want %q", c.status, err, c.want)
 		}
-		if s.lastRequest().Get("If-None-Match") != "" || s.lastRequest().Get("If-Modified-Since") != "" {
-			t.Errorf("%d: the request was conditional", c.status)
+		if h := s.lastRequest(); h.Get("Range") != "" || h.Get("If-None-Match") != "" || h.Get("If-Modified-Since") != "" {
+			t.Errorf("%d: the request was for a part, or conditional: %v", c.status, h)
 		}
 	}
 }
@@ -338,5 +336,73 @@ func TestDefaultMaxSize(t *testing.T) {
 			t.Errorf("hash length %d: %v, want %q", c.l, err, c.want)
 		}
 		checkFiles(t, dir, c.l == 30)
+	}
+}
+
+// A run asks for the server's header alone; the answers to that request
+// that do not fit it are errors, and one with the whole file (a server
+// that ignores ranges) is read no further than the header when the
+// installed filter is current, and is the download when it is not.
+func TestHeaderRequestAnswers(t *testing.T) {
+	installed := makeFilter(t, 1, 1e9, 12, "i")
+	newer := makeFilter(t, 2, 1e9+1, 12, "i", "j")
+	for _, c := range []struct {
+		name    string
+		handler func(w http.ResponseWriter, r *http.Request)
+		want    string // "" for current, "installed" for newer installed
+	}{
+		{"another range", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes 5-28/%d", len(installed)))
+			w.WriteHeader(http.StatusPartialContent)
+			w.Write(installed[5:29])
+		}, "sent \"bytes 5-28/"},
+		{"a file shorter than a header", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Range", "bytes 0-9/10")
+			w.WriteHeader(http.StatusPartialContent)
+			w.Write(installed[:10])
+		}, "the server's file is 10 bytes, shorter than a header"},
+		{"an empty file", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "", http.StatusRequestedRangeNotSatisfiable)
+		}, "the server's file is empty"},
+		{"not a filter", func(w http.ResponseWriter, r *http.Request) {
+			http.ServeContent(w, r, "", time.Time{}, strings.NewReader("<html>"+strings.Repeat("x", 100)))
+		}, "not a pkbfv1 filter"},
+		{"the whole file, the installed one", func(w http.ResponseWriter, r *http.Request) { w.Write(installed) }, ""},
+		{"the whole file, a newer one", func(w http.ResponseWriter, r *http.Request) { w.Write(newer) }, "installed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, ts := newServer(t, installed)
+			path := filepath.Join(t.TempDir(), "filter.pkbf")
+			if _, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil {
+				t.Fatal(err)
+			}
+			s.mu.Lock()
+			s.handler = c.handler
+			s.mu.Unlock()
+			opts := fastOpts(nil)
+			opts.Retries = -1
+			res, err := Update(context.Background(), ts.URL, path, opts)
+			reqs := s.allRequests()
+			if !askedForHeader(reqs[1]) {
+				t.Errorf("the first request of the run: %v, want one for the header", reqs[1])
+			}
+			switch c.want {
+			case "":
+				if err != nil || res.Updated || len(reqs) != 2 {
+					t.Fatalf("%+v, %v after %d requests; want it current after one", res, err, len(reqs)-1)
+				}
+			case "installed":
+				if err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), newer) || len(reqs) != 2 {
+					t.Fatalf("%+v, %v after %d requests; want the newer filter installed from the one answer", res, err, len(reqs)-1)
+				}
+			default:
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("%v, want an error with %q", err, c.want)
+				}
+				if !bytes.Equal(testkit.ReadFile(t, path), installed) {
+					t.Fatal("the installed filter changed")
+				}
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,8 +80,7 @@ func manyKeys(prefix string, n int) []string {
 }
 
 // server is a publisher: it serves one filter file with http.ServeContent
-// (ETag, If-None-Match, If-Modified-Since, Range, If-Range), and can be
-// made to misbehave.
+// (ETag, Last-Modified, Range, If-Range), and can be made to misbehave.
 type server struct {
 	t        testing.TB
 	mu       sync.Mutex
@@ -89,8 +89,9 @@ type server struct {
 	modified time.Time
 	requests []http.Header
 	// Misbehaviour: answer the next len(statuses) requests with these
-	// statuses (and retryAfter); cut the next cuts bodies after cutAt
-	// bytes; stall after stallAt bytes once; send this handler instead.
+	// statuses (and retryAfter); cut the next cuts bodies (not counting
+	// requests for the header) after cutAt bytes; stall after stallAt
+	// bytes once; send this handler instead.
 	statuses   []int
 	retryAfter string
 	cuts       int
@@ -128,7 +129,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status, s.statuses = s.statuses[0], s.statuses[1:]
 	}
 	cut, stallAt, handler := 0, s.stallAt, s.handler
-	if s.cuts > 0 {
+	if s.cuts > 0 && r.Header.Get("Range") != "bytes=0-23" { // not a request for the header
 		s.cuts--
 		cut = s.cutAt
 	}
@@ -175,6 +176,19 @@ func (w *brokenWriter) Write(p []byte) (int, error) {
 	panic(http.ErrAbortHandler) // the connection is cut
 }
 
+// askedForHeader reports whether a request asked for the filter's header
+// alone, and nothing else (no conditional request).
+func askedForHeader(h http.Header) bool {
+	return h.Get("Range") == "bytes=0-23" && h.Get("If-Range") == "" && h.Get("If-None-Match") == "" && h.Get("If-Modified-Since") == ""
+}
+
+// allRequests returns the headers of the requests served so far.
+func (s *server) allRequests() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
 func (s *server) lastRequest() http.Header {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -196,7 +210,8 @@ func fastOpts(waits *[]time.Duration) Options {
 
 // testClient trusts the certificate of httptest's TLS servers and dials
 // every host under example.com (which the certificate names) at
-// 127.0.0.1, so that a test can redirect to another host over https.
+// 127.0.0.1, so that a test can redirect to another host over https;
+// ip2.example.com at 127.0.0.2, another address (see listenIP2).
 var testClient = sync.OnceValue(func() *http.Client {
 	ts := httptest.NewTLSServer(http.NotFoundHandler())
 	pool := x509.NewCertPool()
@@ -207,12 +222,33 @@ var testClient = sync.OnceValue(func() *http.Client {
 		TLSClientConfig: &tls.Config{RootCAs: pool},
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if host, port, err := net.SplitHostPort(addr); err == nil && strings.HasSuffix(host, ".example.com") {
-				addr = net.JoinHostPort("127.0.0.1", port)
+				ip := "127.0.0.1"
+				if host == "ip2.example.com" {
+					ip = "127.0.0.2"
+				}
+				addr = net.JoinHostPort(ip, port)
 			}
 			return dial(ctx, network, addr)
 		},
 	}}
 })
+
+// listenIP2 starts the https server s on 127.0.0.2 (which Linux's
+// loopback answers for; the test skips where it does not), stopped when
+// the test ends, and returns its URL as ip2.example.com, a name
+// testClient dials there.
+func listenIP2(t *testing.T, s *httptest.Server) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no second loopback address here: %v", err)
+	}
+	s.Listener.Close()
+	s.Listener = l
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return "https://ip2.example.com:" + fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
 
 // checkFiles fails if dir holds files other than the filter and the
 // documented ones beside it (.download only if allowed).
@@ -290,8 +326,10 @@ func (f *feed) opts() Options {
 	return o
 }
 
-// update updates the filter from the feed, through the relay.
+// update updates the filter from the feed, through the relay, whose
+// rewrites and redirects end with it.
 func (f *feed) update(opts Options) (Result, error) {
+	defer f.relay.Reset()
 	return Update(context.Background(), f.relay.URL+"/filter.pkbf", f.path, opts)
 }
 

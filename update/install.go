@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math"
-	"net/http"
 	"os"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -74,7 +73,7 @@ func (up *updater) closeInstalled() {
 // install judges the complete download by the rule and, unless it is
 // refused or the installed filter already, renames it over the filter
 // under the filter's lock.
-func (up *updater) install(ctx context.Context, resp *http.Response) error {
+func (up *updater) install(ctx context.Context) error {
 	f, err := pkbf.Open(up.download)
 	if err != nil {
 		os.Remove(up.download)
@@ -91,7 +90,7 @@ func (up *updater) install(ctx context.Context, resp *http.Response) error {
 		// A refused download is gone: its validators go too, and the
 		// installed file's stay.
 		if _, err := os.Stat(up.download); errors.Is(err, fs.ErrNotExist) && up.state.PartialURL != "" {
-			up.state.PartialURL, up.state.PartialETag, up.state.PartialLastModified = "", "", ""
+			up.state.dropPartial()
 			up.saveState()
 		}
 	}()
@@ -102,7 +101,7 @@ func (up *updater) install(ctx context.Context, resp *http.Response) error {
 	}
 	if current {
 		os.Remove(up.download)
-		up.remember(resp, h, up.oldInfo) // the server's validators now describe the installed file
+		up.remember(h, up.oldInfo) // verified now, if pinned
 		return nil
 	}
 	installed, err := up.rename(ctx, h)
@@ -110,20 +109,14 @@ func (up *updater) install(ctx context.Context, resp *http.Response) error {
 		return err
 	}
 	up.res.Updated = true
-	up.remember(resp, h, installed)
+	up.remember(h, installed)
 	return nil
 }
 
-// remember keeps what the server said of the installed file h, and the
-// file, for the next conditional request.
-func (up *updater) remember(resp *http.Response, h pkbf.Header, installed fs.FileInfo) {
-	up.state = state{
-		URL:          stateURL(up.url),
-		ETag:         validETag(resp.Header.Get("ETag")),
-		LastModified: validLastModified(resp.Header.Get("Last-Modified"), time.Now()),
-		Header:       headerHex(h),
-		File:         fileID(installed),
-	}
+// remember records the installed filter, whose header is h, and its
+// file: what Update installed, and the pins that verified it.
+func (up *updater) remember(h pkbf.Header, installed fs.FileInfo) {
+	up.state = state{Header: headerHex(h), File: fileID(installed)}
 	if up.pinned() {
 		up.state.Verified = up.pinID()
 	}
@@ -256,6 +249,15 @@ func (up *updater) rename(ctx context.Context, h pkbf.Header) (fs.FileInfo, erro
 		}
 		return nil, perr.Errorf("update: %w", err)
 	}
+	if up.oldInfo != nil {
+		if n := hardLinks(up.oldInfo); n > 1 {
+			others := fmt.Sprintf("the other %d names still hold", n-1)
+			if n == 2 {
+				others = "the other name still holds"
+			}
+			up.logf("%s had %d hard links: only it was replaced, and %s the old filter (a program that reads the filter under another name should read it through a symbolic link to %s)", up.path, n, others, up.path)
+		}
+	}
 	fi, err := os.Stat(up.path)
 	if err != nil {
 		return nil, perr.Errorf("update: %w", err)
@@ -266,7 +268,7 @@ func (up *updater) rename(ctx context.Context, h pkbf.Header) (fs.FileInfo, erro
 // sameContent reports whether the file at a and the open file b hold the
 // same bytes.
 func sameContent(a string, b *os.File) (bool, error) {
-	fa, err := os.Open(a)
+	fa, err := openRegular(a, os.O_RDONLY, 0)
 	if err != nil {
 		return false, err
 	}

@@ -44,11 +44,12 @@ func (up *updater) pinnedElsewhere() bool {
 	if up.opts.SHA256 != "" || up.opts.SignatureURL != "" {
 		return true
 	}
-	return up.opts.SHA256URL != "" && up.pins.fetched && !sameSource(up.pins.digestFrom, up.from)
+	return up.opts.SHA256URL != "" && up.pins.fetched && !sameSource(up.pins.digestFrom, &up.from)
 }
 
 // pinID names the pins in force, for the state: an installed file that
-// they verified needs no new download for their sake (a 304 keeps it).
+// they verified needs no new download for their sake (its header, on the
+// server, keeps it).
 func (up *updater) pinID() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "sha256 %s\nsha256-url %s\nsignature %s\n", strings.ToLower(up.opts.SHA256), up.opts.SHA256URL, up.opts.SignatureURL)
@@ -94,7 +95,7 @@ type pins struct {
 	fetched    bool
 	sha256     []byte  // the digest the file must have, or nil
 	sig        *sshSig // the signature it must have, or nil
-	digestFrom source  // where the digest file came from
+	digestFrom *source // where the digest file came from
 }
 
 // fetchPins fetches the digest file and the signature, once.
@@ -108,7 +109,8 @@ func (up *updater) fetchPins(ctx context.Context) error {
 	}
 	if raw := up.opts.SHA256URL; raw != "" {
 		u, _ := up.checkURL(raw)
-		b, err := up.fetchSmall(ctx, u, true, &p.digestFrom)
+		p.digestFrom = new(source)
+		b, err := up.fetchSmall(ctx, u, true, p.digestFrom)
 		if err != nil {
 			return err
 		}
@@ -147,6 +149,7 @@ func (up *updater) fetchSmall(ctx context.Context, u *url.URL, httpsOnly bool, f
 	// A few KiB: all of it within Options.Stall, or it is retried.
 	ctx, cancel := context.WithTimeoutCause(ctx, up.opts.Stall, errSmallSlow)
 	defer cancel()
+	from.addURL(u)
 	b, err := up.fetchSmallWithin(traceSource(ctx, from), u, where, httpsOnly, from)
 	if context.Cause(ctx) == errSmallSlow { // with an error, or a body cut off as if whole
 		return nil, retry(perr.Errorf("update from %s: not whole within %s (the stall limit): too slow", where, up.opts.Stall))
@@ -171,7 +174,7 @@ func (up *updater) fetchSmallWithin(ctx context.Context, u *url.URL, where strin
 		return nil, up.clientError(where, err)
 	}
 	defer resp.Body.Close()
-	from.origin = origin(resp.Request.URL)
+	from.addChain(resp.Request)
 	if httpsOnly && resp.Request.URL.Scheme != "https" {
 		return nil, perr.Kind(ErrPlainHTTP, perr.Errorf("update from %s: redirected to %s, plain http: refused (a digest fetched over it is no pin)", where, redactURL(resp.Request.URL)))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -87,8 +88,9 @@ func TestSHA256Pin(t *testing.T) {
 }
 
 // An installed filter that pins did not verify is not kept on the word
-// of a 304: the server's filter is fetched and verified, and when it is
-// the installed one, nothing is replaced. Once verified, a 304 keeps it.
+// of the server's header: the server's filter is fetched and verified,
+// and when it is the installed one, nothing is replaced. Once verified,
+// the header keeps it.
 func TestPinsVerifyWhatIsInstalled(t *testing.T) {
 	v1 := makeFilter(t, 1, 1e9, 14, "a")
 	s, ts := newServer(t, v1)
@@ -104,8 +106,8 @@ func TestPinsVerifyWhatIsInstalled(t *testing.T) {
 	if err != nil || res.Updated || res.SHA256 == nil {
 		t.Fatalf("first update with a pin: %+v, %v", res, err)
 	}
-	if h := s.lastRequest(); h.Get("If-None-Match") != "" {
-		t.Error("the request was conditional though no pin had verified the installed filter")
+	if h := s.lastRequest(); h.Get("Range") != "" {
+		t.Error("the request asked for a part though no pin had verified the installed filter")
 	}
 	if fi2, _ := os.Stat(path); !os.SameFile(fi1, fi2) {
 		t.Error("the installed filter was replaced by the same bytes")
@@ -113,8 +115,8 @@ func TestPinsVerifyWhatIsInstalled(t *testing.T) {
 	if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || res.Updated {
 		t.Fatalf("second update with the pin: %+v, %v", res, err)
 	}
-	if h := s.lastRequest(); h.Get("If-None-Match") == "" {
-		t.Error("the request after a verified install was not conditional")
+	if h := s.lastRequest(); !askedForHeader(h) {
+		t.Error("the request after a verified install did not ask for the header alone")
 	}
 	// The same bytes failing a pin: refused, and said so.
 	opts.SHA256 = strings.Repeat("0", 64)
@@ -237,5 +239,94 @@ func TestPinnedElsewhereIsWhereTheBytesCameFrom(t *testing.T) {
 				t.Fatalf("%+v, %v; want ErrUnverifiable", res, err)
 			}
 		})
+	}
+}
+
+// Red team 2, finding A: a digest file beside the filter became "pinned
+// elsewhere" through a redirect: pinnedElsewhere compared only the last
+// hop of each chain. Whoever answered for the filter's host served the
+// digest of its own filter and redirected the filter to a second server
+// of its own (an empty filter installed, "sha256 matches"), or served a
+// flood and redirected the digest away (a false-positive rate of 0.49
+// installed). A hop of either chain shared with the other makes one
+// source now: both are judged as unpinned, and refused.
+func TestDigestBesideFilterRedirected(t *testing.T) {
+	digestOf := func(b []byte) []byte {
+		d := sha256.Sum256(b)
+		return []byte(hex.EncodeToString(d[:]) + "  filter.pkbf\n")
+	}
+	keys := manyKeys("k", 2000)
+	genuine := makeFilterK(t, 7, 1, ago(3*time.Hour), 16, keys...)
+	empty := makeFilterK(t, 1, 1, time.Now().Unix(), 3)
+	for _, c := range []struct {
+		name   string
+		attack func(f *feed, attacker *testkit.Publisher)
+		want   error
+	}{
+		{"the filter redirected to another port, an empty filter's digest beside", func(f *feed, attacker *testkit.Publisher) {
+			attacker.Publish("filter.pkbf", empty, time.Now())
+			f.relay.Redirect("filter.pkbf", attacker.FileURL("filter.pkbf"))
+			f.relay.Rewrite("filter.pkbf.sha256", func(http.Header, []byte) []byte { return digestOf(empty) })
+		}, ErrWeaker},
+		{"the digest redirected to another port, a flood beside", func(f *feed, attacker *testkit.Publisher) {
+			flooded := flood(t, genuine, 0.49)
+			binary.BigEndian.PutUint64(flooded[10:], uint64(time.Now().Unix()))
+			f.relay.Rewrite("filter.pkbf", func(http.Header, []byte) []byte { return flooded })
+			attacker.Publish("d", digestOf(flooded), time.Now())
+			f.relay.Redirect("filter.pkbf.sha256", attacker.FileURL("d"))
+		}, ErrSaturated},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFeed(t)
+			f.publish(genuine, time.Now().Add(-3*time.Hour))
+			f.pub.Publish("filter.pkbf.sha256", digestOf(genuine), time.Now().Add(-3*time.Hour))
+			opts := f.opts()
+			opts.SHA256URL = f.relay.URL + "/filter.pkbf.sha256"
+			if res, err := f.update(opts); err != nil || !res.Updated {
+				t.Fatalf("the genuine filter: %+v, %v", res, err)
+			}
+			c.attack(f, testkit.NewPublisher(t))
+			res, err := f.update(opts)
+			if !errors.Is(err, c.want) || res.Updated {
+				t.Fatalf("the attack: %+v, %v; want %v", res, err, c.want)
+			}
+			if f.relay.Rewritten() != 2 {
+				t.Fatalf("the relay made %d of its 2 changes", f.relay.Rewritten())
+			}
+			if !bytes.Equal(testkit.ReadFile(t, f.path), genuine) {
+				t.Fatal("the installed filter changed")
+			}
+			// The publisher's next revision installs.
+			next := makeFilterK(t, 7, 2, ago(time.Hour), 16, append(keys, "new")...)
+			f.publish(next, time.Now().Add(-time.Hour))
+			f.pub.Publish("filter.pkbf.sha256", digestOf(next), time.Now().Add(-time.Hour))
+			if res, err := f.update(opts); err != nil || !res.Updated || f.installed().Revision != 2 {
+				t.Fatalf("the next genuine revision: %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// A digest file from another address than every hop of the filter's
+// chain is a pin: a rebuild with more hashes, which no other check could
+// vouch for, installs on its word. (The control of
+// TestDigestBesideFilterRedirected: sources are told apart where they
+// can be.)
+func TestDigestFromAnotherAddressPins(t *testing.T) {
+	keys := manyKeys("k", 3000)
+	installed := makeFilterK(t, 3, 1, ago(3*time.Hour), 16, keys...)
+	body := makeFilterK(t, 4, 2, ago(time.Hour), 16, append(keys, "new")...)
+	d := sha256.Sum256(body)
+	pub := testkit.NewPublisher(t)
+	pub.Publish("filter.pkbf", body, time.Now().Add(-time.Hour))
+	digests := listenIP2(t, httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(hex.EncodeToString(d[:]) + "  filter.pkbf\n"))
+	})))
+	path := filepath.Join(t.TempDir(), "filter.pkbf")
+	os.WriteFile(path, installed, 0o644)
+	opts := fastOpts(nil)
+	opts.SHA256URL = digests + "/filter.pkbf.sha256"
+	if res, err := Update(context.Background(), pub.FileURL("filter.pkbf"), path, opts); err != nil || !res.Updated {
+		t.Fatalf("a digest from another address: %+v, %v; want the filter installed", res, err)
 	}
 }

@@ -12,6 +12,17 @@ import (
 // oNoFollow makes an open fail on a symbolic link.
 const oNoFollow = syscall.O_NOFOLLOW
 
+// oNonBlock keeps an open from waiting: on a FIFO, for the other end.
+const oNonBlock = syscall.O_NONBLOCK
+
+// hardLinks is the number of names the file fi describes has.
+func hardLinks(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
 // checkDir refuses a directory that a user other than root and this
 // process's own can write: that user could plant links named as the files
 // Update keeps there, or swap the filter for a link, and have this

@@ -5,10 +5,14 @@ package update
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pkbf/pkbf/internal/testkit"
 )
@@ -131,8 +135,8 @@ func TestLockFilePrivate(t *testing.T) {
 // Red-team finding 5: a URL's credentials (a user and password, a token
 // in the query) were written into the state file, which was 0644 like
 // the download. Both are 0600 now; the state names such a URL without
-// them (and by its SHA-256), and still resumes and answers 304 with it;
-// the installed filter is 0644.
+// them (and by its SHA-256), and still resumes; the installed filter is
+// 0644.
 func TestSideFilesKeepNoCredentials(t *testing.T) {
 	body := makeFilter(t, 1, 1e9, 22, "a")
 	s, ts := newServer(t, body)
@@ -171,7 +175,100 @@ func TestSideFilesKeepNoCredentials(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("the installed filter: %v, %v; want mode 0644", fi, err)
 	}
-	if res, err := Update(context.Background(), url, path, opts); err != nil || res.Updated || s.lastRequest().Get("If-None-Match") == "" {
-		t.Fatalf("the next run: %+v, %v; want a conditional request and no update", res, err)
+	if res, err := Update(context.Background(), url, path, opts); err != nil || res.Updated || !askedForHeader(s.lastRequest()) {
+		t.Fatalf("the next run: %+v, %v; want a request for the header and no update", res, err)
+	}
+}
+
+// Red team 2, finding F: a FIFO at .FILTER.update.json hung the update:
+// it was opened for reading, blocking until a writer came, outside any
+// context, so neither MaxTime nor a signal ended it. The files beside the
+// filter are opened without blocking and must be regular files: a FIFO
+// as the state is ignored (and said so), as the download replaced, as
+// the lock refused; each update returns, and a FIFO that it would block
+// on is unblocked by the test only after it has failed.
+func TestSideFileFIFONoHang(t *testing.T) {
+	v1 := makeFilter(t, 1, 1e9, 12, "a")
+	v2 := makeFilter(t, 2, 1e9+1, 12, "a", "b")
+	for _, c := range []struct {
+		name, side string
+		want       string // "" when the update installs
+		logged     string
+	}{
+		{"state", ".filter.pkbf.update.json", "", "not a regular file"},
+		{"download", ".filter.pkbf.download", "", ""},
+		{"lock", ".filter.pkbf.update.lock", "not a regular file", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, ts := newServer(t, v2)
+			dir := t.TempDir()
+			path := filepath.Join(dir, "filter.pkbf")
+			os.WriteFile(path, v1, 0o644)
+			fifo := filepath.Join(dir, c.side)
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var logged []string
+			opts := fastOpts(nil)
+			opts.MaxTime = 10 * time.Second
+			opts.Logf = func(format string, args ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				logged = append(logged, fmt.Sprintf(format, args...))
+			}
+			type result struct {
+				res Result
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				res, err := Update(context.Background(), ts.URL, path, opts)
+				done <- result{res, err}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(time.Minute): // far past MaxTime: blocked, not slow
+				if f, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil { // a writer and a reader: it opens
+					f.Close()
+				}
+				<-done
+				t.Fatalf("the update did not return within a minute (MaxTime %s): it blocked on the FIFO", opts.MaxTime)
+			}
+			switch {
+			case c.want == "" && (r.err != nil || !r.res.Updated):
+				t.Fatalf("%+v, %v; want it installed", r.res, r.err)
+			case c.want != "" && (r.err == nil || !strings.Contains(r.err.Error(), c.want)):
+				t.Fatalf("%v, want an error with %q", r.err, c.want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if c.logged != "" && !strings.Contains(strings.Join(logged, "\n"), c.logged) {
+				t.Errorf("logged %q, want a warning with %q", logged, c.logged)
+			}
+		})
+	}
+}
+
+// Red team 2, finding I: a filter with a second hard link (a gate reading
+// it under another name) is replaced under one name only, and the other
+// kept the old filter, unsaid. Update says so now.
+func TestHardLinkedFilterWarned(t *testing.T) {
+	_, ts := newServer(t, makeFilter(t, 2, 1e9+1, 12, "a", "b"))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "filter.pkbf")
+	os.WriteFile(path, makeFilter(t, 1, 1e9, 12, "a"), 0o644)
+	if err := os.Link(path, filepath.Join(dir, "gate.pkbf")); err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	opts := fastOpts(nil)
+	opts.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	if res, err := Update(context.Background(), ts.URL, path, opts); err != nil || !res.Updated {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if w := strings.Join(logged, "\n"); !strings.Contains(w, "2 hard links") || !strings.Contains(w, "the old filter") {
+		t.Errorf("logged %q, want a warning that another name keeps the old filter", w)
 	}
 }

@@ -15,29 +15,26 @@ import (
 	"github.com/pkbf/pkbf/internal/mapfile"
 )
 
-// state is what .FILTER.update.json remembers.
+// state is what .FILTER.update.json remembers. Nothing in it is a
+// server's word on whether the installed filter is current.
 type state struct {
-	// Of the installed file: the URL it came from, the server's validators
-	// and the header and file (size and modification time) Update
-	// installed, so that a file replaced or edited by other means is not
-	// mistaken for the one they describe. They stay until another file is
-	// installed, whatever happens to other downloads.
-	URL          string `json:"url"`
-	ETag         string `json:"etag,omitempty"`
-	LastModified string `json:"last_modified,omitempty"`
-	Header       string `json:"header,omitempty"`
-	File         string `json:"file,omitempty"`
-	// The pins (pinID) that verified the installed file, if any.
+	// Of the installed file: the header and file (size and modification
+	// time) Update installed, so that a file replaced or edited by other
+	// means is not mistaken for it, and the pins (pinID) that verified
+	// it, if any. They stay until another file is installed, whatever
+	// happens to other downloads.
+	Header   string `json:"header,omitempty"`
+	File     string `json:"file,omitempty"`
 	Verified string `json:"verified,omitempty"`
 	// Of .FILTER.download: the URL and validators of the response it is
-	// part of.
+	// part of, which bind a resumed download's parts (If-Range).
 	PartialURL          string `json:"partial_url,omitempty"`
 	PartialETag         string `json:"partial_etag,omitempty"`
 	PartialLastModified string `json:"partial_last_modified,omitempty"`
 }
 
 // maxETag bounds the ETag kept: servers make them of a digest or a size
-// and a time, and one much longer is sent back in every request.
+// and a time, and one much longer is sent back in If-Range.
 const maxETag = 256
 
 // validETag returns etag if it is an entity-tag (RFC 9110: an optional
@@ -81,22 +78,18 @@ func weakETag(etag string) bool { return len(etag) >= 2 && etag[:2] == "W/" }
 // sane drops the validators in st that Update would not have kept: a
 // state file written by an older version, or by hand.
 func (st *state) sane(now time.Time) {
-	st.ETag, st.PartialETag = validETag(st.ETag), validETag(st.PartialETag)
+	st.PartialETag = validETag(st.PartialETag)
 	if weakETag(st.PartialETag) {
 		st.PartialETag = ""
-	}
-	if st.LastModified != "" {
-		st.LastModified = validLastModified(st.LastModified, now)
 	}
 	if st.PartialLastModified != "" {
 		st.PartialLastModified = validLastModified(st.PartialLastModified, now)
 	}
 }
 
-// dropValidators forgets every validator: a request that carried them was
-// refused.
-func (st *state) dropValidators() {
-	st.ETag, st.LastModified = "", ""
+// dropPartial forgets the download's URL and validators: it is gone, or a
+// request that carried them was refused.
+func (st *state) dropPartial() {
 	st.PartialURL, st.PartialETag, st.PartialLastModified = "", "", ""
 }
 
@@ -113,19 +106,37 @@ func headerHex(h pkbf.Header) string {
 }
 
 // openSideFile opens (creating it if need be) one of the files Update
-// keeps beside the filter: never through a symbolic link, only a regular
-// file, and readable by its owner alone (an older one is made so).
+// keeps beside the filter: never through a symbolic link, never waiting
+// (for a FIFO's other end), only a regular file, and readable by its
+// owner alone (an older one is made so).
 func openSideFile(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|os.O_CREATE|oNoFollow, 0o600)
+	f, err := openRegular(path, flag|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Mode().Perm() != 0o600 {
+		err = f.Chmod(0o600)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// openRegular opens the regular file at path with flag (and perm, if it
+// creates it): never through a symbolic link, and without waiting, so
+// that a FIFO, a device or a socket put there is an error, not a wait
+// for its other end.
+func openRegular(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|oNoFollow|oNonBlock, perm)
 	if err != nil {
 		return nil, err
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
-		err = &fs.PathError{Op: "open", Path: path, Err: errors.New("not a regular file")}
-	}
-	if err == nil && fi.Mode().Perm() != 0o600 {
-		err = f.Chmod(0o600)
+		err = &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%s, not a regular file", mapfile.Kind(fi.Mode()))}
 	}
 	if err != nil {
 		f.Close()
@@ -147,11 +158,15 @@ func fileSize(path string) (int64, error) {
 const maxStateFile = 64 << 10
 
 // loadState reads the state file; an unreadable one (or a link) is no
-// state, and validators Update would not keep are dropped.
-func loadState(path string) state {
+// state, and validators Update would not keep are dropped. One that is
+// not a regular file (a FIFO) is no state either, and logf says so.
+func loadState(path string, logf func(string, ...any)) state {
 	var st state
-	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	f, err := openRegular(path, os.O_RDONLY, 0)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			logf("%v: ignored, as if there were no state file (it is replaced once this update has one to save)", err)
+		}
 		return st
 	}
 	defer f.Close()
@@ -159,15 +174,14 @@ func loadState(path string) state {
 	if err != nil || json.Unmarshal(b, &st) != nil {
 		return state{}
 	}
-	if st.PartialURL == "" { // written before the partial had a URL of its own
-		st.PartialURL = st.URL
-	}
 	st.sane(time.Now())
 	return st
 }
 
 // saveState writes the state file, mode 0600, atomically: a link planted
-// there is replaced, not followed.
+// there is replaced, not followed. One that cannot be written (a full
+// file system) is removed, so that no record outlives the filter it
+// describes, and a warning says what follows.
 func (up *updater) saveState() {
 	b, _ := json.MarshalIndent(up.state, "", "  ")
 	err := mapfile.MakeAtomic(up.statePath, false, func(tmp *os.File) error {
@@ -177,7 +191,12 @@ func (up *updater) saveState() {
 		_, err := tmp.Write(append(b, '\n'))
 		return err
 	}, nil)
-	if err != nil {
-		up.logf("could not save %s: %v (the next update downloads the whole filter)", up.statePath, err)
+	if err == nil {
+		return
 	}
+	if rmErr := os.Remove(up.statePath); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+		up.logf("could not save %s (%v), nor remove it (%v): it may describe another filter than %s, and the next update would take keys for added in place, or a record for its own; remove it by hand", up.statePath, err, rmErr, up.path)
+		return
+	}
+	up.logf("could not save %s (%v), and removed it: the next update cannot tell that %s is the filter it installed, so it downloads the server's filter whole and judges it as if keys had been added to %s in place (a pinned filter without every bit set in it is refused: check such a refusal, then accept-rebuild installs it); a download cut short starts again", up.statePath, err, up.path, up.path)
 }

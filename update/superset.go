@@ -21,12 +21,13 @@ import (
 var ErrDropsBits = perr.New("the server's filter lacks bits the installed one has set")
 
 // ErrWeaker is wrapped by the error Update returns when the superset rule
-// holds and the server's filter has fewer hashes (k), a shorter hash
-// length (L) or a lower entry count than the installed one, and neither
-// Options.AcceptRebuild nor Force is set. Such a filter cannot be checked
-// against the installed one's bits (its first k' probes are a subset of
-// the installed k, and its positions mod 2^L' merge the installed ones),
-// and a genuine newer revision never has it.
+// holds and the server's filter has fewer hashes (k) or a shorter hash
+// length (L) than the installed one, and neither Options.AcceptRebuild
+// nor Force is set. Such a filter cannot be checked against the installed
+// one's bits (its first k' probes are a subset of the installed k, and
+// its positions mod 2^L' merge the installed ones), and a genuine newer
+// revision never has it. A lower entry count is no refusal: the count
+// cannot be verified, the bits can.
 var ErrWeaker = perr.New("the server's filter is weaker than the installed one")
 
 // ErrUnverifiable is wrapped by the error Update returns when the server's
@@ -37,22 +38,38 @@ var ErrWeaker = perr.New("the server's filter is weaker than the installed one")
 var ErrUnverifiable = perr.New("the server's filter cannot be checked against the installed one")
 
 // supersetRule reports whether the filter must hold the installed one's
-// bits: no pin vouches for it, or keys were added to the installed one in
-// place (which no pin vouches for leaving out).
+// bits: no pin vouches for it, or keys may have been added to the
+// installed one in place (which no pin vouches for leaving out).
 func (up *updater) supersetRule() bool {
-	return !up.pinnedElsewhere() || up.editedInPlace()
+	return !up.pinnedElsewhere() || up.inPlace() != ""
 }
 
-// editedInPlace reports whether keys were added to the installed filter
-// in place since Update installed it: its header is not the one Update
-// recorded, or it changed while this update ran.
-func (up *updater) editedInPlace() bool {
-	return up.changedMeanwhile || up.state.Header != "" && up.old != nil && up.state.Header != headerHex(*up.old)
+// inPlace says why keys may have been added to the installed filter in
+// place, or is "" when the installed filter is, header and file, the one
+// Update installed and recorded. What Update cannot tell (no record, a
+// file rewritten) counts as edited: a pin vouches for the publisher's
+// keys, not for leaving out the operator's.
+func (up *updater) inPlace() string {
+	switch {
+	case up.old == nil:
+		return ""
+	case up.changedMeanwhile:
+		return "keys were added to it in place while this update ran"
+	case up.state.Header == "":
+		return fmt.Sprintf("update has no record of installing it (%s is missing or unreadable), so keys may have been added to it in place", up.statePath)
+	case up.state.Header != headerHex(*up.old):
+		return "keys were added to it in place since update installed it"
+	case up.state.File != fileID(up.oldInfo):
+		return "its file changed since update installed it (another size or modification time), so keys may have been added to it in place"
+	}
+	return ""
 }
 
-// checkWeaker refuses a filter h with fewer hashes, a shorter hash length
-// or fewer entries than the installed filter old, or, without a pin, with
-// more hashes or a longer hash length.
+// checkWeaker refuses a filter h with fewer hashes or a shorter hash
+// length than the installed filter old, or, without a pin, with more
+// hashes or a longer hash length. Its entry count is no matter: an
+// installed count raised by a server (as far as its fill check allows)
+// must not keep the publisher's filters out.
 func (up *updater) checkWeaker(old, h pkbf.Header) error {
 	var what []string
 	if h.HashCount < old.HashCount {
@@ -61,12 +78,13 @@ func (up *updater) checkWeaker(old, h pkbf.Header) error {
 	if h.HashLength < old.HashLength {
 		what = append(what, fmt.Sprintf("hash length %d -> %d", old.HashLength, h.HashLength))
 	}
-	if h.EntryCount < old.EntryCount {
-		what = append(what, fmt.Sprintf("entry count %d -> %d", old.EntryCount, h.EntryCount))
-	}
 	if len(what) > 0 {
-		return perr.Kind(ErrWeaker, up.errorf("the filter is weaker than the installed filter %s (revision %d -> %d): %s; a genuine newer revision has as many hashes, bits and entries, and fewer cannot be checked against the installed bits; not installed (accept-rebuild installs it)",
-			up.path, old.Revision, h.Revision, strings.Join(what, ", ")))
+		why := "a genuine newer revision has as many hashes and bits, and fewer cannot be checked against the installed bits"
+		if up.pinnedElsewhere() { // pinned, the rule holds for keys added in place
+			why = "fewer cannot be checked against the installed bits, and " + up.inPlace()
+		}
+		return perr.Kind(ErrWeaker, up.errorf("the filter is weaker than the installed filter %s (revision %d -> %d): %s; %s; not installed (accept-rebuild installs it)",
+			up.path, old.Revision, h.Revision, strings.Join(what, ", "), why))
 	}
 	if up.pinnedElsewhere() || h.HashCount == old.HashCount && h.HashLength == old.HashLength {
 		return nil // compared in place, or folded: a pin vouches for the new probes
@@ -82,8 +100,8 @@ func (up *updater) checkWeaker(old, h pkbf.Header) error {
 // filter has set.
 func (up *updater) dropsBitsError(h pkbf.Header, dropped uint64) error {
 	what := "keys it reports would stop being reported"
-	if up.editedInPlace() {
-		what = "keys were added to it in place, and the new filter does not hold them (it is never merged with them)"
+	if why := up.inPlace(); why != "" {
+		what += "; " + why + ", and no pin vouches for leaving them out (the new filter is never merged with them)"
 	}
 	return perr.Kind(ErrDropsBits, up.errorf("the filter lacks %d of the bits set in the installed filter %s (revision %d -> %d): %s; not installed (accept-rebuild installs it)",
 		dropped, up.path, up.old.Revision, h.Revision, what))

@@ -68,7 +68,8 @@ func TestDroppedBitsRefused(t *testing.T) {
 // Red-team finding 1: a filter with fewer hashes, a shorter hash length
 // or fewer entries than the installed one skipped the bit comparison, so
 // a server could install one in which chosen keys (or all) say no. No pin
-// vouching for it, such a filter is refused (AcceptRebuild installs it),
+// vouching for it, such a filter is refused (AcceptRebuild installs it);
+// one with fewer entries is judged by its bits (red team 2, C),
 // and so is one with more hashes or a longer length, whose bits the
 // installed ones cannot all check; the fill check refuses a doubled one
 // whatever AcceptRebuild says.
@@ -84,11 +85,11 @@ func TestWeakerOrThinnedFilterRefused(t *testing.T) {
 		want     error // nil: installs
 		accepted error // with AcceptRebuild; nil: installs
 	}{
-		{"empty, k 3->4, no entries", makeFilterK(t, 4, 2, 1.5e9, 16), ErrWeaker, nil},
+		{"empty, k 3->4, no entries", makeFilterK(t, 4, 2, 1.5e9, 16), ErrUnverifiable, nil},
 		{"empty, hash length 16->3", makeFilterK(t, 1, 2, 1.5e9, 3), ErrWeaker, nil},
 		{"k 3->2, without k1, count kept", withHeader(t, makeFilterK(t, 2, 2, 1.5e9, 16, withoutK1...), 2, n), ErrWeaker, nil},
 		{"k 3->1, same keys", makeFilterK(t, 1, 2, 1.5e9, 16, keys...), ErrWeaker, ErrSaturated}, // 4.5% false "probably"
-		{"same parameters, fewer entries", makeFilterK(t, 3, 2, 1.5e9, 16, keys[:len(keys)-10]...), ErrWeaker, nil},
+		{"same parameters, fewer entries", makeFilterK(t, 3, 2, 1.5e9, 16, keys[:len(keys)-10]...), ErrDropsBits, nil},
 		{"hash length 16->17, without k1, count kept", withHeader(t, makeFilterK(t, 3, 2, 1.5e9, 17, withoutK1...), 2, n), ErrUnverifiable, nil},
 		{"k 3->5, without k1, count kept", withHeader(t, makeFilterK(t, 5, 2, 1.5e9, 16, withoutK1...), 2, n), ErrUnverifiable, nil},
 		// The red team's "double": the installed data written twice at
@@ -98,6 +99,7 @@ func TestWeakerOrThinnedFilterRefused(t *testing.T) {
 		{"hash length 16->17, data twice, k1 cleared, count kept", doubled(t, installed, n, "k1"), ErrUnverifiable, ErrImplausibleFill},
 		{"genuine: hash length 16->17, more keys", makeFilterK(t, 3, 2, 1.5e9, 17, more...), ErrUnverifiable, nil},
 		{"genuine: same parameters, more keys", makeFilterK(t, 3, 2, 1.5e9, 16, more...), nil, nil},
+		{"the same bits, a lower count", withHeader(t, makeFilterK(t, 3, 2, 1.5e9, 16, keys...), 2, n-5), nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			url, path, res, err := updateOver(t, installed, c.body)
@@ -274,7 +276,7 @@ func TestUnpinnedRebuildNeedsAcceptRebuild(t *testing.T) {
 		want error
 	}{
 		{"resized", makeFilter(t, 1, ago(time.Hour), 15, keys...), ErrUnverifiable},
-		{"keys dropped", makeFilter(t, 1, ago(time.Hour), 14, keys[:200]...), ErrWeaker},
+		{"keys dropped", makeFilter(t, 1, ago(time.Hour), 14, keys[:200]...), ErrDropsBits},
 		{"keys dropped, count kept", withHeader(t, makeFilter(t, 1, ago(time.Hour), 14, append(slices.Clone(keys[:200]), manyKeys("new", 100)...)...), 1, 300), ErrDropsBits},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -316,5 +318,121 @@ func TestUnpinnedRebuildNeedsAcceptRebuild(t *testing.T) {
 				t.Fatalf("with AcceptRebuild: %+v, %v", res, err)
 			}
 		})
+	}
+}
+
+// Red team 2, finding C: one unpinned interception served the publisher's
+// own bits with the entry count raised as far as the fill check allows,
+// and a later time; it installed, and every later genuine revision (fewer
+// entries than that) was refused as weaker, blaming the server. The
+// count cannot be verified, bits can: a lower count is no refusal by
+// itself, and the genuine revisions install.
+func TestEntryCountInflationDoesNotLockOut(t *testing.T) {
+	f := newFeed(t)
+	keys := manyKeys("k", 2000)
+	f.publish(makeFilterK(t, 7, 1, ago(3*time.Hour), 16, keys...), time.Now().Add(-3*time.Hour))
+	if res, err := f.update(f.opts()); err != nil || !res.Updated {
+		t.Fatalf("the first revision: %+v, %v", res, err)
+	}
+	var inflated uint32
+	f.relay.Rewrite("filter.pkbf", func(_ http.Header, body []byte) []byte {
+		b := bytes.Clone(body)
+		h, _ := pkbf.ParseHeader(b)
+		set, _ := countBits(b[pkbf.HeaderSize:], nil)
+		for {
+			h.EntryCount++
+			if lo, _ := fillBounds(h); set < lo || h.EntryCount > 2*uint32(len(keys)) {
+				h.EntryCount--
+				break
+			}
+		}
+		inflated = h.EntryCount
+		h.Updated = time.Now().Truncate(time.Second)
+		h.Revision++
+		h.AppendBinary(b[:0])
+		return b
+	})
+	if res, err := f.update(f.opts()); err != nil || !res.Updated {
+		t.Fatalf("the inflated count: %+v, %v (installed as the fill check allows)", res, err)
+	}
+	if inflated <= uint32(len(keys))+10 {
+		t.Fatalf("the count was raised only to %d", inflated)
+	}
+	for i := range 2 {
+		keys = append(keys, manyKeys(fmt.Sprint("r", i), 5)...)
+		f.publish(makeFilterK(t, 7, uint32(3+i), time.Now().Add(time.Duration(i+1)*time.Second).Unix(), 16, keys...), time.Now())
+		res, err := f.update(f.opts())
+		if err != nil || !res.Updated || f.installed().EntryCount != uint32(len(keys)) {
+			t.Fatalf("genuine revision %d (%d entries, %d installed): %+v, %v", 3+i, len(keys), inflated, res, err)
+		}
+	}
+}
+
+// Red team 2, finding D: keys added in place were kept from a pinned
+// filter only through the header the state file recorded: with the state
+// file gone, or on the first pinned update over a filter the operator
+// made, a signed rebuild without them installed, silently. Where Update
+// cannot tell that the installed file is the one it installed, the
+// superset rule holds for pinned filters too, and the refusal says why
+// and names accept-rebuild.
+func TestKeysAddedInPlaceKeptWithoutState(t *testing.T) {
+	keys := manyKeys("k", 3000)
+	soon := time.Now().Add(time.Minute).Unix() // after the key added in place
+	rebuild := makeFilterK(t, 3, 1, soon, 16, append(slices.Clone(keys[1:]), manyKeys("new", 5)...)...)
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, f *feed)
+	}{
+		{"the state file removed", func(t *testing.T, f *feed) {
+			if res, err := f.update(f.opts()); err != nil || !res.Updated {
+				t.Fatalf("the first install: %+v, %v", res, err)
+			}
+			addInPlace(t, f.path, "local")
+			if err := os.Remove(filepath.Join(filepath.Dir(f.path), ".filter.pkbf.update.json")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a filter the operator made", func(t *testing.T, f *feed) {
+			os.WriteFile(f.path, makeFilterK(t, 3, 1, ago(3*time.Hour), 16, keys...), 0o644)
+			addInPlace(t, f.path, "local")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFeed(t)
+			s := newSigner(t, t.TempDir(), "ed25519")
+			f.sig = &s
+			f.publish(makeFilterK(t, 3, 1, ago(3*time.Hour), 16, keys...), time.Now().Add(-3*time.Hour))
+			c.setup(t, f)
+			edited := testkit.ReadFile(t, f.path)
+			f.publish(rebuild, time.Now())
+			_, err := f.update(f.opts())
+			if !errors.Is(err, ErrDropsBits) || !strings.Contains(err.Error(), "no record of installing it") || !strings.Contains(err.Error(), "accept-rebuild installs it") {
+				t.Fatalf("a signed rebuild without the key added in place: %v; want ErrDropsBits saying why, naming accept-rebuild", err)
+			}
+			if !bytes.Equal(testkit.ReadFile(t, f.path), edited) {
+				t.Fatal("the installed filter changed")
+			}
+			opts := f.opts()
+			opts.AcceptRebuild = true
+			if res, err := f.update(opts); err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, f.path), rebuild) {
+				t.Fatalf("with AcceptRebuild: %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// addInPlace adds key to the filter file at path in place, as pkbf add
+// does.
+func addInPlace(t *testing.T, path, key string) {
+	t.Helper()
+	w, err := pkbf.Edit(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Add([]byte(key)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

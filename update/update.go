@@ -78,8 +78,10 @@ type Options struct {
 	// SHA256URL pins the filter to the digest published at this URL
 	// (FILTER.sha256, say): a bare digest or sha256sum's output. It must
 	// be https, and so must its redirects, whatever AllowHTTP says. From
-	// the source of the filter's bytes it proves only the transfer; from
-	// another source, that a second server agrees (see the package doc).
+	// the filter's source (any hop of either's redirects shared, an
+	// address shared: two names of one server, one proxy) it proves only
+	// the transfer; from another source, that a second server agrees
+	// (see the package doc).
 	SHA256URL string
 	// SignatureURL pins the filter to a detached SSH signature published
 	// at this URL, as ssh-keygen -Y sign -n pkbf makes it (FILTER.sig),
@@ -104,8 +106,9 @@ type Options struct {
 	// MaxAge, if set, refuses a filter whose header's update time is more
 	// than MaxAge ago (ErrStale): a server that keeps serving an old
 	// filter, signed or not, is noticed. The server's current filter is
-	// checked whether it is installed now or was already (a 304), so a
-	// stale installed filter is an error too. Force does not override it.
+	// checked whether it is installed now or was already (its header the
+	// installed one's), so a stale installed filter is an error too. Force
+	// does not override it.
 	MaxAge time.Duration
 	// ReplaceInvalid lets Update replace a file at the filter's path that
 	// is not a readable pkbfv1 filter (a file cut short, say). Without it
@@ -167,10 +170,10 @@ type Result struct {
 }
 
 // Update makes the filter file at path current with the one at rawURL
-// (http or https), as the package doc describes. It sends a conditional
-// request (the validators the server gave for the installed file); a 304
-// answer means the installed filter is current, and nothing is written.
-// Otherwise it streams the response to .FILTER.download beside path,
+// (http or https), as the package doc describes. It asks for the server's
+// header first: the header of the filter it installed means the installed
+// filter is current, and nothing is written. Otherwise it streams the
+// server's filter to .FILTER.download beside path,
 // checks it and compares it with the installed filter, and renames it
 // over path under the filter's flock(2). A filter refused by the rule is
 // an error wrapping the sentinel that names the rule.
@@ -191,6 +194,7 @@ func Update(ctx context.Context, rawURL, path string, opts Options) (Result, err
 		return Result{}, err
 	}
 	up.url = u
+	up.from.addURL(u)
 	if err := up.checkPinOptions(); err != nil {
 		return Result{}, err
 	}
@@ -219,7 +223,8 @@ func Update(ctx context.Context, rawURL, path string, opts Options) (Result, err
 	if err := up.readInstalled(); err != nil {
 		return Result{}, err
 	}
-	up.state = loadState(up.statePath)
+	mapfile.SweepTemps(up.statePath) // a state file's save that was killed
+	up.state = loadState(up.statePath, up.logf)
 	return up.run(ctx)
 }
 
@@ -270,9 +275,10 @@ type updater struct {
 	installed *os.File // the installed filter, open
 	replaces  bool     // a file is at path (a filter, or one ReplaceInvalid allows)
 	pins      pins
-	from      source // where the filter's bytes came from, in the last attempt
+	from      source // where the filter's requests went, in every attempt
 	res       Result
 	plainSent bool // a request refused for its header was sent again without validators
+	probed    bool // the server's header was asked for
 	// changedMeanwhile is set when keys were added to the installed
 	// filter in place while this update ran.
 	changedMeanwhile bool

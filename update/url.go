@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pkbf/pkbf/internal/perr"
@@ -132,26 +134,100 @@ func redactURL(u *url.URL) string {
 	return c.String()
 }
 
-// source is where a response's bytes came from: the origin of the URL
-// that answered, after redirects, and the address connected to ("" if
-// unknown).
+// source is where responses came from: the origin of every URL of their
+// redirect chains (the URL asked for included), and every address
+// resolved for them or connected to. It is safe for concurrent use (a
+// dial may try several addresses at once).
 type source struct {
-	origin, peer string
+	mu      sync.Mutex
+	origins map[string]bool
+	addrs   map[netip.Addr]bool
 }
 
-// traceSource returns ctx set to record in *s the address each request
-// made with it connects to: after redirects, the last.
+// addURL records u's origin.
+func (s *source) addURL(u *url.URL) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.origins == nil {
+		s.origins = map[string]bool{}
+	}
+	s.origins[origin(u)] = true
+}
+
+// addChain records the origin of every request of a redirect chain, from
+// the last, req, back to the first.
+func (s *source) addChain(req *http.Request) {
+	for r := req; r != nil; {
+		s.addURL(r.URL)
+		if r.Response == nil {
+			break
+		}
+		r = r.Response.Request
+	}
+}
+
+// addAddr records the IP address of hostport ("ip:port", or an IP).
+func (s *source) addAddr(hostport string) {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.addrs == nil {
+		s.addrs = map[netip.Addr]bool{}
+	}
+	s.addrs[a.Unmap().WithZone("")] = true
+}
+
+// traceSource returns ctx set to record in s the addresses that the
+// requests made with it, redirects included, resolve and connect to.
 func traceSource(ctx context.Context, s *source) context.Context {
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		s.peer = info.Conn.RemoteAddr().String()
-	}})
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		DNSDone: func(info httptrace.DNSDoneInfo) {
+			for _, a := range info.Addrs {
+				s.addAddr(a.IP.String())
+			}
+		},
+		ConnectStart: func(_, addr string) { s.addAddr(addr) },
+		GotConn:      func(info httptrace.GotConnInfo) { s.addAddr(info.Conn.RemoteAddr().String()) },
+	})
 }
 
-// sameSource reports whether a and b may be one server: the same origin,
-// or the same address connected to (two names of one server; or one
-// proxy, through which servers cannot be told apart).
-func sameSource(a, b source) bool {
-	return a.origin == b.origin || a.peer != "" && a.peer == b.peer
+// sameSource reports whether a and b may be one server, or pass through
+// one: a shared origin, a shared address (two names of one server, two
+// ports of one machine, one proxy through which servers cannot be told
+// apart), or no address known for either (a client that does not say).
+// A server can only add to what it shares with the other, so it can only
+// make them one source.
+func sameSource(a, b *source) bool {
+	aOrigins, aAddrs := a.seen()
+	bOrigins, bAddrs := b.seen()
+	if len(aAddrs) == 0 || len(bAddrs) == 0 {
+		return true
+	}
+	for o := range aOrigins {
+		if bOrigins[o] {
+			return true
+		}
+	}
+	for addr := range aAddrs {
+		if bAddrs[addr] {
+			return true
+		}
+	}
+	return false
+}
+
+// seen returns copies of the origins and addresses recorded.
+func (s *source) seen() (origins map[string]bool, addrs map[netip.Addr]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.origins), maps.Clone(s.addrs)
 }
 
 // origin is u's scheme, host and port, written one way: the host in lower

@@ -223,11 +223,41 @@ func TestOrigin(t *testing.T) {
 			t.Errorf("%s and %s: same origin %v (%s, %s)", c.a, c.b, got, origin(mustURL(c.a)), origin(mustURL(c.b)))
 		}
 	}
-	// Two names of one server: the address connected to tells.
-	if !sameSource(source{"https://a.example.com:1", "127.0.0.1:1"}, source{"https://127.0.0.1:1", "127.0.0.1:1"}) {
-		t.Error("two names of one address are two sources")
+}
+
+// Two sources are one when any origin or any address of one is the
+// other's, or when either's addresses are unknown: one source is the
+// answer whenever they cannot be told apart.
+func TestSameSource(t *testing.T) {
+	src := func(urls string, addrs ...string) *source {
+		s := new(source)
+		for _, u := range strings.Fields(urls) {
+			s.addURL(mustURL(u))
+		}
+		for _, a := range addrs {
+			s.addAddr(a)
+		}
+		return s
 	}
-	if sameSource(source{"https://a.example.com:1", ""}, source{"https://b.example.com:1", ""}) {
-		t.Error("two names, addresses unknown, are one source")
+	for _, c := range []struct {
+		name string
+		a, b *source
+		same bool
+	}{
+		{"two names, two addresses", src("https://a.example.com/f", "192.0.2.1:443"), src("https://b.example.com/d", "192.0.2.2:443"), false},
+		{"two names of one address", src("https://a.example.com/f", "192.0.2.1:443"), src("https://b.example.com/d", "192.0.2.1:443"), true},
+		{"two ports of one address", src("https://192.0.2.1:443/f", "192.0.2.1:443"), src("https://192.0.2.1:8443/d", "192.0.2.1:8443"), true},
+		{"one address resolved for both", src("https://a.example.com/f", "192.0.2.1", "192.0.2.7:443"), src("https://b.example.com/d", "192.0.2.8", "192.0.2.1"), true},
+		{"an IPv4-mapped address", src("https://a.example.com/f", "[::ffff:192.0.2.1]:443"), src("https://b.example.com/d", "192.0.2.1:443"), true},
+		{"a hop of one chain the first of the other", src("https://a.example.com/f https://b.example.com/f", "192.0.2.1:443", "192.0.2.2:443"), src("https://b.example.com/d", "192.0.2.3:443"), true},
+		{"addresses unknown on one side", src("https://a.example.com/f", "192.0.2.1:443"), src("https://b.example.com/d"), true},
+		{"addresses unknown on both", src("https://a.example.com/f"), src("https://b.example.com/d"), true},
+	} {
+		if got := sameSource(c.a, c.b); got != c.same {
+			t.Errorf("%s: one source %v, want %v", c.name, got, c.same)
+		}
+		if got := sameSource(c.b, c.a); got != c.same {
+			t.Errorf("%s, the other way: one source %v, want %v", c.name, got, c.same)
+		}
 	}
 }

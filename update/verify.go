@@ -50,7 +50,7 @@ func (up *updater) scan(h pkbf.Header, compare, withPins bool) (scanned, error) 
 		sumSig = up.pins.sig.newHash()
 		hashes = append(hashes, sumSig)
 	}
-	nf, err := os.Open(up.download)
+	nf, err := openRegular(up.download, os.O_RDONLY, 0)
 	if err != nil {
 		return s, perr.Errorf("update: %w", err)
 	}
@@ -120,7 +120,7 @@ func (up *updater) scan(h pkbf.Header, compare, withPins bool) (scanned, error) 
 // length has set. newSize and oldSize are the data sizes, powers of two
 // with oldSize < newSize.
 func (up *updater) foldDropped(newSize, oldSize uint64) (dropped, folded uint64, err error) {
-	nf, err := os.Open(up.download)
+	nf, err := openRegular(up.download, os.O_RDONLY, 0)
 	if err != nil {
 		return 0, 0, perr.Errorf("update: %w", err)
 	}

@@ -21,8 +21,10 @@ import (
 // pkbf check processes read the filter in a loop: every check finds the
 // key every revision holds (never a partial or missing filter), the filter
 // is always a complete old or new one, and nothing but the documented
-// files is left beside it. A last update, left to finish, resumes and
-// installs the newest revision.
+// files is left beside it (a state file being saved may be left under
+// its temporary name, which the next update removes). A last update, left
+// to finish, resumes and installs the newest revision, and leaves only
+// the documented files.
 func TestUpdateKilled(t *testing.T) {
 	pub := &publisher{delay: 500 * time.Microsecond} // 4 MiB in 32 KiB writes: about 70 ms a download
 	pub.set(publishedFilter(t, 1, 25, 100))
@@ -75,16 +77,10 @@ func TestUpdateKilled(t *testing.T) {
 			t.Errorf("revision %d installed while %d was published", h.Revision, rev)
 		}
 		f.Close()
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			switch e.Name() {
-			case "f.pkbf", ".f.pkbf.download", ".f.pkbf.update.json", ".f.pkbf.update.lock":
-			default:
-				t.Errorf("stray file %s after a killed update", e.Name())
-			}
-		}
+		checkBeside(t, dir, true)
 	}
 	r := runWith(t, nil, "update", ts.URL, p)
+	checkBeside(t, dir, false)
 	close(stop)
 	wg.Wait()
 	if r.code != 0 || !strings.Contains(r.stdout, "-> 12") && !strings.HasPrefix(r.stdout, "up to date") {
@@ -100,6 +96,22 @@ func TestUpdateKilled(t *testing.T) {
 }
 
 // spkiOf is the SPKI of a test key file.
+// checkBeside fails the test if dir holds other files than f.pkbf and
+// those update keeps beside it, and, if stateTemp, a state file killed
+// while being saved.
+func checkBeside(t *testing.T, dir string, stateTemp bool) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		switch name := e.Name(); {
+		case name == "f.pkbf", name == ".f.pkbf.download", name == ".f.pkbf.update.json", name == ".f.pkbf.update.lock":
+		case stateTemp && strings.HasPrefix(name, "..f.pkbf.update.json.tmp-"):
+		default:
+			t.Errorf("stray file %s after a killed update", name)
+		}
+	}
+}
+
 func spkiOf(t *testing.T, name string) []byte {
 	t.Helper()
 	spki, err := pkbf.SPKI(testkit.ReadFile(t, key(name)))

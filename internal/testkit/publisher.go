@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -98,35 +97,67 @@ func (p *Publisher) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // Relay is someone on the path to a Publisher: an https server that
-// forwards every request to it and passes its answers back, except that
-// it can rewrite one answer (see Rewrite). Point a client at the relay's
-// URL in place of the publisher's.
+// forwards every request to it and passes its answers back, except where
+// told to rewrite a file (see Rewrite) or redirect a request (see
+// Redirect) until Reset. Point a client at the relay's URL in place of
+// the publisher's.
 type Relay struct {
 	*httptest.Server
 	target  string
 	client  *http.Client
 	mu      sync.Mutex
-	rewrite map[string]func(h http.Header, body []byte) []byte
+	changes map[string]*change
 	applied int
+}
+
+// change is what the relay does to the requests for one path: redirect
+// them to location, or serve the publisher's file as edit changes it
+// (made once, at the first request, into header and body).
+type change struct {
+	location string
+	edit     func(h http.Header, body []byte) []byte
+	made     bool
+	header   http.Header
+	body     []byte
+	applied  bool
 }
 
 // NewRelay starts a Relay to the Publisher, stopped when the test ends.
 func NewRelay(t testing.TB, to *Publisher) *Relay {
-	r := &Relay{target: to.URL, client: to.Client(), rewrite: map[string]func(http.Header, []byte) []byte{}}
+	r := &Relay{target: to.URL, client: to.Client(), changes: map[string]*change{}}
 	r.Server = httptest.NewTLSServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.Close)
 	return r
 }
 
-// Rewrite has edit change the next 200 answer for /name: its header in
-// place, and its body to what edit returns (the Content-Length follows).
+// Rewrite has the relay serve /name changed by edit until Reset: at the
+// first request it fetches the publisher's whole file, and edit changes
+// the answer's header in place and returns the body to serve. Every
+// request is then answered from that file as an attacker would:
+// conditional requests ignored, ranges of the changed body honoured.
 func (r *Relay) Rewrite(name string, edit func(h http.Header, body []byte) []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.rewrite["/"+name] = edit
+	r.changes["/"+name] = &change{edit: edit}
 }
 
-// Rewritten is how many answers were rewritten so far.
+// Redirect has the relay answer the requests for /name with a 302 to
+// location until Reset, without asking the publisher.
+func (r *Relay) Redirect(name, location string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.changes["/"+name] = &change{location: location}
+}
+
+// Reset drops the rewrites and redirects: the relay passes everything on.
+func (r *Relay) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.changes)
+}
+
+// Rewritten is how many of the rewrites and redirects asked for were
+// applied to at least one request so far.
 func (r *Relay) Rewritten() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -134,39 +165,73 @@ func (r *Relay) Rewritten() int {
 }
 
 func (r *Relay) serve(w http.ResponseWriter, req *http.Request) {
-	out, err := http.NewRequestWithContext(req.Context(), req.Method, r.target+req.URL.RequestURI(), nil)
+	r.mu.Lock()
+	c := r.changes[req.URL.Path]
+	if c != nil && !c.applied {
+		c.applied = true
+		r.applied++
+	}
+	r.mu.Unlock()
+	switch {
+	case c != nil && c.location != "":
+		http.Redirect(w, req, c.location, http.StatusFound)
+		return
+	case c != nil:
+		r.serveChanged(w, req, c)
+		return
+	}
+	resp, body, err := r.forward(req, req.Header.Clone())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
-	}
-	out.Header = req.Header.Clone()
-	resp, err := r.client.Transport.RoundTrip(out) // no redirects followed, no headers added
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	if resp.StatusCode == http.StatusOK {
-		r.mu.Lock()
-		edit := r.rewrite[req.URL.Path]
-		if edit != nil {
-			delete(r.rewrite, req.URL.Path)
-			r.applied++
-		}
-		r.mu.Unlock()
-		if edit != nil {
-			body = edit(resp.Header, body)
-			resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
-		}
 	}
 	for name, values := range resp.Header {
 		w.Header()[name] = values
 	}
 	w.WriteHeader(resp.StatusCode)
 	w.Write(body)
+}
+
+// forward sends req to the publisher with header h, following no
+// redirects and adding no header, and returns its answer and body.
+func (r *Relay) forward(req *http.Request, h http.Header) (*http.Response, []byte, error) {
+	out, err := http.NewRequestWithContext(req.Context(), req.Method, r.target+req.URL.RequestURI(), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	out.Header = h
+	resp, err := r.client.Transport.RoundTrip(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp, body, err
+}
+
+// serveChanged answers req from the changed file of c, made at the first
+// request from the publisher's whole file.
+func (r *Relay) serveChanged(w http.ResponseWriter, req *http.Request, c *change) {
+	r.mu.Lock()
+	defer r.mu.Unlock() // the edit once, and the answers in turn
+	if !c.made {
+		resp, body, err := r.forward(req, http.Header{})
+		if err != nil || resp.StatusCode != http.StatusOK {
+			http.Error(w, fmt.Sprintf("the publisher's file: %v %v", resp, err), http.StatusBadGateway)
+			return
+		}
+		c.header = resp.Header.Clone()
+		c.body = c.edit(c.header, body)
+		c.made = true
+	}
+	for name, values := range c.header {
+		switch name {
+		case "Content-Length", "Content-Range", "Accept-Ranges":
+		default:
+			w.Header()[name] = values
+		}
+	}
+	req.Header.Del("If-None-Match")
+	req.Header.Del("If-Modified-Since")
+	http.ServeContent(w, req, "", time.Time{}, bytes.NewReader(c.body))
 }
