@@ -80,7 +80,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog := startProgress(scr, names)
 	opts := pkbf.CheckOptions{Passphrases: pws, Idle: func() { scr.flush() }}
 	if fl.confirm {
-		confirm, cancel := confirmer(ctx, f, fl)
+		confirm, cancel := confirmer(ctx, fl)
 		defer cancel()
 		opts.Confirm = confirm
 	}
@@ -112,12 +112,12 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // confirmer is check --confirm's question to the pwnedkeys API about a key
 // the filter probably holds: at most confirmInFlight requests at once, all
 // within --timeout. Call cancel when done.
-func confirmer(ctx context.Context, f *pkbf.Filter, fl *checkFlags) (confirm func(context.Context, []byte) (bool, error), cancel func()) {
+func confirmer(ctx context.Context, fl *checkFlags) (confirm func(context.Context, []byte) (bool, error), cancel func()) {
 	cancel = func() {}
 	if fl.timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, fl.timeout)
 	}
-	checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: fl.api}, MaxInFlight: confirmInFlight}
+	checker := &pwnedkeys.Checker{Client: &pwnedkeys.Client{BaseURL: fl.api}, MaxInFlight: confirmInFlight}
 	return func(_ context.Context, canonical []byte) (bool, error) {
 		res, err := checker.Confirm(ctx, canonical)
 		return res.Pwned, err
