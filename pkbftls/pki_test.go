@@ -24,6 +24,7 @@ import (
 	"github.com/cloudflare/circl/sign/mldsa/mldsa44"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // An identity is a key and its certificate, with the chain up to (not
@@ -244,6 +245,9 @@ func liveFilter(t testing.TB) (*pkbf.Live, string) {
 	t.Cleanup(func() { l.Close() })
 	return l, path
 }
+
+// check is the KeyChecker over q that the tests install.
+func check(q keycheck.Querier) *keycheck.Checker { return keycheck.New(q, keycheck.Options{}) }
 
 // openFilters returns the test filter as liveFilter does, and opened once
 // as a *pkbf.Filter too, closed when the test ends.
