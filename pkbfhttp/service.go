@@ -16,8 +16,8 @@
 // # Endpoints
 //
 //	POST /v1/check   a body of keys, certificates and requests in any
-//	                 form pkbf.Bytes reads; one JSON line a key, as
-//	                 pkbf.Verdict.AppendJSON writes it
+//	                 form keycheck.Bytes reads; one JSON line a key, as
+//	                 keycheck.Verdict.AppendJSON writes it
 //	GET  /healthz    200 while the filter's file is valid, else 503
 //	GET  /readyz     200 until Shutdown begins (and while the filter's
 //	                 file is valid), then 503
@@ -55,7 +55,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pkbf/pkbf/internal/headertext"
 	"io"
 	"log"
 	"net/http"
@@ -63,9 +62,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pkbf/pkbf/internal/headertext"
+
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/jsontext"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/stepca"
 )
@@ -349,11 +351,11 @@ func (s *Service) stopped(w http.ResponseWriter, ctx context.Context) {
 // keys, and a status: 413 past the key limit, 503 when the filter's file
 // failed while in use (reason then says why), else 0.
 func (s *Service) answer(ctx context.Context, body []byte, a *answer) (found, status int, reason string) {
-	request := pkbf.Bytes("request", body)
+	request := keycheck.Bytes("request", body)
 	objects := 0
-	s.live.Do(func(f *pkbf.Filter) {
+	s.live.Do(func(f *pkbf.Filter) { // one file answers the whole request
 		// One goroutine a request: requests run in parallel already.
-		for v := range f.Check(ctx, request, pkbf.CheckOptions{Workers: 1}) {
+		for v := range keycheck.New(f, keycheck.Options{Workers: 1}).Check(ctx, request) {
 			if objects++; objects > s.limits.MaxKeys {
 				status = http.StatusRequestEntityTooLarge
 				return

@@ -20,6 +20,7 @@ import (
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/pipenet"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/stepca"
 )
 
@@ -218,7 +219,7 @@ func TestServeStepCAWebhookNotEnabled(t *testing.T) {
 func TestServeStepCAWebhookInsecure(t *testing.T) {
 	_, s := newTestService(t, 1<<20)
 	body := []byte(`{"x509Certificate":{"publicKey":"` + base64.StdEncoding.EncodeToString(testkit.ReadFile(t, key("p384.spki.der"))) + `"}}`)
-	s, err := New(s.live, Options{Limits: s.limits, StepCA: stepca.NewHandler(s.live, stepca.Options{Unauthenticated: true})})
+	s, err := New(s.live, Options{Limits: s.limits, StepCA: stepca.NewHandler(keycheck.New(s.live, keycheck.Options{}), stepca.Options{Unauthenticated: true})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbfhttp"
 	"github.com/pkbf/pkbf/stepca"
 )
@@ -105,7 +106,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer live.Close()
 	opts := pkbfhttp.Options{Limits: l}
 	if fl.clientCA != "" || fl.webhookInsecure {
-		opts.StepCA = stepca.NewHandler(live, webhook)
+		opts.StepCA = stepca.NewHandler(keycheck.New(live, keycheck.Options{}), webhook)
 	}
 	svc, err := pkbfhttp.New(live, opts)
 	if err != nil {
