@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pkbf/pkbf/ct/cttest"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // Issue 43, item 4: the package tells a log's kind from what it serves
@@ -71,7 +72,7 @@ func TestOpen(t *testing.T) {
 			if l.Kind() != c.want {
 				t.Fatalf("kind %s, want %s", l.Kind(), c.want)
 			}
-			res, err := (&Scan{Log: l, Filter: f}).Run(context.Background())
+			res, err := (&Scan{Log: l, Filter: keycheck.New(f, keycheck.Options{})}).Run(context.Background())
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Errorf("scan: %v, want an error with %q", err, c.err)
@@ -102,7 +103,7 @@ func TestScanOnePipeline(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			buf := make([]byte, 1<<20)
 			stacks := ""
-			s := &Scan{Log: open(), Filter: f, State: filepath.Join(t.TempDir(), "state.json"),
+			s := &Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: filepath.Join(t.TempDir(), "state.json"),
 				Report: func(h Hit) error {
 					if stacks == "" {
 						stacks = string(buf[:runtime.Stack(buf, true)])

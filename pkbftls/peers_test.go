@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/pkbftls"
 )
@@ -346,7 +347,7 @@ func newUnrelatedCerts(t *testing.T, p *testPKI) *unrelatedCerts {
 		t.Fatal(err)
 	}
 	for _, spki := range [][]byte{u.badMLDSASPKI, p.badInter.spki(), p.bad["p256"].spki()} {
-		if _, err := w.AddKey(spki); err != nil {
+		if _, err := keycheck.AddKey(w, spki); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -466,7 +467,7 @@ func TestRealClientUnrelatedCertificates(t *testing.T) {
 				return
 			}
 			var ke *pkbftls.KeyError
-			if !errors.As(serverErr, &ke) || !errors.Is(serverErr, pkbftls.ErrCompromised) || ke.Where != "peer certificate 2" || ke.Verdict.Key.Fingerprint != pkbf.Fingerprint(u.badMLDSASPKI) {
+			if !errors.As(serverErr, &ke) || !errors.Is(serverErr, pkbftls.ErrCompromised) || ke.Where != "peer certificate 2" || ke.Verdict.Key.Fingerprint != keys.Fingerprint(u.badMLDSASPKI) {
 				t.Errorf("server: %v, want peer certificate 2 refused as compromised", serverErr)
 			}
 			if err == nil || !strings.Contains(out, opensslAlertNo) {

@@ -72,7 +72,7 @@ func newFixture(t testing.TB) *fixture {
 		}
 		for _, pub := range []crypto.PublicKey{fx.pwnedRSA, fx.pwnedP256, fx.pwnedEd25519} {
 			der, _ := x509.MarshalPKIXPublicKey(pub)
-			if _, err := w.AddKey(der); err != nil {
+			if _, err := keycheck.AddKey(w, der); err != nil {
 				fixtureErr = err
 				return
 			}
@@ -88,9 +88,9 @@ func newFixture(t testing.TB) *fixture {
 				fx.pwnedP256Compressed = e
 			}
 		}
-		fx.pwnedP256Fingerprint = pkbf.Fingerprint(der)
+		fx.pwnedP256Fingerprint = keys.Fingerprint(der)
 		rsaDER, _ := x509.MarshalPKIXPublicKey(fx.pwnedRSA)
-		fx.pwnedRSAFinger = pkbf.Fingerprint(rsaDER)
+		fx.pwnedRSAFinger = keys.Fingerprint(rsaDER)
 		var buf bytes.Buffer
 		_, fixtureErr = w.WriteTo(&buf)
 		fx.filter = buf.Bytes()

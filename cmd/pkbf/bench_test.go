@@ -363,7 +363,7 @@ func pemCertificateFloor(f *pkbf.Filter, object []byte) bool {
 		}
 		n += m
 	}
-	spki, err := pkbf.SPKI(der[:n])
+	spki, err := keys.SPKI(der[:n])
 	if err != nil {
 		panic(err)
 	}
@@ -424,7 +424,7 @@ func pemCertificates(b *testing.B, n int) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
 		der := templates[i%len(templates)]
-		spki, err := pkbf.SPKI(der)
+		spki, err := keys.SPKI(der)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // publishedFilter is a filter holding the p256 test key and n filler keys,
@@ -30,7 +31,7 @@ import (
 func publishedFilter(t *testing.T, rev uint32, l, n int) []byte {
 	t.Helper()
 	f, _ := pkbf.New(4, l)
-	if _, err := f.AddKey(testkit.ReadFile(t, key("p256.pub"))); err != nil {
+	if _, err := keycheck.AddKey(f, testkit.ReadFile(t, key("p256.pub"))); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
