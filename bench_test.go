@@ -2,11 +2,6 @@ package pkbf
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	crand "crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -22,7 +17,6 @@ import (
 	"github.com/pkbf/pkbf/internal/prefetch"
 	"github.com/pkbf/pkbf/internal/probe"
 	"github.com/pkbf/pkbf/internal/testkit"
-	"github.com/pkbf/pkbf/keys"
 )
 
 // benchKeys returns a function giving the key for iteration i: the SPKI in
@@ -33,10 +27,7 @@ import (
 // query's cache misses, which real callers, hashing bytes parsed earlier,
 // never do. The hash baseline uses the same keys.
 func benchKeys(b *testing.B, file string) func(i int) []byte {
-	spki, err := SPKI(testkit.ReadFile(b, filepath.Join(keysDir, file)))
-	if err != nil {
-		b.Fatal(err)
-	}
+	spki := testkit.ReadFile(b, filepath.Join(keysDir, file)) // a DER SPKI
 	const ring, ahead = 64, 32
 	var keys [ring][]byte
 	for i := range keys {
@@ -155,44 +146,6 @@ func BenchmarkMemoryLatency(b *testing.B) {
 	sink += p
 }
 
-// BenchmarkSPKIFromCertificate compares SPKI's direct walk of a DER
-// certificate with x509.ParseCertificate on the same certificate.
-func BenchmarkSPKIFromCertificate(b *testing.B) {
-	for _, kt := range []struct{ name, file string }{{"RSA2048", "rsa2048.cert.der"}, {"P256", "p256.cert.der"}} {
-		der := testkit.ReadFile(b, filepath.Join(keysDir, kt.file))
-		b.Run(kt.name+"/SPKI", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := SPKI(der); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(kt.name+"/x509.ParseCertificate", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := x509.ParseCertificate(der); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-func BenchmarkSPKI(b *testing.B) {
-	for _, file := range []string{"rsa2048.cert.pem", "p256.spki.pem", "ed25519.pub", "p256.sec1.pem", "rsa2048.pkcs1.der"} {
-		data := testkit.ReadFile(b, filepath.Join(keysDir, file))
-		b.Run(file, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := SPKI(data); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
 // BenchmarkOpen1GiB opens and closes a 1 GiB (sparse) filter file.
 func BenchmarkOpen1GiB(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "1g.pkbf")
@@ -233,46 +186,6 @@ func BenchmarkProbablyMapped(b *testing.B) {
 				}
 			}
 			sink += uint64(hits)
-		})
-	}
-}
-
-// BenchmarkContains compares the lookup under every encoding with the
-// single query, on real keys (64 of each kind, in turn) and a half-full
-// in-cache filter: nearly every answer is no, so every form is tried.
-func BenchmarkContains(b *testing.B) {
-	const n = 64
-	kinds := map[string][][]byte{}
-	for range n {
-		rk, _ := rsa.GenerateKey(crand.Reader, 1024)
-		der, _ := x509.MarshalPKIXPublicKey(&rk.PublicKey)
-		kinds["RSA/canonical"] = append(kinds["RSA/canonical"], der)
-		ek, _ := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
-		der, _ = x509.MarshalPKIXPublicKey(&ek.PublicKey)
-		kinds["P256/uncompressed"] = append(kinds["P256/uncompressed"], der)
-		encs, _ := keys.Encodings(der)
-		kinds["P256/compressed"] = append(kinds["P256/compressed"], encs[1])
-	}
-	f := benchFilter(b, 12, 20, false)
-	for _, name := range []string{"RSA/canonical", "P256/uncompressed", "P256/compressed"} {
-		keys := kinds[name]
-		b.Run(name+"/Probably", func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				f.Probably(keys[i%n])
-			}
-		})
-		b.Run(name+"/Contains", func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				f.Contains(keys[i%n])
-			}
-		})
-		b.Run(name+"/CheckKey", func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				f.CheckKey(keys[i%n])
-			}
 		})
 	}
 }
@@ -374,10 +287,7 @@ func BenchmarkBatch(b *testing.B) {
 // 256 MiB (from Parse, Open and ReadFilter), half their bits set: the
 // keys are absent from them.
 func benchmarkKeySet(b *testing.B) {
-	spki, err := SPKI(testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")))
-	if err != nil {
-		b.Fatal(err)
-	}
+	spki := testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")) // a DER SPKI
 	sets := map[int][][]byte{}
 	keySet := func(n int) [][]byte {
 		if sets[n] == nil {
@@ -523,10 +433,7 @@ func dependentLoads(data []byte, n int, seed uint64) uint64 {
 // the query. It reports ns/key and x-hashes, the query's time over the
 // hashes', measured side by side.
 func batchRunner(b *testing.B, keys [][]byte) func(b *testing.B, query func()) {
-	spki, err := SPKI(testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")))
-	if err != nil {
-		b.Fatal(err)
-	}
+	spki := testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")) // a DER SPKI
 	for i := range keys {
 		keys[i] = bytes.Clone(spki)
 	}

@@ -4,34 +4,26 @@
 // keys known to be compromised, as published by pwnedkeys.com. A filter
 // answers one question quickly and offline: is this key probably compromised?
 //
-// # Checking keys
-//
-// Open a filter once, then check every key of a stream, a file or many:
-//
 //	f, err := pkbf.Open("pwnedkeys.pkbf")
-//	for v := range f.Check(ctx, pkbf.Files("certs/"), pkbf.CheckOptions{}) {
-//		fmt.Println(v.Status(), v.Fingerprint, v.Source())
+//	...
+//	if f.Probably(spki) { // spki: the DER bytes the publisher hashed
+//		// look it up online before acting on it
 //	}
 //
-// [Filter.Check] parses each key once, looks it up under every encoding a
-// filter may hold it in, in batches that overlap the memory reads of many
-// keys, on every core, and yields one [Verdict] per key in input order.
-// For one key in hand, [Filter.Contains] gives the same answer; one key
-// has many DER encodings (an EC point compressed or not, an RSA key with
-// or without NULL parameters, explicit curve parameters), a filter holds
-// whichever was added, and both look under each of them
-// ([keys.Encodings]). [Filter.Probably] tests exactly the bytes it is
-// given.
+// [Filter.Probably] tests exactly the bytes it is given, and
+// [Filter.ProbablyBatch] a batch of them, overlapping their memory reads.
+// One key has several DER encodings and a filter holds whichever was
+// added: package github.com/pkbf/pkbf/keycheck reads keys, certificates
+// and requests in every form, looks each key up under every encoding, and
+// checks streams of them.
 //
 // # Guarantees
 //
-// A false answer from Check or Contains is definite for the key: it was
-// never added under any encoding a filter may hold it in. A false answer
-// from Probably is definite only for those exact bytes. A true answer
-// means "look it up": the key is in the filter or is a false positive, at
-// about the rate [Header.FalsePositiveRate] estimates. Confirm a true
-// answer online with the pwnedkeys API (package
-// github.com/pkbf/pkbf/pwnedkeys, or [CheckOptions].Confirm).
+// A false answer from Probably is definite for those exact bytes: they
+// were never added. A true answer means "look it up": the bytes were
+// added or are a false positive, at about the rate
+// [Header.FalsePositiveRate] estimates. Confirm a true answer online with
+// the pwnedkeys API (package github.com/pkbf/pkbf/pwnedkeys).
 //
 // # Reading filters
 //
@@ -45,19 +37,13 @@
 //
 // [New] makes a [Writable] filter in memory and [Edit] one that edits a
 // file in place, under the reference implementation's flock(2) protocol;
-// [Writable.AddKey] and [Writable.AddKeys] add keys under every encoding.
-// [Create] makes an empty file and [Merge] the union of files.
-//
-// # Keys
-//
-// Package github.com/pkbf/pkbf/keys turns what users hold (keys,
-// certificates, requests, PKCS#7 bundles, PKCS#12 files, OpenSSH and PuTTY
-// keys) into SPKIs; [SPKI] here is its one-key entry point.
+// [Writable.Add] adds an SPKI. [Create] makes an empty file, [Merge] the
+// union of files, and [Parameters] sizes a filter as the reference does.
 //
 // # Concurrency
 //
-// Queries and checks are safe from any number of goroutines at once, and
-// so are adds to a Writable.
+// Queries are safe from any number of goroutines at once, and so are adds
+// to a Writable.
 package pkbf
 
 import (

@@ -21,6 +21,7 @@ import (
 	"testing/iotest"
 
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // vectorsDir is the publisher's example files, outside the project.
@@ -54,7 +55,7 @@ const (
 // keysDir holds the project's key fixtures (see its README).
 const keysDir = "testdata/keys"
 
-// exampleSPKIs returns the publisher's three SPKIs, extracted by SPKI from
+// exampleSPKIs returns the publisher's three SPKIs, extracted by keys.SPKI from
 // its key files and checked against the published fingerprints.
 func exampleSPKIs(t testing.TB) [][]byte {
 	dir := vectors(t)
@@ -64,11 +65,11 @@ func exampleSPKIs(t testing.TB) [][]byte {
 		{"p256_key.pem", fpP256},
 		{"p256_compressed_spki.der", fpP256Compress},
 	} {
-		spki, err := SPKI(testkit.ReadFile(t, filepath.Join(dir, c.file)))
+		spki, err := keys.SPKI(testkit.ReadFile(t, filepath.Join(dir, c.file)))
 		if err != nil {
 			t.Fatalf("SPKI(%s): %v", c.file, err)
 		}
-		if got := Fingerprint(spki); got != c.fp {
+		if got := keys.Fingerprint(spki); got != c.fp {
 			t.Fatalf("fingerprint of %s = %s, want the published %s", c.file, got, c.fp)
 		}
 		out = append(out, spki)
@@ -102,7 +103,7 @@ func TestExampleFilters(t *testing.T) {
 				t.Errorf("header = %+v, want k %d, L %d, revision 1, 3 entries, updated 1555799917", h, ex.k, ex.l)
 			}
 			for _, kf := range keyFiles {
-				spki, err := SPKI(testkit.ReadFile(t, filepath.Join(dir, kf)))
+				spki, err := keys.SPKI(testkit.ReadFile(t, filepath.Join(dir, kf)))
 				if err != nil {
 					t.Errorf("SPKI(%s): %v", kf, err)
 					continue
@@ -541,7 +542,6 @@ func TestFilterAndWritableStandApart(t *testing.T) {
 	}
 	type querier interface {
 		Probably([]byte) bool
-		Contains([]byte) bool
 		ProbablyBatch([][]byte, []bool)
 		Header() Header
 		WriteTo(io.Writer) (int64, error)

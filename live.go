@@ -273,22 +273,6 @@ func (l *Live) Probably(spki []byte) bool {
 	return lf.f.Probably(spki)
 }
 
-// Contains is [Filter.Contains] on the current file.
-func (l *Live) Contains(spki []byte) bool {
-	lf, shard := l.acquire()
-	defer lf.release(shard)
-	return lf.f.Contains(spki)
-}
-
-// CheckKey is [Filter.CheckKey] on the current file: the verdict on one
-// key, for a gate. It allocates what Filter.CheckKey does (nothing for a
-// key the filter lacks, given as a canonical DER SPKI).
-func (l *Live) CheckKey(data []byte) Verdict {
-	lf, shard := l.acquire()
-	defer lf.release(shard)
-	return lf.f.CheckKey(data)
-}
-
 // ProbablyBatch is [Filter.ProbablyBatch] on the current file: every key of
 // the batch is answered by the same file.
 func (l *Live) ProbablyBatch(spkis [][]byte, out []bool) {

@@ -66,7 +66,8 @@ func (w *Writable) setWords(p unsafe.Pointer, n int) {
 
 // New returns an empty in-memory filter with the given hash count
 // (1 to 255) and hash length (3 to 40): revision 0, update time the Unix
-// epoch, no entries. Add keys with [Writable.AddKey] or [Writable.Add] and
+// epoch, no entries. Add keys with [Writable.Add] (keycheck.AddKey adds a
+// key under every encoding) and
 // save it with [Writable.WriteFile] or [Writable.WriteTo].
 func New(hashCount, hashLength int) (*Writable, error) {
 	if err := checkParameters(hashCount, hashLength); err != nil {
@@ -86,9 +87,8 @@ func New(hashCount, hashLength int) (*Writable, error) {
 // nothing and Add returns false; otherwise Add sets its bits, raises the
 // entry count by one (it stops at 2^32-1), sets the update time to now and,
 // on the first add of this editing session (since New or Edit), raises
-// the revision by one. It returns true. Add adds exactly these bytes; to
-// add a key under every encoding a filter may hold it in, use
-// [Writable.AddKey].
+// the revision by one. It returns true. Add adds exactly these bytes;
+// keycheck.AddKey adds a key under every encoding a filter may hold it in.
 //
 // Add and queries are safe to call from many goroutines at once.
 //

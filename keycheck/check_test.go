@@ -21,6 +21,7 @@ import (
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/internal/xxh64"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -420,5 +421,20 @@ func TestVerdictJSON(t *testing.T) {
 		if got := string(tc.v.AppendJSON(nil)); got != tc.want+"\n" {
 			t.Errorf("AppendJSON:\n%s\nwant\n%s", got, tc.want)
 		}
+	}
+}
+
+// Check answers as Contains with either way this machine has of hashing
+// keys: both hashes in one vector pass, where it can, and two scalar XXH64
+// calls, which ProbablyBatch then computes lazily.
+func TestHashPaths(t *testing.T) {
+	for _, vector := range []bool{true, false} {
+		restore := xxh64.Use(vector)
+		if vector && !xxh64.Vector() {
+			restore()
+			continue
+		}
+		t.Run(map[bool]string{true: "vector", false: "scalar"}[vector], TestCheckAgreesWithContains)
+		restore()
 	}
 }
