@@ -703,3 +703,8 @@ func BenchmarkBatchPasses(b *testing.B) {
 		})
 	}
 }
+
+// plainBit returns bit p of data, 0 or 1; last is len(data)-1.
+func plainBit(data []byte, last, p uint64) uint64 {
+	return uint64(data[p>>3&last]>>(7-p&7)) & 1
+}

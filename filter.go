@@ -75,9 +75,8 @@ type Filter struct {
 	core
 }
 
-// core is what a Filter and a Writable share: the header, the bit data and
-// the file behind them. Each type reads the data its own way: a Filter's
-// never changes, a Writable's words change under Add.
+// core is what a Filter and a Writable share: the header, the bit data,
+// the file behind them, and the queries (query.go).
 type core struct {
 	hdr    Header
 	data   []byte        // the bit data, exactly hdr.DataSize() bytes
@@ -87,6 +86,7 @@ type core struct {
 	mapped *mapfile.File // the file behind a filter from Open or Edit, or nil
 	copied *mapfile.File // the file behind a filter read, not mapped (OpenLive, or Open where mmap fails), or nil
 	opened Header        // the header when the file was opened
+	shared bool          // a Writable's data: Add sets its words meanwhile (see dataByte)
 
 	// ProbablyBatch's running mean of the bits its keys needed tested in
 	// turn, in 16ths: it sets how deep batches fetch (see probe.Depth).

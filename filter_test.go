@@ -514,8 +514,8 @@ func TestOpenLargeDoesNotCopy(t *testing.T) {
 }
 
 // A Filter and a Writable stand apart (issue 43, item 2): neither holds
-// the other, a Filter holds no words that Add could be setting (so its
-// queries need no branch for them), and each answers queries itself.
+// the other, and a Filter holds no words that Add could be setting; both
+// answer queries with the one core they share (issue 49, item 1).
 func TestFilterAndWritableStandApart(t *testing.T) {
 	filterT, writableT := reflect.TypeFor[Filter](), reflect.TypeFor[Writable]()
 	// fields lists the types of t's fields, through embedded structs.

@@ -15,6 +15,7 @@ import (
 	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/internal/probe"
+	"golang.org/x/sys/cpu"
 )
 
 // Limits on the parameters of filters this package creates. Reading accepts
@@ -44,11 +45,9 @@ func checkParameters(hashCount, hashLength int) error {
 }
 
 // Writable is a filter keys are added to: in memory, from [New], or in
-// its file, in place, from [Edit]. It answers queries too, also while keys
-// are being added: its data changes under them, so its queries load it
-// atomically, where a [Filter]'s never changes. Its methods are safe for
-// concurrent use, but Close, which must not run concurrently with the
-// others.
+// its file, in place, from [Edit]. It answers queries as a [Filter] does,
+// also while keys are being added. Its methods are safe for concurrent
+// use, but Close, which must not run concurrently with the others.
 type Writable struct {
 	core
 	words []uint32 // the data as 32-bit words, which Add sets atomically
@@ -62,6 +61,37 @@ type Writable struct {
 // whole words.
 func (w *Writable) setWords(p unsafe.Pointer, n int) {
 	w.words = unsafe.Slice((*uint32)(p), (n+3)/4)
+	w.shared = true
+}
+
+// loadAll loads the word of every position of a key, with no branch
+// between the loads, and reports whether all its bits are set.
+func (w *Writable) loadAll(x, y uint64) bool {
+	words, mask := w.words, w.mask
+	var missing uint32
+	for i := range w.k {
+		wd, m := wordBit(x & mask)
+		missing |= m &^ atomic.LoadUint32(&words[wd])
+		x, y = probe.Step(x, y, i)
+	}
+	return missing == 0
+}
+
+// wordBit returns the index of the word holding bit p of the data, and the
+// bit's mask within that word (bit p is data byte p/8 under 0x80>>(p%8)).
+func wordBit(p uint64) (uint64, uint32) {
+	b := p >> 3
+	return b >> 2, 1 << ((b&3^byteInWord())*8 + 7 - p&7)
+}
+
+// byteInWord maps a byte's index within a 32-bit word to its position in
+// the word's value: the identity on little-endian machines, reversed on
+// big-endian ones (a constant once inlined).
+func byteInWord() uint64 {
+	if cpu.IsBigEndian {
+		return 3
+	}
+	return 0
 }
 
 // New returns an empty in-memory filter with the given hash count
