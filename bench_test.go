@@ -46,7 +46,7 @@ func benchKeys(b *testing.B, file string) func(i int) []byte {
 func benchFilter(b testing.TB, k, l uint8, full bool) *Filter {
 	h := Header{HashCount: k, HashLength: l}
 	buf, _ := h.AppendBinary(make([]byte, 0, h.FileSize()))
-	data := make([]byte, h.DataSize())
+	data := make([]byte, h.dataSize())
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range data {
 		if full {
@@ -118,7 +118,7 @@ func BenchmarkProbably(b *testing.B) {
 	b.Run("Negative/Empty/RSA2048", func(b *testing.B) {
 		h := Header{HashCount: 12, HashLength: 20}
 		buf, _ := h.AppendBinary(nil)
-		f, _ := Parse(append(buf, make([]byte, h.DataSize())...))
+		f, _ := Parse(append(buf, make([]byte, h.dataSize())...))
 		keys := benchKeys(b, "rsa2048.spki.der")
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {

@@ -133,7 +133,7 @@ func BenchmarkMerge(b *testing.B) {
 		}
 		paths = append(paths, p)
 	}
-	size := int64(Header{HashLength: l}.DataSize())
+	size := int64(Header{HashLength: l}.dataSize())
 	out := filepath.Join(dir, "out")
 	b.Run("merge", func(b *testing.B) {
 		b.SetBytes(inputs * size)

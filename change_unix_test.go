@@ -40,7 +40,7 @@ func referenceAdd(file *os.File, spki []byte, firstOfSession bool) (bool, error)
 	}
 	k, l := hdr[22], hdr[23]
 	changed := false
-	for _, p := range (Header{HashCount: k, HashLength: l}).Positions(nil, spki) {
+	for _, p := range (Header{HashCount: k, HashLength: l}).positions(nil, spki) {
 		var b [1]byte
 		off := int64(HeaderSize) + int64(p/8)
 		if _, err := file.ReadAt(b[:], off); err != nil {

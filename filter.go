@@ -48,14 +48,11 @@ package pkbf
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"math/bits"
 	"os"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -79,7 +76,7 @@ type Filter struct {
 // the file behind them, and the queries (query.go).
 type core struct {
 	hdr    Header
-	data   []byte        // the bit data, exactly hdr.DataSize() bytes
+	data   []byte        // the bit data, exactly hdr.dataSize() bytes
 	mask   uint64        // m - 1: a position is a hash masked to L bits
 	k      uint64        // hash count
 	large  bool          // batches work in rounds: see roundsFrom
@@ -95,11 +92,11 @@ type core struct {
 
 // roundsFrom: past this data size ProbablyBatch works in rounds whatever
 // the hashing, as keys read from memory push a filter's lines out of a
-// core's L2 (BenchmarkBatch/KeySet: equal at 4 MiB). hugePagesFrom: past
-// this size small pages cost a probe a TLB miss.
+// core's L2 (docs/performance.md, BenchmarkBatch/KeySet). hugePagesFrom:
+// past this size small pages cost a probe a TLB miss.
 const roundsFrom, hugePagesFrom = 4 << 20, 16 << 20
 
-// init sets c to a filter over data, which must be exactly h.DataSize()
+// init sets c to a filter over data, which must be exactly h.dataSize()
 // bytes.
 func (c *core) init(h Header, data []byte) {
 	c.hdr, c.data = h, data
@@ -107,7 +104,7 @@ func (c *core) init(h Header, data []byte) {
 	c.large = len(data) > roundsFrom
 }
 
-// newFilter makes a Filter over data, which must be exactly h.DataSize() bytes.
+// newFilter makes a Filter over data, which must be exactly h.dataSize() bytes.
 func newFilter(h Header, data []byte) *Filter {
 	f := new(Filter)
 	f.init(h, data)
@@ -117,7 +114,7 @@ func newFilter(h Header, data []byte) *Filter {
 // checkDataSize checks that a header's declared data fits this platform's
 // address space and equals have, the bytes actually present.
 func checkDataSize(h Header, have uint64) error {
-	want := h.DataSize()
+	want := h.dataSize()
 	if want > dataSizeLimit {
 		return perr.Errorf("%w: hash length %d needs %d data bytes, more than this platform can address", ErrInvalidFile, h.HashLength, want)
 	}
@@ -136,8 +133,9 @@ func checkDataSize(h Header, have uint64) error {
 //
 // Past 16 MiB of data, where small pages cost a probe a TLB miss, Parse
 // asks Linux to back b's whole 2 MiB pages with huge pages (MADV_HUGEPAGE,
-// MADV_COLLAPSE: 0.6 s for 256 MiB here, as the kernel copies them). b's
-// bytes and the caller's other memory stay as they are.
+// MADV_COLLAPSE, which copies them: it takes time, docs/performance.md
+// says how much). b's bytes and the caller's other memory stay as they
+// are.
 func Parse(b []byte) (*Filter, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
@@ -326,7 +324,7 @@ func readFilter(r io.Reader) (Header, []byte, error) {
 	if err != nil {
 		return Header{}, nil, err
 	}
-	want := h.DataSize()
+	want := h.dataSize()
 	if want > dataSizeLimit {
 		return Header{}, nil, checkDataSize(h, want)
 	}
@@ -428,27 +426,3 @@ func (f *Filter) fileHeader() (h Header, err error) {
 
 // Header returns the filter's header, as it was when the filter was read.
 func (f *Filter) Header() Header { return f.hdr }
-
-// FillRatio returns the fraction of the filter's bits that are set, counted
-// over the whole data (it reads every byte). On a file cut short while in
-// use it panics as [Filter.Probably] does.
-func (f *Filter) FillRatio() float64 {
-	if f.mapped != nil {
-		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
-		defer f.mapped.ReadingAll()()
-	}
-	return float64(onesCount(f.data)) / float64(f.hdr.Bits())
-}
-
-// onesCount counts the bits set in b.
-func onesCount(b []byte) uint64 {
-	var set uint64
-	for len(b) >= 8 {
-		set += uint64(bits.OnesCount64(binary.LittleEndian.Uint64(b)))
-		b = b[8:]
-	}
-	for _, c := range b {
-		set += uint64(bits.OnesCount8(c))
-	}
-	return set
-}

@@ -29,7 +29,7 @@ import (
 //
 // Queries are safe for concurrent use, lock-free and allocation-free: they
 // take a reference on the current copy (two atomic additions on one of
-// several counters), as BenchmarkLive measures against a plain *Filter.
+// several counters).
 type Live struct {
 	path string
 	opts LiveOptions
@@ -65,6 +65,7 @@ type LiveOptions struct {
 
 // LiveStats describes a Live filter's life so far.
 type LiveStats struct {
+	Path      string    // the path followed
 	Header    Header    // the header of the copy in use
 	LoadedAt  time.Time // when the copy in use was read
 	Reloads   int64     // switches to a new file (not to new content of the same file)
@@ -77,7 +78,7 @@ type LiveStats struct {
 
 // liveShards is how many counters share a filter's references, each on a
 // cache line of its own: one counter shared by every core costs more than
-// the query itself (measured in BenchmarkLive).
+// the query itself (BenchmarkLive).
 const liveShards = 16
 
 // liveFilter is one file's filter with the count of queries using it.
@@ -290,14 +291,11 @@ func (l *Live) Do(fn func(*Filter)) {
 	fn(lf.f)
 }
 
-// Path returns the path followed.
-func (l *Live) Path() string { return l.path }
-
 // Stats returns the current file's header and the reloads so far.
 func (l *Live) Stats() LiveStats {
 	lf, shard := l.acquire()
 	defer lf.release(shard)
-	s := LiveStats{Header: lf.f.Header(), LoadedAt: lf.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load(), PendingCloses: l.closing.Load()}
+	s := LiveStats{Path: l.path, Header: lf.f.Header(), LoadedAt: lf.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load(), PendingCloses: l.closing.Load()}
 	if e := l.lastErr.Load(); e != nil {
 		s.LastError = *e
 	}

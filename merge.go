@@ -73,7 +73,7 @@ func Merge(ctx context.Context, out string, inputs ...string) (Header, error) {
 		if _, err := w.Write(hdr); err != nil {
 			return err
 		}
-		return mergeData(ctx, w, ins, h.DataSize())
+		return mergeData(ctx, w, ins, h.dataSize())
 	})
 	if err != nil {
 		return Header{}, err
@@ -174,7 +174,7 @@ func (in *mergeInput) start(fi fs.FileInfo) error {
 	if in.hdr, _, err = checkFile(in.file, in.path); err != nil {
 		return err
 	}
-	in.data = io.NewSectionReader(in.file, offData, int64(in.hdr.DataSize()))
+	in.data = io.NewSectionReader(in.file, offData, int64(in.hdr.dataSize()))
 	return nil
 }
 
@@ -187,7 +187,7 @@ func (in *mergeInput) read(b []byte) error {
 	case err != io.EOF && err != io.ErrUnexpectedEOF:
 		return err
 	case in.stream:
-		return fileError(in.path, perr.Errorf("%w: the data ends early, header says %d bytes: truncated: %w", ErrInvalidFile, in.hdr.DataSize(), io.ErrUnexpectedEOF))
+		return fileError(in.path, perr.Errorf("%w: the data ends early, header says %d bytes: truncated: %w", ErrInvalidFile, in.hdr.dataSize(), io.ErrUnexpectedEOF))
 	}
 	return fileChanged{path: in.path, detail: "it was cut short while being merged"}.err()
 }
@@ -282,15 +282,4 @@ func (h Header) EstimateEntries(set uint64) float64 {
 	}
 	m := float64(h.Bits())
 	return -m / float64(h.HashCount) * math.Log1p(-float64(set)/m)
-}
-
-// EstimateEntries counts the bits set in the filter (reading the whole
-// data, as [Filter.FillRatio] does) and estimates from them how many
-// distinct keys it holds; see [Header.EstimateEntries].
-func (f *Filter) EstimateEntries() float64 {
-	if f.mapped != nil {
-		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
-		defer f.mapped.ReadingAll()()
-	}
-	return f.hdr.EstimateEntries(onesCount(f.data))
 }

@@ -5,6 +5,8 @@ package pkbf
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/pkbf/pkbf/internal/bitwords"
 )
 
 // dataByte returns data[i]. With the race detector, the bytes of a
@@ -16,5 +18,5 @@ func (c *core) dataByte(data []byte, i uint64) byte {
 		return data[i]
 	}
 	w := atomic.LoadUint32((*uint32)(unsafe.Pointer(&data[i&^3]))) // a Writable's data is word-aligned
-	return byte(w >> ((i&3 ^ byteInWord()) * 8))
+	return byte(w >> bitwords.ByteShift(i))
 }

@@ -20,7 +20,7 @@ var exampleFilterKeys = []string{"rsa2048.pkcs8.pem", "rsa512.pkcs8.pem", "p256.
 // buildExampleFilter builds testdata/example.pkbf from the test keys: a
 // filter for 1000 entries at a one-in-a-million false-positive rate, with
 // every EC key under both point forms.
-func buildExampleFilter(t *testing.T) *Filter {
+func buildExampleFilter(t *testing.T) *Writable {
 	k, l, err := Parameters(1000, 1e-6)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func buildExampleFilter(t *testing.T) *Filter {
 			t.Fatalf("AddKey(%s): %v", name, err)
 		}
 	}
-	return readOnly(t, f)
+	return f
 }
 
 // TestExampleFilterFile checks that testdata/example.pkbf is what

@@ -11,11 +11,11 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/pkbf/pkbf/internal/bitwords"
 	"github.com/pkbf/pkbf/internal/hugemem"
 	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/internal/probe"
-	"golang.org/x/sys/cpu"
 )
 
 // Limits on the parameters of filters this package creates. Reading accepts
@@ -70,41 +70,24 @@ func (w *Writable) loadAll(x, y uint64) bool {
 	words, mask := w.words, w.mask
 	var missing uint32
 	for i := range w.k {
-		wd, m := wordBit(x & mask)
+		wd, m := bitwords.Bit(x & mask)
 		missing |= m &^ atomic.LoadUint32(&words[wd])
 		x, y = probe.Step(x, y, i)
 	}
 	return missing == 0
 }
 
-// wordBit returns the index of the word holding bit p of the data, and the
-// bit's mask within that word (bit p is data byte p/8 under 0x80>>(p%8)).
-func wordBit(p uint64) (uint64, uint32) {
-	b := p >> 3
-	return b >> 2, 1 << ((b&3^byteInWord())*8 + 7 - p&7)
-}
-
-// byteInWord maps a byte's index within a 32-bit word to its position in
-// the word's value: the identity on little-endian machines, reversed on
-// big-endian ones (a constant once inlined).
-func byteInWord() uint64 {
-	if cpu.IsBigEndian {
-		return 3
-	}
-	return 0
-}
-
 // New returns an empty in-memory filter with the given hash count
 // (1 to 255) and hash length (3 to 40): revision 0, update time the Unix
 // epoch, no entries. Add keys with [Writable.Add] (keycheck.AddKey adds a
-// key under every encoding) and
-// save it with [Writable.WriteFile] or [Writable.WriteTo].
+// key under every encoding) and save it with [Writable.WriteFile] or
+// [Writable.WriteTo].
 func New(hashCount, hashLength int) (*Writable, error) {
 	if err := checkParameters(hashCount, hashLength); err != nil {
 		return nil, err
 	}
 	h := Header{Updated: time.Unix(0, 0).UTC(), HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
-	n := int(h.DataSize())
+	n := int(h.dataSize())
 	data := hugemem.Alloc((n + 3) &^ 3) // whole words; huge pages when large
 	w := new(Writable)
 	w.init(h, data[:n:n])
@@ -128,7 +111,7 @@ func New(hashCount, hashLength int) (*Writable, error) {
 // leave a key's bits set with the count not yet raised. An error from the
 // file, or a file cut short under it (an error wrapping
 // [ErrFileChanged]), stops all editing: Add returns it then and from then
-// on, as do Sync and Close.
+// on, as does Close.
 func (w *Writable) Add(spki []byte) (bool, error) {
 	if w.words == nil {
 		panic("pkbf: Add on a closed filter")
@@ -193,7 +176,7 @@ func (w *Writable) add(spki []byte) (added bool) {
 	// the OR; if none was clear, the key was already probably present.
 	x, y := h1, h2
 	for i := range w.k {
-		wd, m := wordBit(x & w.mask)
+		wd, m := bitwords.Bit(x & w.mask)
 		if atomic.LoadUint32(&w.words[wd])&m == 0 {
 			atomic.OrUint32(&w.words[wd], m)
 			added = true
@@ -380,21 +363,10 @@ var createHook = func(stage string) {}
 // big to rewrite. Changes made by [Writable.Add] go straight to the file
 // (which is mapped into memory) under an exclusive flock(2) each, so the
 // reference implementation and other processes can work on the same file;
-// they are durable after [Writable.Sync] or [Writable.Close]. Editing in
+// they are durable after [Writable.Close]. Editing in
 // place needs a Unix system. Errors are those of [Open], and of reserving
 // disk space for a sparse file.
 func Edit(path string) (*Writable, error) { return openInPlace(path) }
-
-// Sync makes the changes to a filter edited in place durable, and returns
-// the first error met editing it. For a filter in memory it does nothing.
-func (w *Writable) Sync() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.inPlace == nil {
-		return nil
-	}
-	return w.inPlace.sync(w)
-}
 
 // Parameters returns the hash count and hash length the reference
 // implementation chooses for a filter of the given number of entries at the

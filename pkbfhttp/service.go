@@ -447,7 +447,7 @@ func (s *Service) status(w http.ResponseWriter, r *http.Request) {
 	st := s.live.Stats()
 	h := st.Header
 	v := map[string]any{
-		"file": s.live.Path(), "revision": h.Revision, "updated": headertext.Updated(h.Updated),
+		"file": st.Path, "revision": h.Revision, "updated": headertext.Updated(h.Updated),
 		"entries": h.EntryCount, "hash_count": h.HashCount, "hash_length": h.HashLength, "bits": h.Bits(),
 		"size": h.FileSize(), "loaded_at": st.LoadedAt.UTC().Format(time.RFC3339), "reloads": st.Reloads,
 		"reload_errors": st.Errors, "pending_closes": st.PendingCloses, "started_at": s.started.UTC().Format(time.RFC3339),

@@ -27,11 +27,12 @@ func TestHandlerFilterCutShort(t *testing.T) {
 	for _, broken := range []string{"truncated", "zeroed"} {
 		live := openLive(t, fx)
 		h := NewHandler(checker(live), Options{ClientName: testClient})
+		path := live.Stats().Path
 		if broken == "truncated" {
-			if err := os.Truncate(live.Path(), 0); err != nil {
+			if err := os.Truncate(path, 0); err != nil {
 				t.Fatal(err)
 			}
-		} else if err := os.WriteFile(live.Path(), make([]byte, len(fx.filter)), 0o644); err != nil {
+		} else if err := os.WriteFile(path, make([]byte, len(fx.filter)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		call := func(pub crypto.PublicKey) (int, answer) {

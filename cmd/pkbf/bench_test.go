@@ -204,7 +204,7 @@ func benchFilterFile(b *testing.B, l uint8) string {
 	}
 	h := pkbf.Header{HashCount: 12, HashLength: l}
 	data, _ := h.AppendBinary(nil)
-	data = append(data, make([]byte, h.DataSize())...)
+	data = append(data, make([]byte, h.Bits()/8)...)
 	r := mrand.New(mrand.NewPCG(5, 6))
 	for i := 24; i < len(data); i += 8 {
 		binary.LittleEndian.PutUint64(data[i:], r.Uint64())
