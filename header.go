@@ -1,7 +1,6 @@
 package pkbf
 
 import (
-	"bytes"
 	"encoding/binary"
 	"io"
 	"math"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/internal/probe"
+	"github.com/pkbf/pkbf/internal/text"
 )
 
 // The offsets and sizes of the layout documented on Header.
@@ -109,7 +109,7 @@ func ParseHeader(b []byte) (Header, error) {
 		return Header{}, perr.Errorf("%w: header is %d bytes, need %d: %w", ErrInvalidFile, len(b), headerSize, io.ErrUnexpectedEOF)
 	}
 	if string(b[offMagic:offMagic+magicLen]) != magic {
-		return Header{}, perr.Errorf("%w: magic is %q, want %q%s", ErrInvalidFile, b[offMagic:offMagic+magicLen], magic, magicHint(b))
+		return Header{}, perr.Errorf("%w: magic is %q, want %q%s", ErrInvalidFile, b[offMagic:offMagic+magicLen], magic, text.FilterHint(b))
 	}
 	h := Header{
 		Revision:   binary.BigEndian.Uint32(b[offRevision:]),
@@ -141,33 +141,6 @@ func (h Header) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.BigEndian.AppendUint64(b, secs)
 	b = binary.BigEndian.AppendUint32(b, h.EntryCount)
 	return append(b, h.HashCount, h.HashLength), nil
-}
-
-// magicHint names what a file that is not a filter looks like, for the
-// common mistakes: a key or certificate given where the filter goes, a
-// compressed download.
-func magicHint(b []byte) string {
-	switch {
-	case bytes.HasPrefix(b, []byte("-----BEGIN")), bytes.HasPrefix(b, []byte("ssh-")), bytes.HasPrefix(b, []byte("ecdsa-")):
-		return ": this looks like a key or certificate, not a filter"
-	case len(b) > 1 && b[0] == 0x30 && b[1] >= 0x80:
-		return ": this looks like a DER key or certificate, not a filter"
-	case bytes.HasPrefix(b, []byte{0x1f, 0x8b}):
-		return ": this is gzip-compressed: decompress it first (gunzip)"
-	case bytes.HasPrefix(b, []byte("BZh")):
-		return ": this is bzip2-compressed: decompress it first (bunzip2)"
-	case bytes.HasPrefix(b, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
-		return ": this is xz-compressed: decompress it first (unxz)"
-	case bytes.HasPrefix(b, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		return ": this is zstd-compressed: decompress it first (unzstd)"
-	case bytes.HasPrefix(b, []byte("PK\x03\x04")):
-		return ": this is a zip archive: extract the filter first"
-	case bytes.HasPrefix(b, []byte("pkbfv")):
-		return ": a pkbf format version this package does not read"
-	case bytes.HasPrefix(b, []byte("<")):
-		return ": this looks like an HTML or XML page (a failed download?)"
-	}
-	return ""
 }
 
 // positions appends to dst the HashCount bit positions of spki in a filter

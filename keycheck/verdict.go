@@ -4,9 +4,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pkbf/pkbf/internal/jsontext"
 	"github.com/pkbf/pkbf/internal/perr"
-	"github.com/pkbf/pkbf/internal/source"
+	"github.com/pkbf/pkbf/internal/text"
 )
 
 // A Verdict is what a [Checker] found of one key, or of an input it could
@@ -118,7 +117,7 @@ func (s Source) Append(b []byte) []byte {
 	if s.Index == 0 {
 		return b
 	}
-	return source.Append(append(b, ": "...), s.Block, s.Line, s.Index, s.Offset, s.Part)
+	return text.AppendSource(append(b, ": "...), s.Block, s.Line, s.Index, s.Offset, s.Part)
 }
 
 // AppendJSON appends the verdict as one JSON object and a newline: the
@@ -132,9 +131,9 @@ func (s Source) Append(b []byte) []byte {
 func (v *Verdict) AppendJSON(b []byte) []byte {
 	s := &v.Source
 	b = append(b, `{"source":`...)
-	b = jsontext.AppendString(b, s.String())
+	b = text.AppendJSONString(b, s.String())
 	b = append(b, `,"file":`...)
-	b = jsontext.AppendString(b, s.Input)
+	b = text.AppendJSONString(b, s.Input)
 	if s.Line > 0 {
 		b = strconv.AppendInt(append(b, `,"line":`...), int64(s.Line), 10)
 	}
@@ -146,15 +145,15 @@ func (v *Verdict) AppendJSON(b []byte) []byte {
 		b = strconv.AppendInt(append(b, `,"block":`...), int64(s.Block), 10)
 	}
 	if s.Part != "" {
-		b = jsontext.AppendString(append(b, `,"part":`...), s.Part)
+		b = text.AppendJSONString(append(b, `,"part":`...), s.Part)
 	}
 	k := &v.Key
 	if k.SSHFingerprint != "" {
-		b = jsontext.AppendString(append(b, `,"ssh_fingerprint":`...), k.SSHFingerprint)
-		b = jsontext.AppendString(append(b, `,"comment":`...), k.Comment)
+		b = text.AppendJSONString(append(b, `,"ssh_fingerprint":`...), k.SSHFingerprint)
+		b = text.AppendJSONString(append(b, `,"comment":`...), k.Comment)
 	}
 	if v.Err != nil {
-		b = jsontext.AppendString(append(b, `,"error":`...), perr.Text(v.Err))
+		b = text.AppendJSONString(append(b, `,"error":`...), perr.Text(v.Err))
 		return append(b, "}\n"...)
 	}
 	b = append(append(append(b, `,"fingerprint":"`...), k.Fingerprint...), '"')
@@ -166,7 +165,7 @@ func (v *Verdict) AppendJSON(b []byte) []byte {
 	if v.confirming {
 		b = append(append(append(b, `,"verdict":"`...), v.Status()...), '"')
 		if v.Confirmation.Err != nil {
-			b = jsontext.AppendString(append(b, `,"error":`...), perr.Text(v.Confirmation.Err))
+			b = text.AppendJSONString(append(b, `,"error":`...), perr.Text(v.Confirmation.Err))
 		}
 	}
 	return append(b, "}\n"...)

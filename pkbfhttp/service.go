@@ -62,10 +62,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pkbf/pkbf/internal/headertext"
+	"github.com/pkbf/pkbf/internal/text"
 
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/jsontext"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
@@ -261,7 +260,7 @@ func (s *Service) httpError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	b := jsontext.AppendString([]byte(`{"error":`), msg)
+	b := text.AppendJSONString([]byte(`{"error":`), msg)
 	w.Write(append(b, "}\n"...))
 }
 
@@ -436,7 +435,7 @@ func LiveOptions(path string, interval time.Duration, logger *log.Logger) pkbf.L
 		},
 		OnChange: func(was, h pkbf.Header) {
 			logger.Printf("%s changed in place: revision %d -> %d, %d -> %d entries, updated %s (keys added in place, or a filter copied over it)",
-				path, was.Revision, h.Revision, was.EntryCount, h.EntryCount, headertext.Updated(h.Updated))
+				path, was.Revision, h.Revision, was.EntryCount, h.EntryCount, text.Updated(h.Updated))
 		},
 		OnError: func(err error) { logger.Printf("%s", perr.Text(err)) },
 	}
@@ -447,7 +446,7 @@ func (s *Service) status(w http.ResponseWriter, r *http.Request) {
 	st := s.live.Stats()
 	h := st.Header
 	v := map[string]any{
-		"file": st.Path, "revision": h.Revision, "updated": headertext.Updated(h.Updated),
+		"file": st.Path, "revision": h.Revision, "updated": text.Updated(h.Updated),
 		"entries": h.EntryCount, "hash_count": h.HashCount, "hash_length": h.HashLength, "bits": h.Bits(),
 		"size": h.FileSize(), "loaded_at": st.LoadedAt.UTC().Format(time.RFC3339), "reloads": st.Reloads,
 		"reload_errors": st.Errors, "pending_closes": st.PendingCloses, "started_at": s.started.UTC().Format(time.RFC3339),

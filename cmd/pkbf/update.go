@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pkbf/pkbf/internal/headertext"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/internal/text"
 	"github.com/pkbf/pkbf/update"
 )
 
@@ -162,7 +162,7 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitTrouble
 	case !res.Updated:
 		if !fl.quiet {
-			fmt.Fprintf(stdout, "up to date: %s, revision %d, updated %s\n", path, res.New.Revision, headertext.Updated(res.New.Updated))
+			fmt.Fprintf(stdout, "up to date: %s, revision %d, updated %s\n", path, res.New.Revision, text.Updated(res.New.Updated))
 		}
 		return exitOK
 	}

@@ -1,8 +1,8 @@
-package source
+package text
 
 import "testing"
 
-func TestAppend(t *testing.T) {
+func TestAppendSource(t *testing.T) {
 	for _, tt := range []struct {
 		block, line, index int
 		offset             int64
@@ -14,8 +14,8 @@ func TestAppend(t *testing.T) {
 		{0, 0, 1, 0, "private key 1", "object 1 (byte 0), private key 1"},
 		{0, 7, 7, 400, "", "line 7"},
 	} {
-		if got := string(Append([]byte("x: "), tt.block, tt.line, tt.index, tt.offset, tt.part)); got != "x: "+tt.want {
-			t.Errorf("Append(%d, %d, %d, %d, %q) = %q, want %q", tt.block, tt.line, tt.index, tt.offset, tt.part, got, "x: "+tt.want)
+		if got := string(AppendSource([]byte("x: "), tt.block, tt.line, tt.index, tt.offset, tt.part)); got != "x: "+tt.want {
+			t.Errorf("AppendSource(%d, %d, %d, %d, %q) = %q, want %q", tt.block, tt.line, tt.index, tt.offset, tt.part, got, "x: "+tt.want)
 		}
 	}
 }

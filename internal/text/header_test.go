@@ -1,4 +1,4 @@
-package headertext
+package text
 
 import (
 	"testing"

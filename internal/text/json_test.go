@@ -1,4 +1,4 @@
-package jsontext
+package text
 
 import (
 	"bytes"
@@ -7,11 +7,11 @@ import (
 	"unicode/utf8"
 )
 
-// AppendString writes what encoding/json writes without HTML escaping, for
+// AppendJSONString writes what encoding/json writes without HTML escaping, for
 // valid UTF-8 byte for byte. For invalid UTF-8 the releases differ (Go
 // 1.26 writes the escape \ufffd, Go 1.27 the character itself): there the
 // output is pinned, and must decode to what encoding/json's decodes to.
-func TestAppendString(t *testing.T) {
+func TestAppendJSONString(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want string // pinned output; "" means encoding/json's bytes
@@ -28,7 +28,7 @@ func TestAppendString(t *testing.T) {
 			t.Fatal(err)
 		}
 		std := bytes.TrimSuffix(enc.Bytes(), []byte("\n"))
-		got := AppendString(nil, tc.in)
+		got := AppendJSONString(nil, tc.in)
 		want := tc.want
 		if want == "" {
 			if !utf8.ValidString(tc.in) {
@@ -37,17 +37,17 @@ func TestAppendString(t *testing.T) {
 			want = string(std)
 		}
 		if string(got) != want {
-			t.Errorf("AppendString(%q) = %s, want %s", tc.in, got, want)
+			t.Errorf("AppendJSONString(%q) = %s, want %s", tc.in, got, want)
 		}
 		var fromGot, fromStd string
 		if err := json.Unmarshal(got, &fromGot); err != nil {
-			t.Errorf("AppendString(%q) = %s: not JSON: %v", tc.in, got, err)
+			t.Errorf("AppendJSONString(%q) = %s: not JSON: %v", tc.in, got, err)
 		}
 		if err := json.Unmarshal(std, &fromStd); err != nil {
 			t.Fatal(err)
 		}
 		if fromGot != fromStd {
-			t.Errorf("AppendString(%q) decodes to %q, encoding/json's output to %q", tc.in, fromGot, fromStd)
+			t.Errorf("AppendJSONString(%q) decodes to %q, encoding/json's output to %q", tc.in, fromGot, fromStd)
 		}
 	}
 }

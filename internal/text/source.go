@@ -1,15 +1,14 @@
-// Package source words where a key came from in its input, for keys.Key's
-// Source and for pkbf check, which writes it for every key without
-// building a string.
-package source
+package text
 
 import "strconv"
 
-// Append appends where an object starts to b: "block 2 (line 31)" for the
+// AppendSource appends where an object starts in its input to b, for
+// keys.Key's Source and for every key pkbf check writes, without building
+// a string: "block 2 (line 31)" for the
 // PEM block numbered block (from 1), "object 3 (byte 2048)" for the DER
 // object numbered index, which has no line, and "line 7" for a text line;
 // then ", " and part, if part is not empty.
-func Append(b []byte, block, line, index int, offset int64, part string) []byte {
+func AppendSource(b []byte, block, line, index int, offset int64, part string) []byte {
 	switch {
 	case block > 0:
 		b = strconv.AppendInt(append(b, "block "...), int64(block), 10)

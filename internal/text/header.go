@@ -1,6 +1,4 @@
-// Package headertext words a pkbfv1 header's fields for people, one way for
-// every command and service that prints them.
-package headertext
+package text
 
 import (
 	"fmt"
@@ -11,7 +9,8 @@ import (
 // 3339's four-digit year can show.
 const lastDate = 253402300799
 
-// Updated words a header's update time: RFC 3339 in UTC, or the seconds
+// Updated words a pkbfv1 header's update time, one way for every command
+// and service that prints it: RFC 3339 in UTC, or the seconds
 // where no RFC 3339 date can show them (past the year 9999, or 2^63
 // seconds or more, which a time.Time holds as a negative Unix time). The
 // words are the same on every platform: 32-bit ones format no year past

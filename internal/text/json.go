@@ -1,6 +1,9 @@
-// Package jsontext appends JSON text without reflection, for output written
-// once per key: verdicts, and the service's error bodies.
-package jsontext
+// Package text words what pkbf writes for people and programs alike, one
+// way wherever it is written: JSON strings without reflection (verdicts, a
+// service's error bodies, once per key), where a key came from in its
+// input, a header's update time, and what a file given as a filter looks
+// like when it is not one.
+package text
 
 import (
 	"unicode/utf8"
@@ -8,11 +11,11 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// AppendString appends s as a JSON string, as encoding/json writes it
+// AppendJSONString appends s as a JSON string, as encoding/json writes it
 // (less its HTML escaping): quotes, backslashes and control characters
 // escaped, invalid UTF-8 replaced by U+FFFD. File names and error messages
 // can hold any bytes.
-func AppendString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
