@@ -13,7 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/pkbf/pkbf/internal/hugemem"
+	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/prefetch"
 	"github.com/pkbf/pkbf/internal/probe"
 	"github.com/pkbf/pkbf/internal/testkit"
@@ -475,7 +475,7 @@ func hashAll(keys [][]byte) {
 }
 
 // reopen writes f to a file and returns the filter from Open or
-// ReadFilter (into huge pages: hugemem.Alloc) of that file.
+// ReadFilter (into huge pages: mapfile.AllocHuge) of that file.
 func reopen(b *testing.B, f *Filter, from string) *Filter {
 	path := filepath.Join(b.TempDir(), "f.pkbf")
 	file, err := os.Create(path)
@@ -516,7 +516,7 @@ func BenchmarkBatchDepth(b *testing.B) {
 	for _, j := range []int{1, 2, 3, 4, 64} {
 		b.Run(fmt.Sprintf("Set%.4f", 1-math.Ldexp(1, -j)), func(b *testing.B) {
 			h := Header{HashCount: 12, HashLength: 31}
-			buf := hugemem.Alloc(int(h.FileSize()))
+			buf := mapfile.AllocHuge(int(h.FileSize()))
 			h.AppendBinary(buf[:0])
 			r := rand.New(rand.NewPCG(uint64(j), 2))
 			for i := headerSize; i+8 <= len(buf); i += 8 {
@@ -529,7 +529,7 @@ func BenchmarkBatchDepth(b *testing.B) {
 				}
 				binary.LittleEndian.PutUint64(buf[i:], v)
 			}
-			hugemem.Settle(buf)
+			mapfile.SettleHuge(buf)
 			f, err := Parse(buf)
 			if err != nil {
 				b.Fatal(err)

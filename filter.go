@@ -56,8 +56,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pkbf/pkbf/internal/declared"
-	"github.com/pkbf/pkbf/internal/hugemem"
 	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
 )
@@ -146,7 +144,7 @@ func Parse(b []byte) (*Filter, error) {
 	}
 	data := b[offData:len(b):len(b)]
 	if len(data) > hugePagesFrom {
-		hugemem.Advise(data)
+		mapfile.AdviseHuge(data)
 	}
 	return newFilter(h, data), nil
 }
@@ -328,14 +326,14 @@ func readFilter(r io.Reader) (Header, []byte, error) {
 	if want > dataSizeLimit {
 		return Header{}, nil, checkDataSize(h, want)
 	}
-	data, n, err := declared.ReadInto(r, int(want), hugemem.Alloc)
+	data, n, err := mapfile.ReadDeclared(r, int(want), mapfile.AllocHuge)
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return Header{}, nil, checkDataSize(h, uint64(n))
 	}
 	if err != nil {
 		return Header{}, nil, err
 	}
-	hugemem.Settle(data)
+	mapfile.SettleHuge(data)
 	return h, data, nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"unsafe"
 
 	"github.com/pkbf/pkbf/internal/bitwords"
-	"github.com/pkbf/pkbf/internal/hugemem"
 	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/internal/probe"
@@ -88,7 +87,7 @@ func New(hashCount, hashLength int) (*Writable, error) {
 	}
 	h := Header{Updated: time.Unix(0, 0).UTC(), HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
 	n := int(h.dataSize())
-	data := hugemem.Alloc((n + 3) &^ 3) // whole words; huge pages when large
+	data := mapfile.AllocHuge((n + 3) &^ 3) // whole words; huge pages when large
 	w := new(Writable)
 	w.init(h, data[:n:n])
 	w.setWords(unsafe.Pointer(unsafe.SliceData(data)), n)

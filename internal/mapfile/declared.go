@@ -1,12 +1,11 @@
-// Package declared reads data whose size an untrusted header declares.
-package declared
+package mapfile
 
 import "io"
 
-// firstChunk is the most Read allocates before any data has arrived.
+// firstChunk is the most ReadDeclared allocates before any data has arrived.
 const firstChunk = 1 << 20
 
-// Read reads exactly size bytes from r, a size that r's own header
+// ReadDeclared reads exactly size bytes from r, a size that r's own header
 // declared and so is not to be trusted. Until a quarter of size has
 // arrived it reads into chunks no larger than the data received so far
 // (1 MiB at first); then it allocates the whole result once and reads the
@@ -15,16 +14,11 @@ const firstChunk = 1 << 20
 // that declares more than it holds costs at most about twice what it sent
 // until a quarter of its claim, and at most four times after.
 //
-// It returns the data and nil; or n, the bytes that arrived, and
-// io.ErrUnexpectedEOF (or io.EOF when nothing did) if r ends first; or n and
-// r's error.
-func Read(r io.Reader, size int) (data []byte, n int, err error) {
-	return ReadInto(r, size, nil)
-}
-
-// ReadInto is Read with the allocation of the result made by alloc (nil
-// means make), which must return size zero bytes.
-func ReadInto(r io.Reader, size int, alloc func(int) []byte) (data []byte, n int, err error) {
+// The result is allocated by alloc (nil means make), which must return
+// size zero bytes. It returns the data and nil; or n, the bytes that
+// arrived, and io.ErrUnexpectedEOF (or io.EOF when nothing did) if r ends
+// first; or n and r's error.
+func ReadDeclared(r io.Reader, size int, alloc func(int) []byte) (data []byte, n int, err error) {
 	quarter := size / 4
 	var chunks [][]byte
 	for n < quarter {

@@ -1,4 +1,4 @@
-package declared
+package mapfile
 
 import (
 	"bytes"
@@ -10,21 +10,21 @@ import (
 	"testing/iotest"
 )
 
-func TestRead(t *testing.T) {
+func TestReadDeclared(t *testing.T) {
 	src := make([]byte, 3<<20+5)
 	for i := range src {
 		src[i] = byte(i * 7)
 	}
 	for _, size := range []int{0, 1, 5, 1 << 20, 1<<20 + 1, 3<<20 + 5} {
 		// One byte at a time, as a slow pipe would give it.
-		got, n, err := Read(iotest.HalfReader(bytes.NewReader(src[:size])), size)
+		got, n, err := ReadDeclared(iotest.HalfReader(bytes.NewReader(src[:size])), size, nil)
 		if err != nil || n != size || !bytes.Equal(got, src[:size]) {
 			t.Errorf("size %d: got %d bytes, n %d, err %v", size, len(got), n, err)
 		}
 	}
 }
 
-func TestReadShort(t *testing.T) {
+func TestReadDeclaredShort(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		have, say int
@@ -36,14 +36,14 @@ func TestReadShort(t *testing.T) {
 		{"one byte short", 8<<20 - 1, 8 << 20, io.ErrUnexpectedEOF},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			data, n, err := Read(bytes.NewReader(make([]byte, tc.have)), tc.say)
+			data, n, err := ReadDeclared(bytes.NewReader(make([]byte, tc.have)), tc.say, nil)
 			if !errors.Is(err, tc.want) || n != tc.have || data != nil {
 				t.Errorf("got %d bytes, n %d, err %v; want n %d, %v", len(data), n, err, tc.have, tc.want)
 			}
 		})
 	}
 	boom := errors.New("boom")
-	if _, n, err := Read(io.MultiReader(bytes.NewReader(make([]byte, 7)), iotest.ErrReader(boom)), 100); err != boom || n != 7 {
+	if _, n, err := ReadDeclared(io.MultiReader(bytes.NewReader(make([]byte, 7)), iotest.ErrReader(boom)), 100, nil); err != boom || n != 7 {
 		t.Errorf("reader error: n %d, err %v", n, err)
 	}
 }
@@ -56,7 +56,7 @@ func TestReadPeakMemory(t *testing.T) {
 	}
 	const size = 64 << 20
 	peak := peakHeap(t, func() {
-		data, _, err := Read(io.LimitReader(zeros{}, size), size)
+		data, _, err := ReadDeclared(io.LimitReader(zeros{}, size), size, nil)
 		if err != nil || len(data) != size {
 			t.Fatal(err)
 		}

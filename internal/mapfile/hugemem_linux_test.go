@@ -1,4 +1,4 @@
-package hugemem
+package mapfile
 
 import (
 	"testing"
@@ -33,19 +33,19 @@ func TestHugeRange(t *testing.T) {
 
 // Alloc gives zeroed memory of the size asked, small or large, and Settle
 // leaves it as it was.
-func TestAlloc(t *testing.T) {
+func TestAllocHuge(t *testing.T) {
 	for _, n := range []int{0, 1, 4*hugePage - 1, 4 * hugePage, 4*hugePage + 12345} {
-		b := Alloc(n)
+		b := AllocHuge(n)
 		if len(b) != n {
-			t.Fatalf("Alloc(%d) gave %d bytes", n, len(b))
+			t.Fatalf("AllocHuge(%d) gave %d bytes", n, len(b))
 		}
 		for i := range b {
 			if b[i] != 0 {
-				t.Fatalf("Alloc(%d): byte %d is %d", n, i, b[i])
+				t.Fatalf("AllocHuge(%d): byte %d is %d", n, i, b[i])
 			}
 			b[i] = byte(i)
 		}
-		Settle(b)
+		SettleHuge(b)
 		for i := range b {
 			if b[i] != byte(i) {
 				t.Fatalf("Settle changed byte %d", i)
@@ -54,15 +54,15 @@ func TestAlloc(t *testing.T) {
 	}
 }
 
-// Advise changes the backing of memory it did not allocate, never its
+// AdviseHuge changes the backing of memory it did not allocate, never its
 // bytes, small or large, aligned or not.
-func TestAdviseKeepsBytes(t *testing.T) {
+func TestAdviseHugeKeepsBytes(t *testing.T) {
 	for _, n := range []int{0, 1, 4*hugePage - 1, 4*hugePage + 12345, 9 * hugePage} {
 		b := make([]byte, n+1)[1:] // not aligned to anything
 		for i := range b {
 			b[i] = byte(i*7 + 1)
 		}
-		Advise(b)
+		AdviseHuge(b)
 		for i := range b {
 			if b[i] != byte(i*7+1) {
 				t.Fatalf("Advise of %d bytes changed byte %d", n, i)
