@@ -14,7 +14,6 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/pkbf/pkbf/internal/mapfile"
-	"github.com/pkbf/pkbf/internal/prefetch"
 	"github.com/pkbf/pkbf/internal/probe"
 	"github.com/pkbf/pkbf/internal/testkit"
 )
@@ -607,7 +606,7 @@ func BenchmarkBatchPasses(b *testing.B) {
 							out[j] = plainBit(data, last, xs[j]&mask)&plainBit(data, last, xs2[j]&mask) != 0
 						}
 						if s < len(keys) {
-							prefetch.Lines(&lines[2*s], 2*n)
+							probe.PrefetchLines(&lines[2*s], 2*n)
 						}
 					}
 				}
@@ -625,14 +624,14 @@ func BenchmarkBatchPasses(b *testing.B) {
 					for j := range keys {
 						acc += hash(j)
 						line(j)
-						prefetch.Lines(&lines[j], 1)
+						probe.PrefetchLines(&lines[j], 1)
 					}
 				}},
 				{"PrefetchSameLine", func() {
 					for j := range keys {
 						acc += hash(j)
 						lines[j] = base
-						prefetch.Lines(&lines[j], 1)
+						probe.PrefetchLines(&lines[j], 1)
 					}
 				}},
 				{"LoadSameLine", func() {
@@ -646,7 +645,7 @@ func BenchmarkBatchPasses(b *testing.B) {
 							acc += hash(j)
 							line(j)
 						}
-						prefetch.Lines(&lines[s], block)
+						probe.PrefetchLines(&lines[s], block)
 					}
 				}},
 				{"PrefetchBlockTest", func() {
@@ -656,7 +655,7 @@ func BenchmarkBatchPasses(b *testing.B) {
 								acc += hash(j)
 								line(j)
 							}
-							prefetch.Lines(&lines[s], block)
+							probe.PrefetchLines(&lines[s], block)
 						}
 						for j := max(s-block, 0); j < s; j++ {
 							out[j] = plainBit(data, last, xs[j]&mask) != 0
@@ -673,7 +672,7 @@ func BenchmarkBatchPasses(b *testing.B) {
 								acc += hash(j)
 								line(j)
 							}
-							prefetch.Lines(&lines[s], block)
+							probe.PrefetchLines(&lines[s], block)
 						}
 						for j := max(s-lag, 0); j < min(s-lag+block, len(keys)); j++ {
 							out[j] = plainBit(data, last, xs[j]&mask) != 0

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// func Lines(addrs *uintptr, n int)
-TEXT ·Lines(SB), NOSPLIT|NOFRAME, $0-16
+// func PrefetchLines(addrs *uintptr, n int)
+TEXT ·PrefetchLines(SB), NOSPLIT|NOFRAME, $0-16
 	MOVD addrs+0(FP), R0
 	MOVD n+8(FP), R1
 	CBZ R1, done
@@ -15,8 +15,8 @@ loop:
 done:
 	RET
 
-// func Keys(keys [][]byte)
-TEXT ·Keys(SB), NOSPLIT|NOFRAME, $0-24
+// func prefetchKeys(keys [][]byte)
+TEXT ·prefetchKeys(SB), NOSPLIT|NOFRAME, $0-24
 	MOVD keys_base+0(FP), R0
 	MOVD keys_len+8(FP), R1
 	CBZ R1, keysdone

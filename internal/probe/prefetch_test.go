@@ -1,13 +1,13 @@
-package prefetch
+package probe
 
 import (
 	"testing"
 	"unsafe"
 )
 
-// Lines touches nothing it is given, valid or not: a prefetch never
+// PrefetchLines touches nothing it is given, valid or not: a prefetch never
 // faults, and the counts at the edges of the loop work.
-func TestLines(t *testing.T) {
+func TestPrefetchLines(t *testing.T) {
 	data := make([]byte, 4096)
 	addrs := []uintptr{uintptr(unsafe.Pointer(&data[0])), uintptr(unsafe.Pointer(&data[4095])), 0, ^uintptr(0) / 3, ^uintptr(0)}
 	for n := range len(addrs) + 1 {
@@ -15,7 +15,7 @@ func TestLines(t *testing.T) {
 		if n > 0 {
 			first = &addrs[0]
 		}
-		Lines(first, n)
+		PrefetchLines(first, n)
 	}
 	for i, b := range data {
 		if b != 0 {
@@ -24,7 +24,7 @@ func TestLines(t *testing.T) {
 	}
 }
 
-func BenchmarkLines(b *testing.B) {
+func BenchmarkPrefetchLines(b *testing.B) {
 	data := make([]byte, 1<<20)
 	addrs := make([]uintptr, 16)
 	for i := range addrs {
@@ -32,19 +32,19 @@ func BenchmarkLines(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		Lines(&addrs[0], len(addrs))
+		PrefetchLines(&addrs[0], len(addrs))
 	}
 }
 
-// Keys touches nothing either, whatever the keys: empty, nil, longer
+// prefetchKeys touches nothing either, whatever the keys: empty, nil, longer
 // than its 16 lines, at any alignment.
-func TestKeys(t *testing.T) {
+func TestPrefetchKeys(t *testing.T) {
 	data := make([]byte, 4096)
 	keys := [][]byte{nil, {}, data[1:2], data[63:65], data[5:], data}
 	for n := range len(keys) + 1 {
-		Keys(keys[:n])
+		prefetchKeys(keys[:n])
 	}
-	Keys(nil)
+	prefetchKeys(nil)
 	for i, b := range data {
 		if b != 0 {
 			t.Fatalf("byte %d changed to %d", i, b)

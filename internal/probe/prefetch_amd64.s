@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// func Lines(addrs *uintptr, n int)
-TEXT ·Lines(SB), NOSPLIT|NOFRAME, $0-16
+// func PrefetchLines(addrs *uintptr, n int)
+TEXT ·PrefetchLines(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ addrs+0(FP), AX
 	MOVQ n+8(FP), CX
 	TESTQ CX, CX
@@ -17,8 +17,8 @@ loop:
 done:
 	RET
 
-// func Keys(keys [][]byte)
-TEXT ·Keys(SB), NOSPLIT|NOFRAME, $0-24
+// func prefetchKeys(keys [][]byte)
+TEXT ·prefetchKeys(SB), NOSPLIT|NOFRAME, $0-24
 	MOVQ keys_base+0(FP), AX
 	MOVQ keys_len+8(FP), CX
 	TESTQ CX, CX
