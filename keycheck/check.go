@@ -8,7 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/fingerprint"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -266,7 +265,7 @@ func (r *run) fingerprints(b *batch) {
 	hitsOnly := r.opts.FingerprintHitsOnly
 	var buf []byte
 	if !hitsOnly {
-		buf = make([]byte, 0, 2*fingerprint.Size*len(b.slots))
+		buf = make([]byte, 0, 2*fingerprintSize*len(b.slots))
 	}
 	type span struct{ fp, other int }
 	spans := make([]span, len(b.slots))
@@ -279,7 +278,7 @@ func (r *run) fingerprints(b *batch) {
 		spans[i].fp, spans[i].other = len(buf), -1
 		var label string
 		if buf, label = appendFingerprints(buf, s.spki, s.canonical); label != "" {
-			spans[i].other = spans[i].fp + fingerprint.Size
+			spans[i].other = spans[i].fp + fingerprintSize
 			s.Key.OtherLabel = label
 		}
 	}
@@ -289,9 +288,9 @@ func (r *run) fingerprints(b *batch) {
 	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
 	for i := range b.slots {
 		if s := &b.slots[i]; spans[i].fp >= 0 {
-			s.Key.Fingerprint = all[spans[i].fp : spans[i].fp+fingerprint.Size]
+			s.Key.Fingerprint = all[spans[i].fp : spans[i].fp+fingerprintSize]
 			if o := spans[i].other; o >= 0 {
-				s.Key.OtherFingerprint = all[o : o+fingerprint.Size]
+				s.Key.OtherFingerprint = all[o : o+fingerprintSize]
 			}
 		}
 	}

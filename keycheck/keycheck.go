@@ -51,7 +51,6 @@ import (
 	"sync"
 
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/fingerprint"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -190,15 +189,18 @@ func (c *Checker) CheckKey(data []byte) Verdict {
 		return Verdict{}
 	}
 	v := Verdict{Probably: true}
-	both, label := appendFingerprints(make([]byte, 0, 2*fingerprint.Size), spki, canonical)
+	both, label := appendFingerprints(make([]byte, 0, 2*fingerprintSize), spki, canonical)
 	all := string(both)
-	v.Key.Fingerprint = all[:fingerprint.Size]
+	v.Key.Fingerprint = all[:fingerprintSize]
 	if label != "" {
-		v.Key.OtherFingerprint, v.Key.OtherLabel = all[fingerprint.Size:], label
+		v.Key.OtherFingerprint, v.Key.OtherLabel = all[fingerprintSize:], label
 	}
 	v.Key.SSHFingerprint, v.Key.Comment = k.SSHFingerprint()
 	return v
 }
+
+// fingerprintSize is the length of a fingerprint: a SHA-256 in hex.
+const fingerprintSize = 64
 
 // A lookup is the memory Contains and CheckKey look a key up with: the
 // encodings keys.Forms builds, and the filter's answers. It is pooled, on
@@ -283,11 +285,11 @@ func encodings(e *[3][]byte, spki, canonical, other []byte) int {
 func appendFingerprints(dst, spki, canonical []byte) ([]byte, string) {
 	switch {
 	case bytes.Equal(spki, canonical):
-		return fingerprint.Append(dst, canonical), ""
+		return keys.AppendFingerprint(dst, canonical), ""
 	case keys.ExplicitCurve(spki):
-		return fingerprint.Append(fingerprint.Append(dst, spki), canonical), "named curve"
+		return keys.AppendFingerprint(keys.AppendFingerprint(dst, spki), canonical), "named curve"
 	}
-	return fingerprint.Append(fingerprint.Append(dst, canonical), spki), "as given"
+	return keys.AppendFingerprint(keys.AppendFingerprint(dst, canonical), spki), "as given"
 }
 
 // AddKey adds the key of data, anything [keys.SPKI] reads, to w under
