@@ -240,7 +240,7 @@ func spkiWithKey(t *testing.T, file string, n int) []byte {
 	return ed25519SPKI(key)
 }
 
-// Fingerprints as sha256sum prints them (printf '' | sha256sum, printf abc
+// Fingerprints as sha256sum prints them (sha256sum </dev/null, printf abc
 // | sha256sum), appended and as a string.
 func TestAppendFingerprint(t *testing.T) {
 	for in, want := range map[string]string{
