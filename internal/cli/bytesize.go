@@ -1,6 +1,8 @@
-// Package bytesize reads and writes numbers of bytes as people type them
-// on a command line: 1024, 64KiB, 1M, 64 GiB.
-package bytesize
+// Package cli is what pkbf's commands read and say that no library has
+// reason to: numbers of bytes as people type them on a command line
+// (1024, 64KiB, 1M, 64 GiB), and what a mistyped name was probably meant
+// to be.
+package cli
 
 import (
 	"errors"
@@ -10,22 +12,22 @@ import (
 	"strings"
 )
 
-// units are the suffixes Parse reads, longest first, with their powers of
-// two; the first four are those Format writes.
+// units are the suffixes ParseSize reads, longest first, with their powers of
+// two; the first four are those FormatSize writes.
 var units = []struct {
 	suffix string
 	shift  uint
 }{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"T", 40}, {"G", 30}, {"M", 20}, {"K", 10}, {"k", 10}, {"B", 0}}
 
-// errNotASize is Parse's error. It has no "pkbf: " prefix: the flag
+// errNotASize is ParseSize's error. It has no "pkbf: " prefix: the flag
 // package shows it after the flag and value it refused.
 var errNotASize = errors.New("not a size: give bytes, or a number with KiB, MiB, GiB or TiB")
 
-// Parse reads a number of bytes: a decimal integer (negative too: the
+// ParseSize reads a number of bytes: a decimal integer (negative too: the
 // caller decides what it accepts), optionally followed, after optional
 // spaces, by a binary unit (KiB, MiB, GiB, TiB, their one-letter forms K,
 // k, M, G, T, or B). It refuses anything else, and values past int64.
-func Parse(s string) (int64, error) {
+func ParseSize(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	shift := uint(0)
 	for _, u := range units {
@@ -41,9 +43,9 @@ func Parse(s string) (int64, error) {
 	return n << shift, nil
 }
 
-// Format writes n in the largest binary unit that divides it (64GiB), or
-// as plain bytes; Parse reads it back.
-func Format(n int64) string {
+// FormatSize writes n in the largest binary unit that divides it (64GiB),
+// or as plain bytes; ParseSize reads it back.
+func FormatSize(n int64) string {
 	for _, u := range units[:4] {
 		if n != 0 && n%(1<<u.shift) == 0 {
 			return fmt.Sprintf("%d%s", n>>u.shift, u.suffix)

@@ -1,14 +1,12 @@
-// Package suggest finds what a mistyped name was probably meant to be,
-// for "did you mean ...?" in the command's errors.
-package suggest
+package cli
 
 import "strings"
 
-// Nearest returns the candidate nearest to s in edit distance (a
-// candidate s begins, s two characters or more, counts as distance 1), if
-// it is near enough to be a typo of s: at most a third of s's length
-// away, and 1 for short names. Ties go to the first in byte order; ""
-// when none is near enough.
+// Nearest returns, for "did you mean ...?" in a command's errors, the
+// candidate nearest to s in edit distance (a candidate s begins, s two
+// characters or more, counts as distance 1), if it is near enough to be a
+// typo of s: at most a third of s's length away, and 1 for short names.
+// Ties go to the first in byte order; "" when none is near enough.
 func Nearest(s string, candidates []string) string {
 	best, bestDist := "", 3
 	for _, c := range candidates {

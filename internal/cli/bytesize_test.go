@@ -1,11 +1,11 @@
-package bytesize
+package cli
 
 import (
 	"math"
 	"testing"
 )
 
-func TestParse(t *testing.T) {
+func TestParseSize(t *testing.T) {
 	for _, tc := range []struct {
 		name, in string
 		want     int64
@@ -20,8 +20,8 @@ func TestParse(t *testing.T) {
 		{"largest TiB", "8388607TiB", 8388607 << 40},
 		{"largest", "9223372036854775807", math.MaxInt64},
 	} {
-		if got, err := Parse(tc.in); err != nil || got != tc.want {
-			t.Errorf("%s: Parse(%q) = %d, %v; want %d", tc.name, tc.in, got, err, tc.want)
+		if got, err := ParseSize(tc.in); err != nil || got != tc.want {
+			t.Errorf("%s: ParseSize(%q) = %d, %v; want %d", tc.name, tc.in, got, err, tc.want)
 		}
 	}
 	for _, tc := range []struct{ name, in string }{
@@ -33,19 +33,19 @@ func TestParse(t *testing.T) {
 		{"unknown unit", "1 PiB"},
 		{"two units", "1KiBKiB"},
 	} {
-		if got, err := Parse(tc.in); err == nil || got != 0 {
-			t.Errorf("%s: Parse(%q) = %d, %v; want an error", tc.name, tc.in, got, err)
+		if got, err := ParseSize(tc.in); err == nil || got != 0 {
+			t.Errorf("%s: ParseSize(%q) = %d, %v; want an error", tc.name, tc.in, got, err)
 		}
 	}
 }
 
-func TestFormat(t *testing.T) {
+func TestFormatSize(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 7: "7", 1024: "1KiB", 1536: "1536", 64 << 30: "64GiB", 1 << 40: "1TiB", -1 << 20: "-1MiB"} {
-		if got := Format(n); got != want {
-			t.Errorf("Format(%d) = %q, want %q", n, got, want)
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
 		}
-		if back, err := Parse(Format(n)); err != nil || back != n {
-			t.Errorf("Parse(Format(%d)) = %d, %v", n, back, err)
+		if back, err := ParseSize(FormatSize(n)); err != nil || back != n {
+			t.Errorf("ParseSize(FormatSize(%d)) = %d, %v", n, back, err)
 		}
 	}
 }
