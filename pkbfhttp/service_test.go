@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/pipenet"
 	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/stepca"
@@ -154,7 +153,7 @@ func serveSlowClients(t *testing.T) {
 	}
 	defer live.Close()
 	srv := newService(t, live, Limits{MaxBody: 1 << 20, MaxInFlight: 4, MaxKeys: 10000}).Server(log.New(io.Discard, "", 0))
-	ln := pipenet.Listen()
+	ln := testkit.ListenPipes()
 	go srv.Serve(ln)
 	defer srv.Close()
 	for name, tc := range map[string]struct {

@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/pipenet"
+	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 )
@@ -196,7 +196,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // handlers' sleeps then take no real time. The server stops when the test
 // ends.
 func (s *server) client(t *testing.T) *Client {
-	l := pipenet.Listen()
+	l := testkit.ListenPipes()
 	srv := &http.Server{Handler: s}
 	go srv.Serve(l)
 	tr := &http.Transport{DialContext: l.Dial}

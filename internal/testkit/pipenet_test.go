@@ -1,4 +1,4 @@
-package pipenet
+package testkit
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"time"
 )
 
-// An HTTP server behind a Listener answers a client that dials it, and its
+// An HTTP server behind a PipeListener answers a client that dials it, and its
 // timeouts run on the bubble's clock: a client that never sends its
 // request is cut off after the server's 10 s, at once in real time.
 func TestHTTPOverPipes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := Listen()
+		l := ListenPipes()
 		srv := &http.Server{
 			Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") }),
 			ReadHeaderTimeout: 10 * time.Second,
@@ -49,7 +49,7 @@ func TestHTTPOverPipes(t *testing.T) {
 }
 
 func TestClosedListener(t *testing.T) {
-	l := Listen()
+	l := ListenPipes()
 	l.Close()
 	if _, err := l.Accept(); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("Accept after Close: %v", err)
