@@ -150,25 +150,19 @@ func Parse(b []byte) (*Filter, error) {
 }
 
 // Open opens the pkbfv1 file at path read-only. A regular file is mapped
-// into memory where the platform allows it, so opening takes the same time
-// for any size and the data stays in the page cache, off the Go heap; keys
-// that another process adds in place (under the lock, as [Edit] and the
-// reference implementation do) are seen at once. Any other file (a pipe,
-// a FIFO, /dev/stdin, a process substitution) is read as a stream, as
-// [ReadFilter] does, and must hold nothing after the filter; a FIFO with no
-// writer gives an error at once instead of waiting. Call [Filter.Close] to
-// release the filter.
+// into memory where the platform allows it, off the Go heap, its header
+// and size read under the reference implementation's shared flock(2);
+// keys another process adds in place under the lock ([Edit]) are seen at
+// once. Any other file (a pipe, /dev/stdin) is read as a stream, as
+// [ReadFilter] does. Replace a filter that programs have open by renaming
+// a new file over it; a mapped file cut short in place makes queries panic
+// with an error wrapping [ErrFileChanged]. Call [Filter.Close] to release
+// the filter.
 //
-// The header and the size are read under a shared flock(2), the lock the
-// reference implementation takes to read, so a writer adding keys at the
-// same time never makes Open fail. Replace a filter that programs have
-// open by renaming a new file over it: they keep the old one until they
-// open the path again. A mapped file that is cut short or overwritten in
-// place makes queries panic with an error wrapping [ErrFileChanged].
-//
-// A file that cannot be opened gives the *fs.PathError from the os package
-// (errors.Is(err, fs.ErrNotExist) for a missing file); a malformed one an error
-// wrapping [ErrInvalidFile] that names the file. Open never writes to the file.
+// A file that cannot be opened gives an error wrapping the os package's
+// *fs.PathError (errors.Is(err, fs.ErrNotExist) for a missing file); a
+// malformed one an error wrapping [ErrInvalidFile] that names the file.
+// Open never writes to the file.
 func Open(path string) (*Filter, error) {
 	f := new(Filter)
 	if err := open(path, forQueries, &f.core); err != nil {
@@ -195,7 +189,7 @@ const (
 func openFile(path string, writable bool) (*os.File, fs.FileInfo, error) {
 	file, err := mapfile.Open(path, writable)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, osError(path, err)
 	}
 	fi, err := file.Stat()
 	switch {
@@ -301,13 +295,11 @@ func checkFile(file *os.File, path string) (Header, int, error) {
 }
 
 // ReadFilter reads one pkbfv1 file from r: exactly the header and the data
-// it declares, nothing after. It does not take the header's word for the
-// data's size: it allocates the whole data only once a quarter of it has
-// arrived, so reading costs at most 1.25 times the data, and a header that
-// claims more than the stream holds costs at most about twice what the
-// stream sent up to a quarter of the claim (four times past it). Such a
-// stream fails at its end with an error wrapping both [ErrInvalidFile] and
-// [io.ErrUnexpectedEOF]. Read errors from r are returned as they are.
+// it declares, nothing after. It allocates the whole data only once a
+// quarter of it has arrived, so a header that claims more than the stream
+// holds costs little more than what the stream sent; such a stream fails
+// with an error wrapping both [ErrInvalidFile] and [io.ErrUnexpectedEOF].
+// Read errors from r are returned as they are.
 func ReadFilter(r io.Reader) (*Filter, error) {
 	h, data, err := readFilter(r)
 	if err != nil {
@@ -367,18 +359,13 @@ func (c *core) release() error {
 	return err
 }
 
-// FileChanged reports whether the file behind a filter from [Open] or
-// [Live.Do] is still the one that was opened, as far as can be told: the
-// same size, the same parameters, and counters that only went forward, as
-// they do when keys are added in place. Otherwise it returns an error
-// wrapping [ErrFileChanged] that says what changed: the file was
-// truncated, or overwritten in place (copied over, say) with another
-// filter. A file overwritten with a newer filter of the same size and
-// parameters looks like one that had keys added in place, and passes. For
-// filters not read from a file it returns nil.
-//
-// FileChanged reads the header under a shared flock(2). It is safe to call
-// concurrently with queries, and cheap enough to call after every batch.
+// FileChanged returns nil while the file behind a filter from [Open] or
+// [Live.Do] is, as far as can be told, the one that was opened: the same
+// size and parameters, counters that only went forward (keys added in
+// place); otherwise an error wrapping [ErrFileChanged] that says what
+// changed. It reads the header under a shared flock(2), is safe to call
+// concurrently with queries, and returns nil for a filter not read from
+// a file.
 func (f *Filter) FileChanged() error {
 	_, err := f.fileHeader()
 	return err

@@ -17,19 +17,13 @@ import (
 //
 // A Live answers from a copy of the file in memory of its own, read under
 // the file's shared flock(2) and validated as [Open] validates a file: no
-// write to the file (cp or dd over it, a truncation) changes an answer.
-// It polls the path (every [LiveOptions.Interval], and at [Live.Reload]),
-// and when the path names another file or the file changed (keys added in
-// place, another filter copied over it) it switches to a new copy once it
-// is read and valid. A file that is not, or that changes while it is read
-// (a copy in progress), leaves the old copy answering, reported through
-// [LiveOptions.OnError] and [Live.Stats]. A copy takes the file's size,
-// outside the Go heap (huge pages on Linux when large); twice that during
-// a switch, until the queries in flight on the old copy finish.
-//
-// Queries are safe for concurrent use, lock-free and allocation-free: they
-// take a reference on the current copy (two atomic additions on one of
-// several counters).
+// write to the file (cp or dd over it) changes an answer. It polls the
+// path (every [LiveOptions.Interval], and at [Live.Reload]), and when the
+// path names another file or the file changed, switches to a new copy
+// once it is read and valid; a file that is not leaves the old copy
+// answering ([LiveOptions.OnError], [Live.Stats]). A copy takes the file's
+// size, outside the Go heap; twice that during a switch. Queries are safe
+// for concurrent use, lock-free and allocation-free.
 type Live struct {
 	path string
 	opts LiveOptions
@@ -172,7 +166,7 @@ func OpenLive(path string, opts LiveOptions) (*Live, error) {
 func (l *Live) load() (*liveFilter, error) {
 	id, err := mapfile.StatPath(l.path)
 	if err != nil {
-		return nil, err
+		return nil, osError(l.path, err)
 	}
 	f := new(Filter)
 	if err := open(l.path, forLive, &f.core); err != nil {

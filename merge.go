@@ -21,28 +21,18 @@ import (
 const mergeChunk = 1 << 20
 
 // Merge writes to out the union of the filter files inputs, which must all
-// have the same hash count and hash length: a key probably present in any
-// input is probably present in out, and out answers exactly as one filter
-// to which all the inputs' keys were added. Shards of a key set built apart
-// (on several machines, say) combine this way.
+// have the same hash count and hash length: out answers exactly as one
+// filter to which all the inputs' keys were added. Its header has the
+// inputs' highest revision plus one, the update time now, and the sum of
+// their entry counts (up to 2^32-1; [Header.EstimateEntries] counts a key
+// in several inputs once).
 //
-// The header of out has the inputs' highest revision plus one, the update
-// time now, and the sum of their entry counts (up to 2^32-1): a key added
-// to several inputs is counted once for each, so the count can exceed the
-// distinct keys; [Header.EstimateEntries] estimates those from the bits.
-//
-// Merge streams: it reads the inputs a chunk at a time, ORs them a word at
-// a time and writes the result, so its memory does not grow with the
-// inputs. Each input is held under a shared flock(2), the reference
-// implementation's read lock, from start to end, so a writer adding keys
-// in place waits and every input is read as one consistent filter. An
-// input that is not a regular file (a pipe, say) is read as a stream.
-// out is written atomically, as [Filter.WriteFile] writes it: a complete
-// new file renamed over any old one, which readers never see half made;
-// out may be one of the inputs. Cancelling ctx stops the merge, leaves any
-// old out as it was and returns ctx's error.
-//
-// Errors name the file they are about.
+// Merge streams, a chunk of each input at a time, in memory that does not
+// grow with the inputs; each input is held under the reference's shared
+// flock(2) from start to end, or read as a stream (a pipe). out is written
+// atomically, as [Filter.WriteFile] writes it, and may be one of the
+// inputs. Cancelling ctx stops the merge, leaves any old out as it was and
+// returns ctx's error. Errors name the file they are about.
 func Merge(ctx context.Context, out string, inputs ...string) (Header, error) {
 	if len(inputs) == 0 {
 		return Header{}, perr.New("merge: no input filters")
@@ -216,15 +206,11 @@ func (in *mergeInput) close() {
 	in.file.Close()
 }
 
-// Union adds the keys of g to w: it sets every bit set in g, as merging
-// does (see [Merge]). The filters must have the same hash count and hash
-// length. w's entry count grows by g's (up to 2^32-1; keys in both are
-// counted twice) and, if anything changed, w's update time becomes now
-// and, on its first change in this editing session, its revision is
-// raised by one, as [Writable.Add] does.
-//
-// On a filter edited in place, Union takes the file's exclusive flock(2)
-// as Add does, and returns an error from the file as Add does.
+// Union adds the keys of g, a filter with the same hash count and length,
+// to w, as [Merge] does: it sets every bit set in g, and grows w's entry
+// count by g's (up to 2^32-1); the update time and revision change as
+// [Writable.Add] changes them, and on a filter edited in place Union locks
+// and fails as Add does.
 func (w *Writable) Union(g *Filter) (err error) {
 	gh := g.Header()
 	if w.hdr.HashCount != gh.HashCount || w.hdr.HashLength != gh.HashLength {

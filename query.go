@@ -9,18 +9,15 @@ import (
 
 // Probably reports whether spki, a DER SubjectPublicKeyInfo, is probably in
 // the filter. False is definite: those bytes were never added. True means
-// they were added or are a false positive; confirm it online. On a
-// Writable it sees every key whose Add has returned, and may be called
-// while keys are added.
-//
-// Probably does not allocate and is safe for concurrent use.
+// they were added or are a false positive; confirm it online. It does not
+// allocate, is safe for concurrent use, and on a Writable sees every key
+// whose Add has returned.
 //
 // On a filter from [Open] or [Edit] whose file was cut short while in use
 // (copied over, truncated, or on a file system too full to back it), a
-// query that touches the lost part of the file panics with an error
-// wrapping [ErrFileChanged], which names the file and says to replace
-// filters by renaming; a caller that wants to go on may recover it. The Go
-// runtime would otherwise end the program on that memory fault.
+// query that touches the lost part panics with an error wrapping
+// [ErrFileChanged], which a caller may recover, where the Go runtime would
+// end the program on the memory fault.
 func (c *core) Probably(spki []byte) bool {
 	if c.mapped != nil {
 		return c.probablyMapped(spki)

@@ -97,20 +97,16 @@ func New(hashCount, hashLength int) (*Writable, error) {
 // Add adds spki, a DER SubjectPublicKeyInfo, to the filter, as the
 // reference implementation does: a key already probably present changes
 // nothing and Add returns false; otherwise Add sets its bits, raises the
-// entry count by one (it stops at 2^32-1), sets the update time to now and,
-// on the first add of this editing session (since New or Edit), raises
-// the revision by one. It returns true. Add adds exactly these bytes;
-// keycheck.AddKey adds a key under every encoding a filter may hold it in.
+// entry count (up to 2^32-1), sets the update time to now and, on the
+// first add since New or Edit, raises the revision, and returns true. It
+// adds exactly these bytes (keycheck.AddKey adds every encoding of a key),
+// and is safe to call from many goroutines at once, beside queries.
 //
-// Add and queries are safe to call from many goroutines at once.
-//
-// On a filter edited in place, each Add takes an exclusive flock(2) on the
-// file, reads the header there (other processes may have added keys), sets
-// the bits and then writes the header. A crash in between can at worst
-// leave a key's bits set with the count not yet raised. An error from the
-// file, or a file cut short under it (an error wrapping
-// [ErrFileChanged]), stops all editing: Add returns it then and from then
-// on, as does Close.
+// On a filter edited in place, each Add takes an exclusive flock(2), reads
+// the header in the file (other processes may have added keys), sets the
+// bits, then writes the header. An error from the file, or a file cut
+// short under it (wrapping [ErrFileChanged]), stops all editing: Add and
+// Close return it from then on.
 func (w *Writable) Add(spki []byte) (bool, error) {
 	if w.words == nil {
 		panic("pkbf: Add on a closed filter")
@@ -316,17 +312,11 @@ func makeFileAtomic(path string, noReplace bool, fill func(tmp *os.File) error) 
 }
 
 // Create makes a new, empty filter file at path, as the reference does:
-// it refuses an existing file (errors.Is(err, fs.ErrExist)) and writes the
-// header (revision 0, time 0, no entries, the given hash count and length,
-// in the ranges of [New]) and zeroed data.
-//
-// It is atomic: the filter is made under a temporary name in the same
-// directory, its disk space reserved (on Linux; a file system too small
-// fails here, not on the first add), synced, and only then given its
-// name, which an existing file refuses at that moment too. A crash leaves
-// either no filter at path or a complete empty one, and at worst a
-// temporary file named .NAME.tmp-* beside it. A failure removes the
-// temporary file.
+// the header (revision 0, time 0, no entries, the hash count and length in
+// the ranges of [New]) and zeroed data; an existing file is refused
+// (errors.Is(err, fs.ErrExist)). It is atomic: the file is made under a
+// temporary name beside path, its disk space reserved (on Linux), synced,
+// and only then named path, so a crash leaves no filter or a complete one.
 func Create(path string, hashCount, hashLength int) error {
 	if err := checkParameters(hashCount, hashLength); err != nil {
 		return err
