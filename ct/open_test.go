@@ -92,10 +92,10 @@ func TestOpen(t *testing.T) {
 }
 
 // Issue 43, item 4: a scan is one pipeline: the log's reader and the
-// scan's own goroutine, which checks each key (Filter.CheckKey). It
-// stacked two: its reader fed Filter.Check, which ran a reader and
-// workers of its own (pkbf's run), the two sharing state under a mutex.
-// While hits are reported, no goroutine of Filter.Check's runs.
+// scan's own goroutine, which checks each key (keycheck's CheckKey). It
+// stacked two: its reader fed a Check, which ran a reader and workers of
+// its own (the pipeline's run), the two sharing state under a mutex.
+// While hits are reported, no goroutine of a Check's runs.
 func TestScanOnePipeline(t *testing.T) {
 	fx := cttest.NewFixture(t, 3000, 300, 97)
 	f := openFilter(t, fx.Filter)
@@ -116,8 +116,8 @@ func TestScanOnePipeline(t *testing.T) {
 			if stacks == "" {
 				t.Fatal("no hit reported")
 			}
-			if strings.Contains(stacks, "github.com/pkbf/pkbf.(*run)") {
-				t.Errorf("Filter.Check's pipeline runs beside the scan's:\n%s", stacks)
+			if strings.Contains(stacks, "github.com/pkbf/pkbf/keycheck.(*run)") {
+				t.Errorf("keycheck's Check pipeline runs beside the scan's:\n%s", stacks)
 			}
 		})
 	}

@@ -28,8 +28,8 @@
 // cannot answer about stays an Error.
 //
 // The answer is that of pkbf check on the certificate: the lint hands the
-// certificate's DER to the library's Filter.CheckKey. A filter is opened once
-// a process (pkbf.OpenLive: a file renamed over it is picked up).
+// certificate's DER to keycheck's Checker.CheckKey. A filter is opened
+// once a process (pkbf.OpenLive: a file renamed over it is picked up).
 package pkbflint
 
 import (

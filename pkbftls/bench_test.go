@@ -16,7 +16,7 @@ import (
 // peer's: compared, not looked up again). The filter is in cache (8 KiB);
 // a filter larger than the caches adds the memory latency of one to three
 // queries a key (docs/performance.md, "Queries"). x-contains is the hook's
-// time over the floor, timed in step with it: Filter.Contains of the same
+// time over the floor, timed in step with it: keycheck's Contains of the same
 // two keys, by hand.
 func BenchmarkHook(b *testing.B) {
 	p := pki(b)

@@ -173,8 +173,8 @@ func fetchFilter(ctx context.Context, path string) (string, error) {
 }
 
 // Build makes a filter with the given hash count and length from every
-// key of files (from Files), under every encoding pkbf add adds (pkbf's
-// Writable.AddKeys: an EC key under both point forms), and writes it to
+// key of files (from Files), under every encoding pkbf add adds
+// (keycheck.AddKeys: an EC key under both point forms), and writes it to
 // out (a path on any Beam file system). Each worker adds its bundles'
 // files to partial filters; a combine ORs them into one
 // (pkbf.Writable.Union). The result has the bits pkbf create and pkbf add
