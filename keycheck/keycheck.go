@@ -103,6 +103,9 @@ type Options struct {
 	// that reports only hits (a CT log's entries, by the million).
 	// AddKeys ignores it.
 	FingerprintHitsOnly bool
+
+	// (The checks run beside the filter, such as the weak-key checks,
+	// belong here: which to run, and what they need.)
 }
 
 // A Checker checks keys against one filter. It is safe for concurrent

@@ -23,15 +23,15 @@ type Verdict struct {
 	// Probably is true when the filter probably holds the key, under any
 	// encoding it may hold it in (as [Checker.Contains] answers).
 	Probably bool
-	// Err is why the key, or its input, could not be checked; Probably
-	// and Key are then zero. It wraps [keys.ErrInvalidKey] (and
+	// Err is why the key, or its input, could not be checked (or, from
+	// AddKeys, added); Probably is then false. It wraps [keys.ErrInvalidKey] (and
 	// [keys.ErrUnsupportedKey], [keys.ErrEncryptedKey] or
 	// [keys.ErrNoPassphrase], which say why), the input's open or read
 	// error, or [pkbf.ErrFileChanged]: the filter's file failed, and
 	// nothing after this verdict could be answered.
 	Err error
-	// Checks run beside the filter (weak keys, say) report here, beside
-	// the filter's answer.
+	// (Checks run beside the filter, such as the weak-key checks, belong
+	// here: their findings are answers too.)
 
 	// Confirmation is what Options.Confirm said of a key the filter
 	// probably holds.
