@@ -47,14 +47,13 @@ func (c *core) probably(spki []byte) bool {
 	return c.probe(h1, h2)
 }
 
-// One query path serves a Filter and a Writable: it loads the data a byte
-// at a time with plain loads, also while Add sets a Writable's bits with
-// atomic ORs of 32-bit words. Under Go's memory model a read of a memory
-// location no larger than a machine word observes some value written to
-// it, never a torn one: a byte reads as before or after an OR, and a bit
-// once set stays set. A key whose Add has returned (happened before the
-// query) is seen whole. The race detector would report those loads, so in
-// its builds a Writable's are atomic (race.go).
+// One query path serves a Filter and a Writable: plain loads of the data,
+// also while Add sets a Writable's bits with atomic ORs of 32-bit words.
+// Under Go's memory model a read of a location no larger than a machine
+// word observes some value written to it, never a torn one: a byte reads
+// as before or after an OR, and a bit once set stays set, so a key whose
+// Add happened before the query is seen whole. The race detector would
+// report those loads: in its builds a Writable's are atomic (race.go).
 
 // probe tests the k positions of a key with base hashes h1 and h2. The
 // positions depend only on the hashes, never on a loaded bit, so the CPU
@@ -66,7 +65,7 @@ func (c *core) probably(spki []byte) bool {
 // bit would cost more than. A bit costs four instructions beyond its load
 // (see shiftedBit).
 func (c *core) probe(h1, h2 uint64) bool {
-	data, k := c.data, c.k
+	data, k, shared := c.data, c.k, c.shared
 	if len(data) == 0 {
 		return false
 	}
@@ -81,33 +80,17 @@ func (c *core) probe(h1, h2 uint64) bool {
 		x, y = probe.Step(x, y, i+2)
 		x3 := x
 		x, y = probe.Step(x, y, i+3)
-		if c.shiftedBit(data, last, x0)&c.shiftedBit(data, last, x1)&c.shiftedBit(data, last, x2)&c.shiftedBit(data, last, x3)&0x80 == 0 {
+		if shiftedBit(data, last, x0, shared)&shiftedBit(data, last, x1, shared)&shiftedBit(data, last, x2, shared)&shiftedBit(data, last, x3, shared)&0x80 == 0 {
 			return false
 		}
 	}
 	for ; i < k; i++ {
-		if c.shiftedBit(data, last, x)&0x80 == 0 {
+		if shiftedBit(data, last, x, shared)&0x80 == 0 {
 			return false
 		}
 		x, y = probe.Step(x, y, i)
 	}
 	return true
-}
-
-// shiftedBit returns the byte holding bit x mod m of the data, shifted
-// left to put that bit at 0x80; the bits above it mean nothing, so the
-// caller tests shiftedBit(...)&0x80, once for several bits ANDed
-// together. last is len(data)-1, which is (m-1)>>3 for every filter with
-// data (L >= 3): x>>3&last is the byte of x mod m and x&7 the bit's place
-// in it, whatever x's high bits, with no reduction mod m first. Masking
-// with last also lets the compiler drop the bounds check.
-func (c *core) shiftedBit(data []byte, last, x uint64) uint32 {
-	return uint32(c.dataByte(data, x>>3&last)) << (x & 7)
-}
-
-// bit returns bit p of the data, 0 or 1; last is len(data)-1.
-func (c *core) bit(data []byte, last, p uint64) uint64 {
-	return uint64(c.dataByte(data, p>>3&last)>>(7-p&7)) & 1
 }
 
 // minBatch is the smallest batch probed as a batch (a key alone would wait
@@ -183,14 +166,14 @@ func (c *core) ProbablyBatch(spkis [][]byte, out []bool) {
 // probeRounds is ProbablyBatch's rounds (internal/probe); it returns the
 // bits the keys needed tested in turn.
 func (c *core) probeRounds(spkis [][]byte, out []bool, depth int) uint64 {
-	data := c.data
+	data, shared := c.data, c.shared
 	last := uint64(len(data) - 1) // == mask>>3, as in probe
 	var r probe.Rounds
 	r.Start(spkis, c.mask, c.k, depth, probe.Base(data))
 	for {
 		bits := r.Bits[:]
 		for i, p := range r.Hash(spkis) {
-			bits[i] = c.bit(data, last, p)
+			bits[i] = bit(data, last, p, shared)
 		}
 		if !r.Next(spkis, out) {
 			return r.Visits

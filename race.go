@@ -9,12 +9,21 @@ import (
 	"github.com/pkbf/pkbf/internal/bitwords"
 )
 
-// dataByte returns data[i]. With the race detector, the bytes of a
-// Writable, whose words Add sets atomically, are read with atomic loads
-// of their word, which the detector sees as ordered with the adds (see
-// query.go); elsewhere they are plain loads.
-func (c *core) dataByte(data []byte, i uint64) byte {
-	if !c.shared {
+// shiftedBit and bit (query.go) read the bytes of a Writable (shared: Add
+// sets its words atomically) with atomic loads of their word, which the
+// race detector sees as ordered with the adds; other filters' plainly.
+
+func shiftedBit(data []byte, last, x uint64, shared bool) uint32 {
+	return uint32(dataByte(data, x>>3&last, shared)) << (x & 7)
+}
+
+func bit(data []byte, last, p uint64, shared bool) uint64 {
+	return uint64(dataByte(data, p>>3&last, shared)>>(7-p&7)) & 1
+}
+
+// dataByte returns data[i].
+func dataByte(data []byte, i uint64, shared bool) byte {
+	if !shared {
 		return data[i]
 	}
 	w := atomic.LoadUint32((*uint32)(unsafe.Pointer(&data[i&^3]))) // a Writable's data is word-aligned
