@@ -136,7 +136,7 @@ func TestProbablyBatchVisits(t *testing.T) {
 		f.large = true
 		var want uint64
 		for _, key := range keys {
-			for _, p := range (Header{HashCount: k, HashLength: 14}).Positions(nil, key) {
+			for _, p := range (Header{HashCount: k, HashLength: 14}).positions(nil, key) {
 				want++
 				if f.data[p/8]&(0x80>>(p%8)) == 0 {
 					break

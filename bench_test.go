@@ -2,11 +2,6 @@ package pkbf
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	crand "crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -18,11 +13,9 @@ import (
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/pkbf/pkbf/internal/hugemem"
-	"github.com/pkbf/pkbf/internal/prefetch"
+	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/probe"
 	"github.com/pkbf/pkbf/internal/testkit"
-	"github.com/pkbf/pkbf/keys"
 )
 
 // benchKeys returns a function giving the key for iteration i: the SPKI in
@@ -33,10 +26,7 @@ import (
 // query's cache misses, which real callers, hashing bytes parsed earlier,
 // never do. The hash baseline uses the same keys.
 func benchKeys(b *testing.B, file string) func(i int) []byte {
-	spki, err := SPKI(testkit.ReadFile(b, filepath.Join(keysDir, file)))
-	if err != nil {
-		b.Fatal(err)
-	}
+	spki := testkit.ReadFile(b, filepath.Join(keysDir, file)) // a DER SPKI
 	const ring, ahead = 64, 32
 	var keys [ring][]byte
 	for i := range keys {
@@ -55,7 +45,7 @@ func benchKeys(b *testing.B, file string) func(i int) []byte {
 func benchFilter(b testing.TB, k, l uint8, full bool) *Filter {
 	h := Header{HashCount: k, HashLength: l}
 	buf, _ := h.AppendBinary(make([]byte, 0, h.FileSize()))
-	data := make([]byte, h.DataSize())
+	data := make([]byte, h.dataSize())
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range data {
 		if full {
@@ -127,7 +117,7 @@ func BenchmarkProbably(b *testing.B) {
 	b.Run("Negative/Empty/RSA2048", func(b *testing.B) {
 		h := Header{HashCount: 12, HashLength: 20}
 		buf, _ := h.AppendBinary(nil)
-		f, _ := Parse(append(buf, make([]byte, h.DataSize())...))
+		f, _ := Parse(append(buf, make([]byte, h.dataSize())...))
 		keys := benchKeys(b, "rsa2048.spki.der")
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
@@ -153,44 +143,6 @@ func BenchmarkMemoryLatency(b *testing.B) {
 		p = mem[p]
 	}
 	sink += p
-}
-
-// BenchmarkSPKIFromCertificate compares SPKI's direct walk of a DER
-// certificate with x509.ParseCertificate on the same certificate.
-func BenchmarkSPKIFromCertificate(b *testing.B) {
-	for _, kt := range []struct{ name, file string }{{"RSA2048", "rsa2048.cert.der"}, {"P256", "p256.cert.der"}} {
-		der := testkit.ReadFile(b, filepath.Join(keysDir, kt.file))
-		b.Run(kt.name+"/SPKI", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := SPKI(der); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(kt.name+"/x509.ParseCertificate", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := x509.ParseCertificate(der); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-func BenchmarkSPKI(b *testing.B) {
-	for _, file := range []string{"rsa2048.cert.pem", "p256.spki.pem", "ed25519.pub", "p256.sec1.pem", "rsa2048.pkcs1.der"} {
-		data := testkit.ReadFile(b, filepath.Join(keysDir, file))
-		b.Run(file, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := SPKI(data); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
 }
 
 // BenchmarkOpen1GiB opens and closes a 1 GiB (sparse) filter file.
@@ -233,46 +185,6 @@ func BenchmarkProbablyMapped(b *testing.B) {
 				}
 			}
 			sink += uint64(hits)
-		})
-	}
-}
-
-// BenchmarkContains compares the lookup under every encoding with the
-// single query, on real keys (64 of each kind, in turn) and a half-full
-// in-cache filter: nearly every answer is no, so every form is tried.
-func BenchmarkContains(b *testing.B) {
-	const n = 64
-	kinds := map[string][][]byte{}
-	for range n {
-		rk, _ := rsa.GenerateKey(crand.Reader, 1024)
-		der, _ := x509.MarshalPKIXPublicKey(&rk.PublicKey)
-		kinds["RSA/canonical"] = append(kinds["RSA/canonical"], der)
-		ek, _ := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
-		der, _ = x509.MarshalPKIXPublicKey(&ek.PublicKey)
-		kinds["P256/uncompressed"] = append(kinds["P256/uncompressed"], der)
-		encs, _ := keys.Encodings(der)
-		kinds["P256/compressed"] = append(kinds["P256/compressed"], encs[1])
-	}
-	f := benchFilter(b, 12, 20, false)
-	for _, name := range []string{"RSA/canonical", "P256/uncompressed", "P256/compressed"} {
-		keys := kinds[name]
-		b.Run(name+"/Probably", func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				f.Probably(keys[i%n])
-			}
-		})
-		b.Run(name+"/Contains", func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				f.Contains(keys[i%n])
-			}
-		})
-		b.Run(name+"/CheckKey", func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				f.CheckKey(keys[i%n])
-			}
 		})
 	}
 }
@@ -374,10 +286,7 @@ func BenchmarkBatch(b *testing.B) {
 // 256 MiB (from Parse, Open and ReadFilter), half their bits set: the
 // keys are absent from them.
 func benchmarkKeySet(b *testing.B) {
-	spki, err := SPKI(testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")))
-	if err != nil {
-		b.Fatal(err)
-	}
+	spki := testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")) // a DER SPKI
 	sets := map[int][][]byte{}
 	keySet := func(n int) [][]byte {
 		if sets[n] == nil {
@@ -523,10 +432,7 @@ func dependentLoads(data []byte, n int, seed uint64) uint64 {
 // the query. It reports ns/key and x-hashes, the query's time over the
 // hashes', measured side by side.
 func batchRunner(b *testing.B, keys [][]byte) func(b *testing.B, query func()) {
-	spki, err := SPKI(testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")))
-	if err != nil {
-		b.Fatal(err)
-	}
+	spki := testkit.ReadFile(b, filepath.Join(keysDir, "rsa2048.spki.der")) // a DER SPKI
 	for i := range keys {
 		keys[i] = bytes.Clone(spki)
 	}
@@ -568,7 +474,7 @@ func hashAll(keys [][]byte) {
 }
 
 // reopen writes f to a file and returns the filter from Open or
-// ReadFilter (into huge pages: hugemem.Alloc) of that file.
+// ReadFilter (into huge pages: mapfile.AllocHuge) of that file.
 func reopen(b *testing.B, f *Filter, from string) *Filter {
 	path := filepath.Join(b.TempDir(), "f.pkbf")
 	file, err := os.Create(path)
@@ -609,7 +515,7 @@ func BenchmarkBatchDepth(b *testing.B) {
 	for _, j := range []int{1, 2, 3, 4, 64} {
 		b.Run(fmt.Sprintf("Set%.4f", 1-math.Ldexp(1, -j)), func(b *testing.B) {
 			h := Header{HashCount: 12, HashLength: 31}
-			buf := hugemem.Alloc(int(h.FileSize()))
+			buf := mapfile.AllocHuge(int(h.FileSize()))
 			h.AppendBinary(buf[:0])
 			r := rand.New(rand.NewPCG(uint64(j), 2))
 			for i := headerSize; i+8 <= len(buf); i += 8 {
@@ -622,7 +528,7 @@ func BenchmarkBatchDepth(b *testing.B) {
 				}
 				binary.LittleEndian.PutUint64(buf[i:], v)
 			}
-			hugemem.Settle(buf)
+			mapfile.SettleHuge(buf)
 			f, err := Parse(buf)
 			if err != nil {
 				b.Fatal(err)
@@ -700,7 +606,7 @@ func BenchmarkBatchPasses(b *testing.B) {
 							out[j] = plainBit(data, last, xs[j]&mask)&plainBit(data, last, xs2[j]&mask) != 0
 						}
 						if s < len(keys) {
-							prefetch.Lines(&lines[2*s], 2*n)
+							probe.PrefetchLines(&lines[2*s], 2*n)
 						}
 					}
 				}
@@ -718,14 +624,14 @@ func BenchmarkBatchPasses(b *testing.B) {
 					for j := range keys {
 						acc += hash(j)
 						line(j)
-						prefetch.Lines(&lines[j], 1)
+						probe.PrefetchLines(&lines[j], 1)
 					}
 				}},
 				{"PrefetchSameLine", func() {
 					for j := range keys {
 						acc += hash(j)
 						lines[j] = base
-						prefetch.Lines(&lines[j], 1)
+						probe.PrefetchLines(&lines[j], 1)
 					}
 				}},
 				{"LoadSameLine", func() {
@@ -739,7 +645,7 @@ func BenchmarkBatchPasses(b *testing.B) {
 							acc += hash(j)
 							line(j)
 						}
-						prefetch.Lines(&lines[s], block)
+						probe.PrefetchLines(&lines[s], block)
 					}
 				}},
 				{"PrefetchBlockTest", func() {
@@ -749,7 +655,7 @@ func BenchmarkBatchPasses(b *testing.B) {
 								acc += hash(j)
 								line(j)
 							}
-							prefetch.Lines(&lines[s], block)
+							probe.PrefetchLines(&lines[s], block)
 						}
 						for j := max(s-block, 0); j < s; j++ {
 							out[j] = plainBit(data, last, xs[j]&mask) != 0
@@ -766,7 +672,7 @@ func BenchmarkBatchPasses(b *testing.B) {
 								acc += hash(j)
 								line(j)
 							}
-							prefetch.Lines(&lines[s], block)
+							probe.PrefetchLines(&lines[s], block)
 						}
 						for j := max(s-lag, 0); j < min(s-lag+block, len(keys)); j++ {
 							out[j] = plainBit(data, last, xs[j]&mask) != 0
@@ -795,4 +701,9 @@ func BenchmarkBatchPasses(b *testing.B) {
 			sink += acc
 		})
 	}
+}
+
+// plainBit returns bit p of data, 0 or 1; last is len(data)-1.
+func plainBit(data []byte, last, p uint64) uint64 {
+	return uint64(data[p>>3&last]>>(7-p&7)) & 1
 }

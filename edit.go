@@ -19,13 +19,13 @@ type inPlace struct {
 	m       *mapfile.File
 	opened  os.FileInfo // the file when it was opened, for os.SameFile
 	checked time.Time   // when checkPath last found the path right
-	err     error       // the first error met, reported by Sync and Close
+	err     error       // the first error met, reported by Close
 }
 
 // pathCheckEvery is how often adds check that the path still names the
 // file: a stat per add would double the cost of an add. Keys added between
 // a replacement and its discovery are not lost silently: the error says
-// that they went to the old file. Sync and Close always check.
+// that they went to the old file. Close always checks.
 const pathCheckEvery = 50 * time.Millisecond
 
 func openInPlace(path string) (*Writable, error) {

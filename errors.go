@@ -9,17 +9,13 @@ import "github.com/pkbf/pkbf/internal/perr"
 var ErrInvalidFile = perr.New("invalid filter file")
 
 // ErrFileChanged is wrapped by the errors that report that the file behind
-// a filter from [Open] or [Edit] changed in a way no writer following
-// the format's lock protocol makes: it was truncated, overwritten with
-// other content (cp over it, say), or its memory could not be backed (a
-// full file system under a sparse file). The message names the file and
-// says what to do: replace filters by renaming a new file over them.
-//
-// Filters from Open map their file into memory. When the file shrinks, the
-// system takes the lost pages away and a query that touches them faults;
-// pkbf turns that fault into a panic whose value is an error wrapping
-// ErrFileChanged (see [Filter.Probably]), which a caller may recover.
-// [Filter.FileChanged] reports the other changes as an error, without a fault.
+// a filter from [Open] or [Edit] changed in a way no writer following the
+// format's lock protocol makes: truncated, overwritten with other content
+// (cp over it), or its memory not backed (a full file system under a
+// sparse file). The message names the file and says to replace filters by
+// renaming a new file over them. A query that touches a mapped file's lost
+// pages panics with such an error ([Filter.Probably]); [Filter.FileChanged]
+// reports the other changes.
 var ErrFileChanged = perr.New("filter file was truncated or changed while in use")
 
 // fileChanged describes what happened to a filter's file, naming it; its
@@ -49,3 +45,11 @@ func (c fileChanged) err() error {
 // fileError names the file err is about, first: "pkbf: PATH: invalid
 // filter file: ...". It wraps err.
 func fileError(path string, err error) error { return perr.Errorf("%s: %w", path, err) }
+
+// osError prefixes an OS error about path (which names the file).
+func osError(path string, err error) error {
+	if path == "" {
+		return perr.Errorf("no filter file: the path is empty: %w", err)
+	}
+	return perr.Errorf("%w", err)
+}

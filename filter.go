@@ -4,34 +4,26 @@
 // keys known to be compromised, as published by pwnedkeys.com. A filter
 // answers one question quickly and offline: is this key probably compromised?
 //
-// # Checking keys
-//
-// Open a filter once, then check every key of a stream, a file or many:
-//
 //	f, err := pkbf.Open("pwnedkeys.pkbf")
-//	for v := range f.Check(ctx, pkbf.Files("certs/"), pkbf.CheckOptions{}) {
-//		fmt.Println(v.Status(), v.Fingerprint, v.Source())
+//	...
+//	if f.Probably(spki) { // spki: the DER bytes the publisher hashed
+//		// look it up online before acting on it
 //	}
 //
-// [Filter.Check] parses each key once, looks it up under every encoding a
-// filter may hold it in, in batches that overlap the memory reads of many
-// keys, on every core, and yields one [Verdict] per key in input order.
-// For one key in hand, [Filter.Contains] gives the same answer; one key
-// has many DER encodings (an EC point compressed or not, an RSA key with
-// or without NULL parameters, explicit curve parameters), a filter holds
-// whichever was added, and both look under each of them
-// ([keys.Encodings]). [Filter.Probably] tests exactly the bytes it is
-// given.
+// [Filter.Probably] tests exactly the bytes it is given, and
+// [Filter.ProbablyBatch] a batch of them, overlapping their memory reads.
+// One key has several DER encodings and a filter holds whichever was
+// added: package github.com/pkbf/pkbf/keycheck reads keys, certificates
+// and requests in every form, looks each key up under every encoding, and
+// checks streams of them.
 //
 // # Guarantees
 //
-// A false answer from Check or Contains is definite for the key: it was
-// never added under any encoding a filter may hold it in. A false answer
-// from Probably is definite only for those exact bytes. A true answer
-// means "look it up": the key is in the filter or is a false positive, at
-// about the rate [Header.FalsePositiveRate] estimates. Confirm a true
-// answer online with the pwnedkeys API (package
-// github.com/pkbf/pkbf/pwnedkeys, or [CheckOptions].Confirm).
+// A false answer from Probably is definite for those exact bytes: they
+// were never added. A true answer means "look it up": the bytes were
+// added or are a false positive, at about the rate
+// [Header.FalsePositiveRate] estimates. Confirm a true answer online with
+// the pwnedkeys API (package github.com/pkbf/pkbf/pwnedkeys).
 //
 // # Reading filters
 //
@@ -45,36 +37,25 @@
 //
 // [New] makes a [Writable] filter in memory and [Edit] one that edits a
 // file in place, under the reference implementation's flock(2) protocol;
-// [Writable.AddKey] and [Writable.AddKeys] add keys under every encoding.
-// [Create] makes an empty file and [Merge] the union of files.
-//
-// # Keys
-//
-// Package github.com/pkbf/pkbf/keys turns what users hold (keys,
-// certificates, requests, PKCS#7 bundles, PKCS#12 files, OpenSSH and PuTTY
-// keys) into SPKIs; [SPKI] here is its one-key entry point.
+// [Writable.Add] adds an SPKI. [Create] makes an empty file, [Merge] the
+// union of files, and [Parameters] sizes a filter as the reference does.
 //
 // # Concurrency
 //
-// Queries and checks are safe from any number of goroutines at once, and
-// so are adds to a Writable.
+// Queries are safe from any number of goroutines at once, and so are adds
+// to a Writable.
 package pkbf
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"math/bits"
 	"os"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
-	"github.com/pkbf/pkbf/internal/declared"
-	"github.com/pkbf/pkbf/internal/hugemem"
 	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
 )
@@ -89,18 +70,18 @@ type Filter struct {
 	core
 }
 
-// core is what a Filter and a Writable share: the header, the bit data and
-// the file behind them. Each type reads the data its own way: a Filter's
-// never changes, a Writable's words change under Add.
+// core is what a Filter and a Writable share: the header, the bit data,
+// the file behind them, and the queries (query.go).
 type core struct {
 	hdr    Header
-	data   []byte        // the bit data, exactly hdr.DataSize() bytes
+	data   []byte        // the bit data, exactly hdr.dataSize() bytes
 	mask   uint64        // m - 1: a position is a hash masked to L bits
 	k      uint64        // hash count
 	large  bool          // batches work in rounds: see roundsFrom
 	mapped *mapfile.File // the file behind a filter from Open or Edit, or nil
 	copied *mapfile.File // the file behind a filter read, not mapped (OpenLive, or Open where mmap fails), or nil
 	opened Header        // the header when the file was opened
+	shared bool          // a Writable's data: Add sets its words meanwhile (see dataByte)
 
 	// ProbablyBatch's running mean of the bits its keys needed tested in
 	// turn, in 16ths: it sets how deep batches fetch (see probe.Depth).
@@ -109,11 +90,11 @@ type core struct {
 
 // roundsFrom: past this data size ProbablyBatch works in rounds whatever
 // the hashing, as keys read from memory push a filter's lines out of a
-// core's L2 (BenchmarkBatch/KeySet: equal at 4 MiB). hugePagesFrom: past
-// this size small pages cost a probe a TLB miss.
+// core's L2 (docs/performance.md, BenchmarkBatch/KeySet). hugePagesFrom:
+// past this size small pages cost a probe a TLB miss.
 const roundsFrom, hugePagesFrom = 4 << 20, 16 << 20
 
-// init sets c to a filter over data, which must be exactly h.DataSize()
+// init sets c to a filter over data, which must be exactly h.dataSize()
 // bytes.
 func (c *core) init(h Header, data []byte) {
 	c.hdr, c.data = h, data
@@ -121,7 +102,7 @@ func (c *core) init(h Header, data []byte) {
 	c.large = len(data) > roundsFrom
 }
 
-// newFilter makes a Filter over data, which must be exactly h.DataSize() bytes.
+// newFilter makes a Filter over data, which must be exactly h.dataSize() bytes.
 func newFilter(h Header, data []byte) *Filter {
 	f := new(Filter)
 	f.init(h, data)
@@ -131,7 +112,7 @@ func newFilter(h Header, data []byte) *Filter {
 // checkDataSize checks that a header's declared data fits this platform's
 // address space and equals have, the bytes actually present.
 func checkDataSize(h Header, have uint64) error {
-	want := h.DataSize()
+	want := h.dataSize()
 	if want > dataSizeLimit {
 		return perr.Errorf("%w: hash length %d needs %d data bytes, more than this platform can address", ErrInvalidFile, h.HashLength, want)
 	}
@@ -150,8 +131,9 @@ func checkDataSize(h Header, have uint64) error {
 //
 // Past 16 MiB of data, where small pages cost a probe a TLB miss, Parse
 // asks Linux to back b's whole 2 MiB pages with huge pages (MADV_HUGEPAGE,
-// MADV_COLLAPSE: 0.6 s for 256 MiB here, as the kernel copies them). b's
-// bytes and the caller's other memory stay as they are.
+// MADV_COLLAPSE, which copies them: it takes time, docs/performance.md
+// says how much). b's bytes and the caller's other memory stay as they
+// are.
 func Parse(b []byte) (*Filter, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
@@ -162,31 +144,25 @@ func Parse(b []byte) (*Filter, error) {
 	}
 	data := b[offData:len(b):len(b)]
 	if len(data) > hugePagesFrom {
-		hugemem.Advise(data)
+		mapfile.AdviseHuge(data)
 	}
 	return newFilter(h, data), nil
 }
 
 // Open opens the pkbfv1 file at path read-only. A regular file is mapped
-// into memory where the platform allows it, so opening takes the same time
-// for any size and the data stays in the page cache, off the Go heap; keys
-// that another process adds in place (under the lock, as [Edit] and the
-// reference implementation do) are seen at once. Any other file (a pipe,
-// a FIFO, /dev/stdin, a process substitution) is read as a stream, as
-// [ReadFilter] does, and must hold nothing after the filter; a FIFO with no
-// writer gives an error at once instead of waiting. Call [Filter.Close] to
-// release the filter.
+// into memory where the platform allows it, off the Go heap, its header
+// and size read under the reference implementation's shared flock(2);
+// keys another process adds in place under the lock ([Edit]) are seen at
+// once. Any other file (a pipe, /dev/stdin) is read as a stream, as
+// [ReadFilter] does. Replace a filter that programs have open by renaming
+// a new file over it; a mapped file cut short in place makes queries panic
+// with an error wrapping [ErrFileChanged]. Call [Filter.Close] to release
+// the filter.
 //
-// The header and the size are read under a shared flock(2), the lock the
-// reference implementation takes to read, so a writer adding keys at the
-// same time never makes Open fail. Replace a filter that programs have
-// open by renaming a new file over it: they keep the old one until they
-// open the path again. A mapped file that is cut short or overwritten in
-// place makes queries panic with an error wrapping [ErrFileChanged].
-//
-// A file that cannot be opened gives the *fs.PathError from the os package
-// (errors.Is(err, fs.ErrNotExist) for a missing file); a malformed one an error
-// wrapping [ErrInvalidFile] that names the file. Open never writes to the file.
+// A file that cannot be opened gives an error wrapping the os package's
+// *fs.PathError (errors.Is(err, fs.ErrNotExist) for a missing file); a
+// malformed one an error wrapping [ErrInvalidFile] that names the file.
+// Open never writes to the file.
 func Open(path string) (*Filter, error) {
 	f := new(Filter)
 	if err := open(path, forQueries, &f.core); err != nil {
@@ -213,7 +189,7 @@ const (
 func openFile(path string, writable bool) (*os.File, fs.FileInfo, error) {
 	file, err := mapfile.Open(path, writable)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, osError(path, err)
 	}
 	fi, err := file.Stat()
 	switch {
@@ -319,13 +295,11 @@ func checkFile(file *os.File, path string) (Header, int, error) {
 }
 
 // ReadFilter reads one pkbfv1 file from r: exactly the header and the data
-// it declares, nothing after. It does not take the header's word for the
-// data's size: it allocates the whole data only once a quarter of it has
-// arrived, so reading costs at most 1.25 times the data, and a header that
-// claims more than the stream holds costs at most about twice what the
-// stream sent up to a quarter of the claim (four times past it). Such a
-// stream fails at its end with an error wrapping both [ErrInvalidFile] and
-// [io.ErrUnexpectedEOF]. Read errors from r are returned as they are.
+// it declares, nothing after. It allocates the whole data only once a
+// quarter of it has arrived, so a header that claims more than the stream
+// holds costs little more than what the stream sent; such a stream fails
+// with an error wrapping both [ErrInvalidFile] and [io.ErrUnexpectedEOF].
+// Read errors from r are returned as they are.
 func ReadFilter(r io.Reader) (*Filter, error) {
 	h, data, err := readFilter(r)
 	if err != nil {
@@ -340,18 +314,18 @@ func readFilter(r io.Reader) (Header, []byte, error) {
 	if err != nil {
 		return Header{}, nil, err
 	}
-	want := h.DataSize()
+	want := h.dataSize()
 	if want > dataSizeLimit {
 		return Header{}, nil, checkDataSize(h, want)
 	}
-	data, n, err := declared.ReadInto(r, int(want), hugemem.Alloc)
+	data, n, err := mapfile.ReadDeclared(r, int(want), mapfile.AllocHuge)
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return Header{}, nil, checkDataSize(h, uint64(n))
 	}
 	if err != nil {
 		return Header{}, nil, err
 	}
-	hugemem.Settle(data)
+	mapfile.SettleHuge(data)
 	return h, data, nil
 }
 
@@ -385,18 +359,13 @@ func (c *core) release() error {
 	return err
 }
 
-// FileChanged reports whether the file behind a filter from [Open] or
-// [Live.Do] is still the one that was opened, as far as can be told: the
-// same size, the same parameters, and counters that only went forward, as
-// they do when keys are added in place. Otherwise it returns an error
-// wrapping [ErrFileChanged] that says what changed: the file was
-// truncated, or overwritten in place (copied over, say) with another
-// filter. A file overwritten with a newer filter of the same size and
-// parameters looks like one that had keys added in place, and passes. For
-// filters not read from a file it returns nil.
-//
-// FileChanged reads the header under a shared flock(2). It is safe to call
-// concurrently with queries, and cheap enough to call after every batch.
+// FileChanged returns nil while the file behind a filter from [Open] or
+// [Live.Do] is, as far as can be told, the one that was opened: the same
+// size and parameters, counters that only went forward (keys added in
+// place); otherwise an error wrapping [ErrFileChanged] that says what
+// changed. It reads the header under a shared flock(2), is safe to call
+// concurrently with queries, and returns nil for a filter not read from
+// a file.
 func (f *Filter) FileChanged() error {
 	_, err := f.fileHeader()
 	return err
@@ -442,27 +411,3 @@ func (f *Filter) fileHeader() (h Header, err error) {
 
 // Header returns the filter's header, as it was when the filter was read.
 func (f *Filter) Header() Header { return f.hdr }
-
-// FillRatio returns the fraction of the filter's bits that are set, counted
-// over the whole data (it reads every byte). On a file cut short while in
-// use it panics as [Filter.Probably] does.
-func (f *Filter) FillRatio() float64 {
-	if f.mapped != nil {
-		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
-		defer f.mapped.ReadingAll()()
-	}
-	return float64(onesCount(f.data)) / float64(f.hdr.Bits())
-}
-
-// onesCount counts the bits set in b.
-func onesCount(b []byte) uint64 {
-	var set uint64
-	for len(b) >= 8 {
-		set += uint64(bits.OnesCount64(binary.LittleEndian.Uint64(b)))
-		b = b[8:]
-	}
-	for _, c := range b {
-		set += uint64(bits.OnesCount8(c))
-	}
-	return set
-}

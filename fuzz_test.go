@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pkbf/pkbf/internal/bitwords"
 	"github.com/pkbf/pkbf/internal/testkit"
 )
 
@@ -60,8 +61,8 @@ func FuzzParse(f *testing.F) {
 		if !bytes.Equal(out.Bytes(), b) {
 			t.Fatal("header and data do not re-encode to the input")
 		}
-		if r := flt.FillRatio(); r < 0 || r > 1 {
-			t.Fatalf("FillRatio = %v", r)
+		if set := bitwords.Count(flt.data); set > flt.Header().Bits() {
+			t.Fatalf("%d bits set of %d", set, flt.Header().Bits())
 		}
 		if r := flt.Header().FalsePositiveRate(); r < 0 || r > 1 {
 			t.Fatalf("FalsePositiveRate = %v", r)

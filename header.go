@@ -1,7 +1,6 @@
 package pkbf
 
 import (
-	"bytes"
 	"encoding/binary"
 	"io"
 	"math"
@@ -9,25 +8,10 @@ import (
 
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/internal/probe"
+	"github.com/pkbf/pkbf/internal/text"
 )
 
-// The pkbfv1 file layout. Every integer is big-endian.
-//
-//	offset  size  field
-//	     0     6  magic, the ASCII bytes "pkbfv1" (70 6B 62 66 76 31)
-//	     6     4  revision counter (uint32)
-//	    10     8  last update time, Unix seconds (uint64)
-//	    18     4  entry count (uint32)
-//	    22     1  hash count k (uint8), k >= 1
-//	    23     1  hash length L (uint8), the filter has m = 2^L bits
-//	    24   m/8  bit data
-//
-// Two facts the published description leaves out:
-//
-//   - Bit p of the filter is data byte p/8 under mask 0x80>>(p%8): the most
-//     significant bit of each byte comes first.
-//   - Positions are computed in wrapping uint64 arithmetic and then reduced
-//     mod m = 2^L. Since m divides 2^64 this equals the exact result.
+// The offsets and sizes of the layout documented on Header.
 const (
 	magic    = "pkbfv1"
 	magicLen = 6 // len(magic), kept untyped
@@ -55,6 +39,26 @@ var _ [HeaderSize - headerSize]struct{}
 var _ [headerSize - HeaderSize]struct{}
 
 // Header is the 24-byte metadata block at the start of every pkbfv1 file.
+// The file's layout, every integer big-endian:
+//
+//	offset  size  field
+//	     0     6  magic, the ASCII bytes "pkbfv1" (70 6B 62 66 76 31)
+//	     6     4  revision counter (uint32)
+//	    10     8  last update time, Unix seconds (uint64)
+//	    18     4  entry count (uint32)
+//	    22     1  hash count k (uint8), k >= 1
+//	    23     1  hash length L (uint8), the filter has m = 2^L bits
+//	    24   m/8  bit data
+//
+// A key's bits are at positions f_i = (h1 + i·h2 + (i³-i)/6) mod m for
+// i = 0..k-1, where h1 and h2 are the XXH64 hashes of its DER SPKI under
+// seeds 0 and 1, h2 made odd. Two facts the published description leaves
+// out:
+//
+//   - Bit p of the filter is data byte p/8 under mask 0x80>>(p%8): the most
+//     significant bit of each byte comes first.
+//   - Positions are computed in wrapping uint64 arithmetic and then reduced
+//     mod m. Since m divides 2^64 this equals the exact result.
 //
 // The zero Header is not valid: a filter needs HashCount >= 1 and
 // 3 <= HashLength <= 63.
@@ -77,12 +81,12 @@ type Header struct {
 // Bits returns m = 2^HashLength, the number of bits in the filter.
 func (h Header) Bits() uint64 { return 1 << h.HashLength }
 
-// DataSize returns the size in bytes of the bit data, m/8.
-func (h Header) DataSize() uint64 { return h.Bits() / 8 }
+// dataSize returns the size in bytes of the bit data, m/8.
+func (h Header) dataSize() uint64 { return h.Bits() / 8 }
 
 // FileSize returns the size in bytes of a file with this header:
-// [HeaderSize] plus [Header.DataSize].
-func (h Header) FileSize() uint64 { return uint64(headerSize) + h.DataSize() }
+// [HeaderSize] plus the bit data, m/8 bytes.
+func (h Header) FileSize() uint64 { return uint64(headerSize) + h.dataSize() }
 
 // validate checks the parameters: it does not look at any data.
 func (h Header) validate() error {
@@ -105,7 +109,7 @@ func ParseHeader(b []byte) (Header, error) {
 		return Header{}, perr.Errorf("%w: header is %d bytes, need %d: %w", ErrInvalidFile, len(b), headerSize, io.ErrUnexpectedEOF)
 	}
 	if string(b[offMagic:offMagic+magicLen]) != magic {
-		return Header{}, perr.Errorf("%w: magic is %q, want %q%s", ErrInvalidFile, b[offMagic:offMagic+magicLen], magic, magicHint(b))
+		return Header{}, perr.Errorf("%w: magic is %q, want %q%s", ErrInvalidFile, b[offMagic:offMagic+magicLen], magic, text.FilterHint(b))
 	}
 	h := Header{
 		Revision:   binary.BigEndian.Uint32(b[offRevision:]),
@@ -139,39 +143,12 @@ func (h Header) AppendBinary(b []byte) ([]byte, error) {
 	return append(b, h.HashCount, h.HashLength), nil
 }
 
-// magicHint names what a file that is not a filter looks like, for the
-// common mistakes: a key or certificate given where the filter goes, a
-// compressed download.
-func magicHint(b []byte) string {
-	switch {
-	case bytes.HasPrefix(b, []byte("-----BEGIN")), bytes.HasPrefix(b, []byte("ssh-")), bytes.HasPrefix(b, []byte("ecdsa-")):
-		return ": this looks like a key or certificate, not a filter"
-	case len(b) > 1 && b[0] == 0x30 && b[1] >= 0x80:
-		return ": this looks like a DER key or certificate, not a filter"
-	case bytes.HasPrefix(b, []byte{0x1f, 0x8b}):
-		return ": this is gzip-compressed: decompress it first (gunzip)"
-	case bytes.HasPrefix(b, []byte("BZh")):
-		return ": this is bzip2-compressed: decompress it first (bunzip2)"
-	case bytes.HasPrefix(b, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
-		return ": this is xz-compressed: decompress it first (unxz)"
-	case bytes.HasPrefix(b, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		return ": this is zstd-compressed: decompress it first (unzstd)"
-	case bytes.HasPrefix(b, []byte("PK\x03\x04")):
-		return ": this is a zip archive: extract the filter first"
-	case bytes.HasPrefix(b, []byte("pkbfv")):
-		return ": a pkbf format version this package does not read"
-	case bytes.HasPrefix(b, []byte("<")):
-		return ": this looks like an HTML or XML page (a failed download?)"
-	}
-	return ""
-}
-
-// Positions appends to dst the HashCount bit positions of spki in a filter
+// positions appends to dst the HashCount bit positions of spki in a filter
 // with this header, in probe order, and returns the extended slice:
-// f_i = (h1 + i·h2 + (i³-i)/6) mod 2^L for i = 0..k-1. It is the
-// definition behind [Filter.Probably], for tools and tests that inspect a
-// filter bit by bit. Bit p is data byte p/8 under mask 0x80>>(p%8).
-func (h Header) Positions(dst []uint64, spki []byte) []uint64 {
+// f_i = (h1 + i·h2 + (i³-i)/6) mod 2^L for i = 0..k-1, with h1 and h2
+// XXH64 of spki under seeds 0 and 1, h2 made odd. It is the definition
+// behind [Filter.Probably], written plainly, for tests.
+func (h Header) positions(dst []uint64, spki []byte) []uint64 {
 	h1, h2 := probe.Hashes(spki)
 	mask := uint64(1)<<(h.HashLength&63) - 1
 	x, y := h1, h2

@@ -34,8 +34,8 @@ func TestParseHeaderKnownBytes(t *testing.T) {
 	if h != want {
 		t.Fatalf("ParseHeader = %+v, want %+v", h, want)
 	}
-	if h.Bits() != 262144 || h.DataSize() != 32768 || h.FileSize() != 32792 {
-		t.Errorf("sizes = %d bits, %d data bytes, %d file bytes; want 262144, 32768, 32792", h.Bits(), h.DataSize(), h.FileSize())
+	if h.Bits() != 262144 || h.dataSize() != 32768 || h.FileSize() != 32792 {
+		t.Errorf("sizes = %d bits, %d data bytes, %d file bytes; want 262144, 32768, 32792", h.Bits(), h.dataSize(), h.FileSize())
 	}
 	again, err := h.AppendBinary(nil)
 	if err != nil || !bytes.Equal(again, b) {

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/pkbf/pkbf/keys"
 )
 
 // helpers are the other roles of the test binary, for tests that need a
@@ -41,4 +43,29 @@ func TestHelperProcessesAreNotTests(t *testing.T) {
 			t.Errorf("%s is a test: a helper process belongs in helpers, run by TestMain", name)
 		}
 	}
+}
+
+// addKey adds the key of data under every encoding, as keycheck.AddKey
+// does (which the root's tests cannot import: it imports the root), and
+// returns how many were new.
+func addKey(w *Writable, data []byte) (int, error) {
+	spki, err := keys.SPKI(data)
+	if err != nil {
+		return 0, err
+	}
+	encs, err := keys.Encodings(spki)
+	if err != nil {
+		return 0, err
+	}
+	added := 0
+	for _, e := range encs {
+		ok, err := w.Add(e)
+		if err != nil {
+			return added, err
+		}
+		if ok {
+			added++
+		}
+	}
+	return added, nil
 }

@@ -17,19 +17,13 @@ import (
 //
 // A Live answers from a copy of the file in memory of its own, read under
 // the file's shared flock(2) and validated as [Open] validates a file: no
-// write to the file (cp or dd over it, a truncation) changes an answer.
-// It polls the path (every [LiveOptions.Interval], and at [Live.Reload]),
-// and when the path names another file or the file changed (keys added in
-// place, another filter copied over it) it switches to a new copy once it
-// is read and valid. A file that is not, or that changes while it is read
-// (a copy in progress), leaves the old copy answering, reported through
-// [LiveOptions.OnError] and [Live.Stats]. A copy takes the file's size,
-// outside the Go heap (huge pages on Linux when large); twice that during
-// a switch, until the queries in flight on the old copy finish.
-//
-// Queries are safe for concurrent use, lock-free and allocation-free: they
-// take a reference on the current copy (two atomic additions on one of
-// several counters), as BenchmarkLive measures against a plain *Filter.
+// write to the file (cp or dd over it) changes an answer. It polls the
+// path (every [LiveOptions.Interval], and at [Live.Reload]), and when the
+// path names another file or the file changed, switches to a new copy
+// once it is read and valid; a file that is not leaves the old copy
+// answering ([LiveOptions.OnError], [Live.Stats]). A copy takes the file's
+// size, outside the Go heap; twice that during a switch. Queries are safe
+// for concurrent use, lock-free and allocation-free.
 type Live struct {
 	path string
 	opts LiveOptions
@@ -65,6 +59,7 @@ type LiveOptions struct {
 
 // LiveStats describes a Live filter's life so far.
 type LiveStats struct {
+	Path      string    // the path followed
 	Header    Header    // the header of the copy in use
 	LoadedAt  time.Time // when the copy in use was read
 	Reloads   int64     // switches to a new file (not to new content of the same file)
@@ -77,7 +72,7 @@ type LiveStats struct {
 
 // liveShards is how many counters share a filter's references, each on a
 // cache line of its own: one counter shared by every core costs more than
-// the query itself (measured in BenchmarkLive).
+// the query itself (BenchmarkLive).
 const liveShards = 16
 
 // liveFilter is one file's filter with the count of queries using it.
@@ -171,7 +166,7 @@ func OpenLive(path string, opts LiveOptions) (*Live, error) {
 func (l *Live) load() (*liveFilter, error) {
 	id, err := mapfile.StatPath(l.path)
 	if err != nil {
-		return nil, err
+		return nil, osError(l.path, err)
 	}
 	f := new(Filter)
 	if err := open(l.path, forLive, &f.core); err != nil {
@@ -273,22 +268,6 @@ func (l *Live) Probably(spki []byte) bool {
 	return lf.f.Probably(spki)
 }
 
-// Contains is [Filter.Contains] on the current file.
-func (l *Live) Contains(spki []byte) bool {
-	lf, shard := l.acquire()
-	defer lf.release(shard)
-	return lf.f.Contains(spki)
-}
-
-// CheckKey is [Filter.CheckKey] on the current file: the verdict on one
-// key, for a gate. It allocates what Filter.CheckKey does (nothing for a
-// key the filter lacks, given as a canonical DER SPKI).
-func (l *Live) CheckKey(data []byte) Verdict {
-	lf, shard := l.acquire()
-	defer lf.release(shard)
-	return lf.f.CheckKey(data)
-}
-
 // ProbablyBatch is [Filter.ProbablyBatch] on the current file: every key of
 // the batch is answered by the same file.
 func (l *Live) ProbablyBatch(spkis [][]byte, out []bool) {
@@ -306,14 +285,11 @@ func (l *Live) Do(fn func(*Filter)) {
 	fn(lf.f)
 }
 
-// Path returns the path followed.
-func (l *Live) Path() string { return l.path }
-
 // Stats returns the current file's header and the reloads so far.
 func (l *Live) Stats() LiveStats {
 	lf, shard := l.acquire()
 	defer lf.release(shard)
-	s := LiveStats{Header: lf.f.Header(), LoadedAt: lf.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load(), PendingCloses: l.closing.Load()}
+	s := LiveStats{Path: l.path, Header: lf.f.Header(), LoadedAt: lf.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load(), PendingCloses: l.closing.Load()}
 	if e := l.lastErr.Load(); e != nil {
 		s.LastError = *e
 	}

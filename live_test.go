@@ -12,8 +12,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/pkbf/pkbf/internal/testkit"
 )
 
 // writeVersion writes, by renaming a temporary file over path as an
@@ -333,39 +331,5 @@ func TestLiveChangeInPlace(t *testing.T) {
 	}
 	if st := l.Stats(); st.LastError != nil || st.Errors != 1 || st.Reloads != 1 {
 		t.Errorf("after a good file followed a bad one: %+v", st)
-	}
-}
-
-// Live.CheckKey answers from the file at the path now: a key added by a
-// new file renamed over it is a hit with its fingerprint after the reload,
-// and a clean key costs no allocation, as Filter.CheckKey.
-func TestLiveCheckKey(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f.pkbf")
-	writeVersion(t, path, 1)
-	l, err := OpenLive(path, LiveOptions{Interval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	spki := testkit.ReadFile(t, "testdata/keys/p256.spki.der")
-	if v := l.CheckKey(spki); v.Probably || v.Err != nil {
-		t.Fatalf("before the new file: %+v", v)
-	}
-	if n := testing.AllocsPerRun(100, func() { l.CheckKey(spki) }); n != 0 && !raceEnabled {
-		t.Errorf("CheckKey of a clean key allocates %.0f times", n)
-	}
-	f, _ := New(4, 14)
-	if _, err := f.AddKey(spki); err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	f.WriteTo(&b)
-	os.WriteFile(path+".new", b.Bytes(), 0o644)
-	os.Rename(path+".new", path)
-	if err := l.Reload(); err != nil {
-		t.Fatal(err)
-	}
-	if v := l.CheckKey(spki); !v.Probably || v.Fingerprint != Fingerprint(spki) {
-		t.Errorf("after the new file: %+v, want a hit with fingerprint %s", v, Fingerprint(spki))
 	}
 }

@@ -21,28 +21,18 @@ import (
 const mergeChunk = 1 << 20
 
 // Merge writes to out the union of the filter files inputs, which must all
-// have the same hash count and hash length: a key probably present in any
-// input is probably present in out, and out answers exactly as one filter
-// to which all the inputs' keys were added. Shards of a key set built apart
-// (on several machines, say) combine this way.
+// have the same hash count and hash length: out answers exactly as one
+// filter to which all the inputs' keys were added. Its header has the
+// inputs' highest revision plus one, the update time now, and the sum of
+// their entry counts (up to 2^32-1; [Header.EstimateEntries] counts a key
+// in several inputs once).
 //
-// The header of out has the inputs' highest revision plus one, the update
-// time now, and the sum of their entry counts (up to 2^32-1): a key added
-// to several inputs is counted once for each, so the count can exceed the
-// distinct keys; [Header.EstimateEntries] estimates those from the bits.
-//
-// Merge streams: it reads the inputs a chunk at a time, ORs them a word at
-// a time and writes the result, so its memory does not grow with the
-// inputs. Each input is held under a shared flock(2), the reference
-// implementation's read lock, from start to end, so a writer adding keys
-// in place waits and every input is read as one consistent filter. An
-// input that is not a regular file (a pipe, say) is read as a stream.
-// out is written atomically, as [Filter.WriteFile] writes it: a complete
-// new file renamed over any old one, which readers never see half made;
-// out may be one of the inputs. Cancelling ctx stops the merge, leaves any
-// old out as it was and returns ctx's error.
-//
-// Errors name the file they are about.
+// Merge streams, a chunk of each input at a time, in memory that does not
+// grow with the inputs; each input is held under the reference's shared
+// flock(2) from start to end, or read as a stream (a pipe). out is written
+// atomically, as [Filter.WriteFile] writes it, and may be one of the
+// inputs. Cancelling ctx stops the merge, leaves any old out as it was and
+// returns ctx's error. Errors name the file they are about.
 func Merge(ctx context.Context, out string, inputs ...string) (Header, error) {
 	if len(inputs) == 0 {
 		return Header{}, perr.New("merge: no input filters")
@@ -73,7 +63,7 @@ func Merge(ctx context.Context, out string, inputs ...string) (Header, error) {
 		if _, err := w.Write(hdr); err != nil {
 			return err
 		}
-		return mergeData(ctx, w, ins, h.DataSize())
+		return mergeData(ctx, w, ins, h.dataSize())
 	})
 	if err != nil {
 		return Header{}, err
@@ -174,7 +164,7 @@ func (in *mergeInput) start(fi fs.FileInfo) error {
 	if in.hdr, _, err = checkFile(in.file, in.path); err != nil {
 		return err
 	}
-	in.data = io.NewSectionReader(in.file, offData, int64(in.hdr.DataSize()))
+	in.data = io.NewSectionReader(in.file, offData, int64(in.hdr.dataSize()))
 	return nil
 }
 
@@ -187,7 +177,7 @@ func (in *mergeInput) read(b []byte) error {
 	case err != io.EOF && err != io.ErrUnexpectedEOF:
 		return err
 	case in.stream:
-		return fileError(in.path, perr.Errorf("%w: the data ends early, header says %d bytes: truncated: %w", ErrInvalidFile, in.hdr.DataSize(), io.ErrUnexpectedEOF))
+		return fileError(in.path, perr.Errorf("%w: the data ends early, header says %d bytes: truncated: %w", ErrInvalidFile, in.hdr.dataSize(), io.ErrUnexpectedEOF))
 	}
 	return fileChanged{path: in.path, detail: "it was cut short while being merged"}.err()
 }
@@ -216,15 +206,11 @@ func (in *mergeInput) close() {
 	in.file.Close()
 }
 
-// Union adds the keys of g to w: it sets every bit set in g, as merging
-// does (see [Merge]). The filters must have the same hash count and hash
-// length. w's entry count grows by g's (up to 2^32-1; keys in both are
-// counted twice) and, if anything changed, w's update time becomes now
-// and, on its first change in this editing session, its revision is
-// raised by one, as [Writable.Add] does.
-//
-// On a filter edited in place, Union takes the file's exclusive flock(2)
-// as Add does, and returns an error from the file as Add does.
+// Union adds the keys of g, a filter with the same hash count and length,
+// to w, as [Merge] does: it sets every bit set in g, and grows w's entry
+// count by g's (up to 2^32-1); the update time and revision change as
+// [Writable.Add] changes them, and on a filter edited in place Union locks
+// and fails as Add does.
 func (w *Writable) Union(g *Filter) (err error) {
 	gh := g.Header()
 	if w.hdr.HashCount != gh.HashCount || w.hdr.HashLength != gh.HashLength {
@@ -282,15 +268,4 @@ func (h Header) EstimateEntries(set uint64) float64 {
 	}
 	m := float64(h.Bits())
 	return -m / float64(h.HashCount) * math.Log1p(-float64(set)/m)
-}
-
-// EstimateEntries counts the bits set in the filter (reading the whole
-// data, as [Filter.FillRatio] does) and estimates from them how many
-// distinct keys it holds; see [Header.EstimateEntries].
-func (f *Filter) EstimateEntries() float64 {
-	if f.mapped != nil {
-		defer f.mapped.CatchFault(debug.SetPanicOnFault(true))
-		defer f.mapped.ReadingAll()()
-	}
-	return f.hdr.EstimateEntries(onesCount(f.data))
 }

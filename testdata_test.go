@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keys"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated files in testdata/")
@@ -19,7 +20,7 @@ var exampleFilterKeys = []string{"rsa2048.pkcs8.pem", "rsa512.pkcs8.pem", "p256.
 // buildExampleFilter builds testdata/example.pkbf from the test keys: a
 // filter for 1000 entries at a one-in-a-million false-positive rate, with
 // every EC key under both point forms.
-func buildExampleFilter(t *testing.T) *Filter {
+func buildExampleFilter(t *testing.T) *Writable {
 	k, l, err := Parameters(1000, 1e-6)
 	if err != nil {
 		t.Fatal(err)
@@ -29,11 +30,11 @@ func buildExampleFilter(t *testing.T) *Filter {
 		t.Fatal(err)
 	}
 	for _, name := range exampleFilterKeys {
-		if _, err := f.AddKey(testkit.ReadFile(t, filepath.Join(keysDir, name))); err != nil {
+		if _, err := addKey(f, testkit.ReadFile(t, filepath.Join(keysDir, name))); err != nil {
 			t.Fatalf("AddKey(%s): %v", name, err)
 		}
 	}
-	return readOnly(t, f)
+	return f
 }
 
 // TestExampleFilterFile checks that testdata/example.pkbf is what
@@ -59,14 +60,14 @@ func TestExampleFilterFile(t *testing.T) {
 	}
 	// The keys left out are not in it.
 	for _, name := range []string{"p384.pub", "p521.pub", "rsa1024.pub"} {
-		spki, _ := SPKI(testkit.ReadFile(t, filepath.Join(keysDir, name)))
+		spki, _ := keys.SPKI(testkit.ReadFile(t, filepath.Join(keysDir, name)))
 		if g.Probably(spki) {
 			t.Errorf("%s is probably in the example filter, which leaves it out", name)
 		}
 	}
 	// And the key the README's first command checks is in it, under the
 	// encoding of its certificate.
-	cert, err := SPKI(testkit.ReadFile(t, filepath.Join(keysDir, "p256.cert.pem")))
+	cert, err := keys.SPKI(testkit.ReadFile(t, filepath.Join(keysDir, "p256.cert.pem")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/pkbf/pkbf/internal/hugemem"
+	"github.com/pkbf/pkbf/internal/bitwords"
 	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/internal/probe"
@@ -44,11 +44,9 @@ func checkParameters(hashCount, hashLength int) error {
 }
 
 // Writable is a filter keys are added to: in memory, from [New], or in
-// its file, in place, from [Edit]. It answers queries too, also while keys
-// are being added: its data changes under them, so its queries load it
-// atomically, where a [Filter]'s never changes. Its methods are safe for
-// concurrent use, but Close, which must not run concurrently with the
-// others.
+// its file, in place, from [Edit]. It answers queries as a [Filter] does,
+// also while keys are being added. Its methods are safe for concurrent
+// use, but Close, which must not run concurrently with the others.
 type Writable struct {
 	core
 	words []uint32 // the data as 32-bit words, which Add sets atomically
@@ -62,19 +60,34 @@ type Writable struct {
 // whole words.
 func (w *Writable) setWords(p unsafe.Pointer, n int) {
 	w.words = unsafe.Slice((*uint32)(p), (n+3)/4)
+	w.shared = true
+}
+
+// loadAll loads the word of every position of a key, with no branch
+// between the loads, and reports whether all its bits are set.
+func (w *Writable) loadAll(x, y uint64) bool {
+	words, mask := w.words, w.mask
+	var missing uint32
+	for i := range w.k {
+		wd, m := bitwords.Bit(x & mask)
+		missing |= m &^ atomic.LoadUint32(&words[wd])
+		x, y = probe.Step(x, y, i)
+	}
+	return missing == 0
 }
 
 // New returns an empty in-memory filter with the given hash count
 // (1 to 255) and hash length (3 to 40): revision 0, update time the Unix
-// epoch, no entries. Add keys with [Writable.AddKey] or [Writable.Add] and
-// save it with [Writable.WriteFile] or [Writable.WriteTo].
+// epoch, no entries. Add keys with [Writable.Add] (keycheck.AddKey adds a
+// key under every encoding) and save it with [Writable.WriteFile] or
+// [Writable.WriteTo].
 func New(hashCount, hashLength int) (*Writable, error) {
 	if err := checkParameters(hashCount, hashLength); err != nil {
 		return nil, err
 	}
 	h := Header{Updated: time.Unix(0, 0).UTC(), HashCount: uint8(hashCount), HashLength: uint8(hashLength)}
-	n := int(h.DataSize())
-	data := hugemem.Alloc((n + 3) &^ 3) // whole words; huge pages when large
+	n := int(h.dataSize())
+	data := mapfile.AllocHuge((n + 3) &^ 3) // whole words; huge pages when large
 	w := new(Writable)
 	w.init(h, data[:n:n])
 	w.setWords(unsafe.Pointer(unsafe.SliceData(data)), n)
@@ -84,21 +97,16 @@ func New(hashCount, hashLength int) (*Writable, error) {
 // Add adds spki, a DER SubjectPublicKeyInfo, to the filter, as the
 // reference implementation does: a key already probably present changes
 // nothing and Add returns false; otherwise Add sets its bits, raises the
-// entry count by one (it stops at 2^32-1), sets the update time to now and,
-// on the first add of this editing session (since New or Edit), raises
-// the revision by one. It returns true. Add adds exactly these bytes; to
-// add a key under every encoding a filter may hold it in, use
-// [Writable.AddKey].
+// entry count (up to 2^32-1), sets the update time to now and, on the
+// first add since New or Edit, raises the revision, and returns true. It
+// adds exactly these bytes (keycheck.AddKey adds every encoding of a key),
+// and is safe to call from many goroutines at once, beside queries.
 //
-// Add and queries are safe to call from many goroutines at once.
-//
-// On a filter edited in place, each Add takes an exclusive flock(2) on the
-// file, reads the header there (other processes may have added keys), sets
-// the bits and then writes the header. A crash in between can at worst
-// leave a key's bits set with the count not yet raised. An error from the
-// file, or a file cut short under it (an error wrapping
-// [ErrFileChanged]), stops all editing: Add returns it then and from then
-// on, as do Sync and Close.
+// On a filter edited in place, each Add takes an exclusive flock(2), reads
+// the header in the file (other processes may have added keys), sets the
+// bits, then writes the header. An error from the file, or a file cut
+// short under it (wrapping [ErrFileChanged]), stops all editing: Add and
+// Close return it from then on.
 func (w *Writable) Add(spki []byte) (bool, error) {
 	if w.words == nil {
 		panic("pkbf: Add on a closed filter")
@@ -163,7 +171,7 @@ func (w *Writable) add(spki []byte) (added bool) {
 	// the OR; if none was clear, the key was already probably present.
 	x, y := h1, h2
 	for i := range w.k {
-		wd, m := wordBit(x & w.mask)
+		wd, m := bitwords.Bit(x & w.mask)
 		if atomic.LoadUint32(&w.words[wd])&m == 0 {
 			atomic.OrUint32(&w.words[wd], m)
 			added = true
@@ -304,17 +312,11 @@ func makeFileAtomic(path string, noReplace bool, fill func(tmp *os.File) error) 
 }
 
 // Create makes a new, empty filter file at path, as the reference does:
-// it refuses an existing file (errors.Is(err, fs.ErrExist)) and writes the
-// header (revision 0, time 0, no entries, the given hash count and length,
-// in the ranges of [New]) and zeroed data.
-//
-// It is atomic: the filter is made under a temporary name in the same
-// directory, its disk space reserved (on Linux; a file system too small
-// fails here, not on the first add), synced, and only then given its
-// name, which an existing file refuses at that moment too. A crash leaves
-// either no filter at path or a complete empty one, and at worst a
-// temporary file named .NAME.tmp-* beside it. A failure removes the
-// temporary file.
+// the header (revision 0, time 0, no entries, the hash count and length in
+// the ranges of [New]) and zeroed data; an existing file is refused
+// (errors.Is(err, fs.ErrExist)). It is atomic: the file is made under a
+// temporary name beside path, its disk space reserved (on Linux), synced,
+// and only then named path, so a crash leaves no filter or a complete one.
 func Create(path string, hashCount, hashLength int) error {
 	if err := checkParameters(hashCount, hashLength); err != nil {
 		return err
@@ -350,21 +352,10 @@ var createHook = func(stage string) {}
 // big to rewrite. Changes made by [Writable.Add] go straight to the file
 // (which is mapped into memory) under an exclusive flock(2) each, so the
 // reference implementation and other processes can work on the same file;
-// they are durable after [Writable.Sync] or [Writable.Close]. Editing in
+// they are durable after [Writable.Close]. Editing in
 // place needs a Unix system. Errors are those of [Open], and of reserving
 // disk space for a sparse file.
 func Edit(path string) (*Writable, error) { return openInPlace(path) }
-
-// Sync makes the changes to a filter edited in place durable, and returns
-// the first error met editing it. For a filter in memory it does nothing.
-func (w *Writable) Sync() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.inPlace == nil {
-		return nil
-	}
-	return w.inPlace.sync(w)
-}
 
 // Parameters returns the hash count and hash length the reference
 // implementation chooses for a filter of the given number of entries at the

@@ -58,10 +58,10 @@ func TestWriteMatchesExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, err := f.AddKey(testkit.ReadFile(t, filepath.Join(dir, "rsa2048_key.pem"))); n != 1 || err != nil {
+		if n, err := addKey(f, testkit.ReadFile(t, filepath.Join(dir, "rsa2048_key.pem"))); n != 1 || err != nil {
 			t.Fatalf("%s: AddKey(RSA) = %d, %v; want 1", ex.name, n, err)
 		}
-		n, err := f.AddKey(testkit.ReadFile(t, filepath.Join(dir, "p256_cert.der")))
+		n, err := addKey(f, testkit.ReadFile(t, filepath.Join(dir, "p256_cert.der")))
 		if err != nil || n < 1 {
 			t.Fatalf("%s: AddKey(P-256) = %d, %v", ex.name, n, err)
 		}
@@ -408,10 +408,7 @@ func TestEditMisuse(t *testing.T) {
 	if !mustAdd(t, f, []byte("x")) || f.Header().EntryCount != math.MaxUint32 {
 		t.Errorf("count after add at the maximum = %d", f.Header().EntryCount)
 	}
-	// Sync and WriteTo of a closed filter.
-	if err := f.Sync(); err != nil {
-		t.Errorf("Sync of an in-memory filter = %v", err)
-	}
+	// WriteTo of a closed filter.
 	f.Close()
 	if _, err := f.WriteTo(io.Discard); err == nil {
 		t.Error("WriteTo after Close succeeded")
@@ -433,7 +430,7 @@ func mustAdd(t testing.TB, w *Writable, spki []byte) bool {
 // compile, as *Filter has no method that changes its bits.
 func TestReadOnlyHasNoAdd(t *testing.T) {
 	ro := reflect.TypeOf((*Filter)(nil))
-	for _, name := range []string{"Add", "AddKey", "AddKeys", "Union", "Sync"} {
+	for _, name := range []string{"Add", "Union"} {
 		if _, ok := ro.MethodByName(name); ok {
 			t.Errorf("*Filter has %s", name)
 		}

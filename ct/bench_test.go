@@ -12,6 +12,7 @@ import (
 	"filippo.io/sunlight"
 
 	"github.com/pkbf/pkbf/ct/cttest"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // BenchmarkScan scans a Static CT log of 2^20 entries (PKBF_CT_ENTRIES
@@ -70,7 +71,7 @@ func BenchmarkScan(b *testing.B) {
 		}
 		hits := 0
 		start := time.Now()
-		res, err := (&Scan{Log: l, Filter: f, Report: func(Hit) error { hits++; return nil }}).Run(context.Background())
+		res, err := (&Scan{Log: l, Filter: keycheck.New(f, keycheck.Options{}), Report: func(Hit) error { hits++; return nil }}).Run(context.Background())
 		d := time.Since(start)
 		if err != nil || res.Entries != int64(n) || hits != len(fx.Planted) {
 			b.Fatalf("scan: %+v, %v, %d hits, want %d", res, err, hits, len(fx.Planted))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // compressedSPKI returns a P-256 SPKI whose point is compressed: not the
@@ -54,15 +55,15 @@ func TestHitJSONIsCheckJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.AddKey(spki); err != nil {
+	if _, err := keycheck.AddKey(w, spki); err != nil {
 		t.Fatal(err)
 	}
-	v := w.CheckKey(spki)
-	if !v.Probably || v.OtherLabel != "as given" {
+	v := keycheck.New(w, keycheck.Options{}).CheckKey(spki)
+	if !v.Probably || v.Key.OtherLabel != "as given" {
 		t.Fatalf("the verdict: %+v, want a hit named as given", v)
 	}
 	const log = "https://log.example/2026/"
-	v.Input = log
+	v.Source.Input = log
 	h := Hit{Log: log, Index: 123456, Timestamp: time.UnixMilli(1764000000123).UTC(), Precert: true,
 		Serial: "04a1", Subject: "CN=host.example", Issuer: "CN=<Example> CA", Verdict: v}
 	line := h.AppendJSON([]byte("before"))
@@ -88,7 +89,7 @@ func TestHitJSONIsCheckJSON(t *testing.T) {
 			t.Errorf("%s: %v, want pkbf check --json's %v", k, got[k], want)
 		}
 	}
-	if got["fingerprint_as_given"] != v.OtherFingerprint || got["fingerprint"] != v.Fingerprint || got["source"] != h.Source() || got["file"] != log {
+	if got["fingerprint_as_given"] != v.Key.OtherFingerprint || got["fingerprint"] != v.Key.Fingerprint || got["source"] != h.Source() || got["file"] != log {
 		t.Errorf("fingerprints or source: %s", line)
 	}
 	if !bytes.Contains(line, []byte(`"issuer":"CN=<Example> CA"`)) {

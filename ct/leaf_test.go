@@ -18,6 +18,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/ct/cttest"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // oracleSPKI is the SubjectPublicKeyInfo certificate-transparency-go's
@@ -211,7 +212,7 @@ func lenientSPKIs(t testing.TB) (cases []lenientSPKI, filter string) {
 func TestLenientSPKIAsGoReadsIt(t *testing.T) {
 	fx := cttest.NewFixture(t, 3, 3, 7)
 	cases, path := lenientSPKIs(t)
-	s := &Scan{Filter: openFilter(t, path)}
+	s := &Scan{Filter: keycheck.New(openFilter(t, path), keycheck.Options{})}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			der := withSPKI(t, fx, fx.Entries[0].DER, c.spki)

@@ -17,15 +17,15 @@
 // [Open] opens a log with its kind's client, asking the log its kind
 // unless the options say it. A [Scan] reads a log from where its state
 // file says the last run stopped to the log's current size, checks the
-// key of each entry's certificate with the library's
-// [pkbf.Filter.CheckKey], and reports every probable hit with the
+// key of each entry's certificate with a [keycheck.KeyChecker] (a
+// [keycheck.Checker] over a filter), and reports every probable hit with the
 // entry's index, timestamp, serial, subject, issuer and fingerprint:
 //
 //	log, err := ct.Open(ctx, "https://log.example/2026h1/", ct.Options{Key: logKey})
 //	if err != nil {
 //		return err
 //	}
-//	res, err := (&ct.Scan{Log: log, Filter: filter, State: "scan.json",
+//	res, err := (&ct.Scan{Log: log, Filter: keycheck.New(filter, keycheck.Options{}), State: "scan.json",
 //		Report: func(h ct.Hit) error { _, err := os.Stdout.Write(h.AppendJSON(nil)); return err },
 //	}).Run(ctx)
 package ct

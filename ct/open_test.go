@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pkbf/pkbf/ct/cttest"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // Issue 43, item 4: the package tells a log's kind from what it serves
@@ -71,7 +72,7 @@ func TestOpen(t *testing.T) {
 			if l.Kind() != c.want {
 				t.Fatalf("kind %s, want %s", l.Kind(), c.want)
 			}
-			res, err := (&Scan{Log: l, Filter: f}).Run(context.Background())
+			res, err := (&Scan{Log: l, Filter: keycheck.New(f, keycheck.Options{})}).Run(context.Background())
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Errorf("scan: %v, want an error with %q", err, c.err)
@@ -91,10 +92,10 @@ func TestOpen(t *testing.T) {
 }
 
 // Issue 43, item 4: a scan is one pipeline: the log's reader and the
-// scan's own goroutine, which checks each key (Filter.CheckKey). It
-// stacked two: its reader fed Filter.Check, which ran a reader and
-// workers of its own (pkbf's run), the two sharing state under a mutex.
-// While hits are reported, no goroutine of Filter.Check's runs.
+// scan's own goroutine, which checks each key (keycheck's CheckKey). It
+// stacked two: its reader fed a Check, which ran a reader and workers of
+// its own (the pipeline's run), the two sharing state under a mutex.
+// While hits are reported, no goroutine of a Check's runs.
 func TestScanOnePipeline(t *testing.T) {
 	fx := cttest.NewFixture(t, 3000, 300, 97)
 	f := openFilter(t, fx.Filter)
@@ -102,7 +103,7 @@ func TestScanOnePipeline(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			buf := make([]byte, 1<<20)
 			stacks := ""
-			s := &Scan{Log: open(), Filter: f, State: filepath.Join(t.TempDir(), "state.json"),
+			s := &Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: filepath.Join(t.TempDir(), "state.json"),
 				Report: func(h Hit) error {
 					if stacks == "" {
 						stacks = string(buf[:runtime.Stack(buf, true)])
@@ -115,8 +116,8 @@ func TestScanOnePipeline(t *testing.T) {
 			if stacks == "" {
 				t.Fatal("no hit reported")
 			}
-			if strings.Contains(stacks, "github.com/pkbf/pkbf.(*run)") {
-				t.Errorf("Filter.Check's pipeline runs beside the scan's:\n%s", stacks)
+			if strings.Contains(stacks, "github.com/pkbf/pkbf/keycheck.(*run)") {
+				t.Errorf("keycheck's Check pipeline runs beside the scan's:\n%s", stacks)
 			}
 		})
 	}

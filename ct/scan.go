@@ -13,13 +13,15 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // A Scan checks a log's entries against a filter, from where its state
 // file says the last run stopped (or From) up to the log's tree head.
 type Scan struct {
-	Log    Log
-	Filter *pkbf.Filter
+	Log Log
+	// Filter checks each entry's key: a keycheck.Checker over a filter.
+	Filter keycheck.KeyChecker
 	// State is the path of the scan's state file: the log, the next
 	// entry, the log's verification state and the hits already reported
 	// past it. It is replaced atomically before the first entry is read,
@@ -73,9 +75,9 @@ type Hit struct {
 	// Serial (hex), Subject and Issuer are the certificate's, as far as
 	// they can be read.
 	Serial, Subject, Issuer string
-	// Verdict is Filter.CheckKey's on the entry's key, with the key's
-	// fingerprints; its Input is the log's URL.
-	Verdict pkbf.Verdict
+	// Verdict is Filter's on the entry's key, with the key's
+	// fingerprints; its Source's Input is the log's URL.
+	Verdict keycheck.Verdict
 }
 
 // Source says where the hit is, as pkbf-ct's text line does: "LOG: entry
@@ -90,7 +92,7 @@ func (h *Hit) Source() string {
 
 // AppendJSON appends the hit as one JSON object and a newline, as
 // pkbf-ct --json prints it: the object pkbf check --json prints for the
-// key ([pkbf.Verdict.AppendJSON]: source, as [Hit.Source] says it; file,
+// key ([keycheck.Verdict.AppendJSON]: source, as [Hit.Source] says it; file,
 // the log's URL; fingerprint, fingerprint_as_given or
 // fingerprint_named_curve where the key's encoding in the certificate is
 // not the one named; probably), followed by the entry's fields: log,
@@ -98,7 +100,7 @@ func (h *Hit) Source() string {
 // timestamp, precertificate, serial, subject and issuer.
 func (h *Hit) AppendJSON(b []byte) []byte {
 	v := h.Verdict
-	v.Input = h.Log
+	v.Source.Input = h.Log
 	obj := v.AppendJSON(nil)
 	// The verdict's source is its input, the log; the hit's says where in
 	// it. (`,"file":` cannot be inside the source string, whose quotes are
@@ -203,7 +205,7 @@ const snapshotEvery = 256
 // One pipeline: a goroutine reads the log (fetching, parsing and checking
 // tiles or entries against the tree is most of a scan's work) and sends
 // batches of entries; Run's goroutine checks each entry's key with
-// [pkbf.Filter.CheckKey], reports hits and saves the state.
+// Scan.Filter, reports hits and saves the state.
 func (s *Scan) Run(ctx context.Context) (Result, error) {
 	st, err := s.load()
 	if err != nil {
@@ -521,8 +523,8 @@ func (s *Scan) check(e Entry, notChecked map[int64]bool, res *Result) (*Hit, err
 			s.Unchecked(e.Index, err)
 		}
 	case v.Probably:
-		v.Input = s.Log.URL()
-		h := Hit{Log: v.Input, Index: e.Index, Timestamp: time.UnixMilli(e.Timestamp).UTC(), Precert: e.Precert, Verdict: v}
+		v.Source.Input = s.Log.URL()
+		h := Hit{Log: v.Source.Input, Index: e.Index, Timestamp: time.UnixMilli(e.Timestamp).UTC(), Precert: e.Precert, Verdict: v}
 		h.Serial, h.Subject, h.Issuer = e.details()
 		return &h, nil
 	}
@@ -533,10 +535,10 @@ func (s *Scan) check(e Entry, notChecked map[int64]bool, res *Result) (*Hit, err
 // it, or, where its strict parse fails, as TLS clients read it
 // (asTLSClientsRead). An error: no parser yields a key, or the filter's
 // file failed.
-func (s *Scan) verdict(e Entry) (pkbf.Verdict, error) {
+func (s *Scan) verdict(e Entry) (keycheck.Verdict, error) {
 	spki, err := e.leafSPKI()
 	if err != nil {
-		return pkbf.Verdict{}, err
+		return keycheck.Verdict{}, err
 	}
 	v := s.Filter.CheckKey(spki)
 	if v.Err == nil || errors.Is(v.Err, pkbf.ErrFileChanged) {

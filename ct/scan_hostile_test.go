@@ -20,6 +20,7 @@ import (
 	ct "github.com/google/certificate-transparency-go"
 
 	"github.com/pkbf/pkbf/ct/cttest"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // hostility is how hostileLog misbehaves; the zero value is honest.
@@ -160,7 +161,7 @@ func TestForgedEntriesHideNoHit(t *testing.T) {
 			for i, r := range c.runs {
 				set(r.hostility)
 				var unchecked []int64
-				s := &Scan{Log: open(), Filter: f, State: path, From: r.from, To: r.to,
+				s := &Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: path, From: r.from, To: r.to,
 					Report:    func(h Hit) error { hits = append(hits, h); return nil },
 					Unchecked: func(i int64, err error) { unchecked = append(unchecked, i) }}
 				before := len(hits)
@@ -214,7 +215,7 @@ func TestRFC6962ReportRefusedAfterProof(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	var hits []int64
 	refuse := int64(207)
-	s := &Scan{Log: open(), Filter: f, State: path, Report: func(h Hit) error {
+	s := &Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: path, Report: func(h Hit) error {
 		if h.Index == refuse {
 			return errors.New("the disk is full")
 		}
@@ -248,7 +249,7 @@ func TestStateReportedUnprovedIgnored(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	os.WriteFile(path, fmt.Appendf(nil, `{"log": %q, "next": 0, "reported": [7], "tree_size": 0}`, l.URL()), 0o644)
 	var hits []int64
-	res, err := (&Scan{Log: l, Filter: f, State: path, Report: func(h Hit) error { hits = append(hits, h.Index); return nil }}).Run(context.Background())
+	res, err := (&Scan{Log: l, Filter: keycheck.New(f, keycheck.Options{}), State: path, Report: func(h Hit) error { hits = append(hits, h.Index); return nil }}).Run(context.Background())
 	if err != nil || res.Hits != 1 || !slices.Equal(hits, []int64{7}) {
 		t.Errorf("%+v, %v, hits %v; want entry 7 reported", res, err, hits)
 	}
@@ -290,7 +291,7 @@ func TestStaticForgedEntryHidesNoHit(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				return (&Scan{Log: l, Filter: f, State: path, Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
+				return (&Scan{Log: l, Filter: keycheck.New(f, keycheck.Options{}), State: path, Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
 			}
 			forge.Store(mode)
 			res, err := scan()
@@ -321,7 +322,7 @@ func TestHeldHitsBounded(t *testing.T) {
 	for _, n := range []int{5, 4} {
 		maxHeld = n
 		var hits []int64
-		res, err := (&Scan{Log: open(), Filter: f, Report: func(h Hit) error { hits = append(hits, h.Index); return nil }}).Run(context.Background())
+		res, err := (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), Report: func(h Hit) error { hits = append(hits, h.Index); return nil }}).Run(context.Background())
 		switch {
 		case n == 5 && (err != nil || !slices.Equal(hits, []int64{7, 67, 127, 187, 247})):
 			t.Errorf("at most 5 held: %+v, %v, hits %v; want a complete scan, 5 hits", res, err, hits)

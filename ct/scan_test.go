@@ -24,6 +24,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/ct/cttest"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // testLogs returns the fixture's entries as both kinds of log, served on
@@ -82,7 +83,7 @@ func TestScanFindsPlanted(t *testing.T) {
 	for kind, open := range testLogs(t, fx) {
 		t.Run(kind, func(t *testing.T) {
 			var hits []Hit
-			s := &Scan{Log: open(), Filter: f, State: filepath.Join(t.TempDir(), "state.json"),
+			s := &Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: filepath.Join(t.TempDir(), "state.json"),
 				Report:    func(h Hit) error { hits = append(hits, h); return nil },
 				Unchecked: func(i int64, err error) { t.Errorf("entry %d not checked: %v", i, err) }}
 			res, err := s.Run(context.Background())
@@ -114,7 +115,7 @@ func checkHits(t *testing.T, fx *cttest.Fixture, hits []Hit) {
 		got = append(got, h.Index)
 		e := fx.Entries[h.Index]
 		if h.Precert != e.Precert || h.Timestamp.UnixMilli() != e.Time || !strings.HasPrefix(h.Subject, "CN=host") ||
-			h.Issuer != "CN=pkbf CT test CA" || h.Verdict.Fingerprint == "" || !h.Verdict.Probably {
+			h.Issuer != "CN=pkbf CT test CA" || h.Verdict.Key.Fingerprint == "" || !h.Verdict.Probably {
 			t.Errorf("hit %d: %+v", h.Index, h)
 		}
 		if serial := hex.EncodeToString(big.NewInt(int64(len(fx.Entries)) + h.Index + 1000).Bytes()); h.Serial != serial {
@@ -154,7 +155,7 @@ func TestScanResumedTenTimes(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				stopAfter := 1 + runs%3 // hits into the run
 				n := 0
-				s := &Scan{Log: open(), Filter: f, State: state, SaveEvery: time.Nanosecond,
+				s := &Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: state, SaveEvery: time.Nanosecond,
 					Report: func(h Hit) error {
 						hits = append(hits, h)
 						if n++; n == stopAfter && runs < 10 {
@@ -226,7 +227,7 @@ func TestScanCancelledMidBody(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 				cancel()
 			}()
-			_, err := (&Scan{Log: open(), Filter: f}).Run(ctx)
+			_, err := (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{})}).Run(ctx)
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("err = %v, which is not context.Canceled", err)
 			}
@@ -251,11 +252,11 @@ func TestRFC6962Verification(t *testing.T) {
 		return l
 	}
 	rs.Tamper.Store(700 + 1)
-	_, err := (&Scan{Log: open(), Filter: f}).Run(context.Background())
+	_, err := (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{})}).Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "do not match the tree head") || errors.Is(err, context.Canceled) {
 		t.Errorf("a tampered entry: %v (a failure, not an interruption)", err)
 	}
-	_, err = (&Scan{Log: open(), Filter: f, From: 333}).Run(context.Background())
+	_, err = (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), From: 333}).Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "do not match the tree head") {
 		t.Errorf("a tampered entry, from 333: %v", err)
 	}
@@ -265,7 +266,7 @@ func TestRFC6962Verification(t *testing.T) {
 	// the entries read are counted (issue 41 follow-up, F4: "0 read" when
 	// 1500 were read and discarded).
 	tampered := filepath.Join(t.TempDir(), "tampered.json")
-	res, err := (&Scan{Log: open(), Filter: f, State: tampered}).Run(context.Background())
+	res, err := (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: tampered}).Run(context.Background())
 	var st struct{ Next int64 }
 	b, _ := os.ReadFile(tampered)
 	json.Unmarshal(b, &st)
@@ -274,7 +275,7 @@ func TestRFC6962Verification(t *testing.T) {
 	}
 	rs.Tamper.Store(0)
 	var hits []Hit
-	res, err = (&Scan{Log: open(), Filter: f, From: 333, Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
+	res, err = (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), From: 333, Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
 	if err != nil || res.Entries != 1500-333 {
 		t.Fatalf("from 333: %+v, %v", res, err)
 	}
@@ -289,7 +290,7 @@ func TestRFC6962Verification(t *testing.T) {
 	rs.Size.Store(1000)
 	state := filepath.Join(t.TempDir(), "state.json")
 	hits = nil
-	s := &Scan{Log: open(), Filter: f, State: state, Report: func(h Hit) error { hits = append(hits, h); return nil }}
+	s := &Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: state, Report: func(h Hit) error { hits = append(hits, h); return nil }}
 	if res, err := s.Run(context.Background()); err != nil || res.Next != 1000 {
 		t.Fatalf("first 1000: %+v, %v", res, err)
 	}
@@ -299,7 +300,7 @@ func TestRFC6962Verification(t *testing.T) {
 	}
 	checkHits(t, fx, hits)
 	// The state names its log.
-	other := &Scan{Log: &staticLog{prefix: "https://other.example/"}, Filter: f, State: state}
+	other := &Scan{Log: &staticLog{prefix: "https://other.example/"}, Filter: keycheck.New(f, keycheck.Options{}), State: state}
 	if _, err := other.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "not of https://other.example/") {
 		t.Errorf("another log's state: %v", err)
 	}
@@ -323,7 +324,7 @@ func TestUncoveredDataDecidesNothing(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				var hits []Hit
-				res, err := (&Scan{Log: open(), Filter: f,
+				res, err := (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}),
 					Report:    func(h Hit) error { hits = append(hits, h); return nil },
 					Unchecked: func(i int64, err error) { t.Errorf("entry %d not checked: %v", i, err) }}).Run(context.Background())
 				if err != nil || res.Entries != 1500 {
@@ -345,7 +346,7 @@ func TestStartPastTree(t *testing.T) {
 	for kind, open := range testLogs(t, fx) {
 		t.Run(kind, func(t *testing.T) {
 			state := filepath.Join(t.TempDir(), "state.json")
-			s := &Scan{Log: open(), Filter: f, State: state}
+			s := &Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: state}
 			if _, err := s.Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -369,12 +370,12 @@ func TestStartPastTree(t *testing.T) {
 				}
 			}
 			// From past the tree, without a state.
-			_, err := (&Scan{Log: open(), Filter: f, From: 601}).Run(context.Background())
+			_, err := (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), From: 601}).Run(context.Background())
 			if err == nil || !strings.Contains(err.Error(), "would start at entry 601, outside the tree head's 600 entries") {
 				t.Errorf("From 601: %v", err)
 			}
 			// At the tree's size: nothing to do, no error.
-			if res, err := (&Scan{Log: open(), Filter: f, From: 600}).Run(context.Background()); err != nil || res.Entries != 0 {
+			if res, err := (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), From: 600}).Run(context.Background()); err != nil || res.Entries != 0 {
 				t.Errorf("From 600: %+v, %v", res, err)
 			}
 		})
@@ -454,7 +455,7 @@ func TestFailureNamesEntry(t *testing.T) {
 			}
 			state := filepath.Join(t.TempDir(), "state.json")
 			var hits []int64
-			res, err := (&Scan{Log: l, Filter: f, State: state, Report: func(h Hit) error { hits = append(hits, h.Index); return nil }}).Run(context.Background())
+			res, err := (&Scan{Log: l, Filter: keycheck.New(f, keycheck.Options{}), State: state, Report: func(h Hit) error { hits = append(hits, h.Index); return nil }}).Run(context.Background())
 			if want := fmt.Sprintf(": entry %d: ", c.failed); err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("err = %v, want one naming entry %d", err, c.failed)
 			}
@@ -492,7 +493,7 @@ func TestUncheckedNeverForgotten(t *testing.T) {
 	for kind, open := range testLogs(t, fx) {
 		t.Run(kind, func(t *testing.T) {
 			var unchecked []int64
-			s := &Scan{Log: open(), Filter: f, State: filepath.Join(t.TempDir(), "state.json"),
+			s := &Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: filepath.Join(t.TempDir(), "state.json"),
 				Unchecked: func(i int64, err error) { unchecked = append(unchecked, i) }}
 			for run, want := range [][]int64{{300}, {300}, nil, nil} {
 				unchecked = nil
@@ -536,13 +537,13 @@ func TestRFC6962ToProved(t *testing.T) {
 	rs, open := rfc6962Test(t, fx)
 	state := filepath.Join(t.TempDir(), "state.json")
 	rs.Tamper.Store(150 + 1)
-	res, err := (&Scan{Log: open(), Filter: f, State: state, To: 300}).Run(context.Background())
+	res, err := (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: state, To: 300}).Run(context.Background())
 	if err == nil || !errors.Is(err, errNotInTree) || res.Next != 0 || res.Entries != 256 {
 		t.Fatalf("entry 150 not the tree's, to 300: %+v, %v; want a failure keeping nothing", res, err)
 	}
 	rs.Tamper.Store(0)
 	var hits []Hit
-	s := &Scan{Log: open(), Filter: f, State: state, To: 300, Report: func(h Hit) error { hits = append(hits, h); return nil }}
+	s := &Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: state, To: 300, Report: func(h Hit) error { hits = append(hits, h); return nil }}
 	if res, err := s.Run(context.Background()); err != nil || res.Next != 300 {
 		t.Fatalf("honest, to 300: %+v, %v", res, err)
 	}
@@ -571,7 +572,7 @@ func TestRFC6962KeepsOnlyProvedRanges(t *testing.T) {
 	run := func(every time.Duration, stop int64) (Result, error) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		return (&Scan{Log: open(), Filter: f, State: state, SaveEvery: every,
+		return (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: state, SaveEvery: every,
 			Report: func(h Hit) error {
 				if h.Index > stop {
 					cancel()
@@ -668,12 +669,12 @@ func TestForkBetweenRuns(t *testing.T) {
 			t.Run(kind+"/"+c.name, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "state.json")
 				serve[kind](c.first)
-				if _, err := (&Scan{Log: open[kind](), Filter: f, State: path}).Run(context.Background()); err != nil {
+				if _, err := (&Scan{Log: open[kind](), Filter: keycheck.New(f, keycheck.Options{}), State: path}).Run(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 				before, _ := os.ReadFile(path)
 				serve[kind](c.then)
-				res, err := (&Scan{Log: open[kind](), Filter: f, State: path}).Run(context.Background())
+				res, err := (&Scan{Log: open[kind](), Filter: keycheck.New(f, keycheck.Options{}), State: path}).Run(context.Background())
 				if !c.forked {
 					if err != nil || res.Next != res.Head.Size {
 						t.Errorf("%+v, %v", res, err)
@@ -725,7 +726,7 @@ func TestRFC6962UnprovedSavedRange(t *testing.T) {
 	b, _ := json.Marshal(state{Log: l.URL(), Next: 300, Verify: verify, Size: 600})
 	os.WriteFile(path, b, 0o644)
 	rs.Tamper.Store(0)
-	res, err := (&Scan{Log: open(), Filter: f, State: path}).Run(context.Background())
+	res, err := (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: path}).Run(context.Background())
 	if !errors.Is(err, errNotInTree) || !strings.Contains(err.Error(), "remove "+path) || res.Entries != 0 {
 		t.Errorf("%+v, %v", res, err)
 	}

@@ -26,6 +26,7 @@ import (
 	"filippo.io/sunlight"
 
 	"github.com/pkbf/pkbf/ct/cttest"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 var sunlightBuild struct {
@@ -253,7 +254,7 @@ func TestSunlightLog(t *testing.T) {
 	}
 
 	var hits []Hit
-	res, err := (&Scan{Log: open(), Filter: f, Report: func(h Hit) error { hits = append(hits, h); return nil },
+	res, err := (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), Report: func(h Hit) error { hits = append(hits, h); return nil },
 		Unchecked: func(i int64, err error) { t.Errorf("entry %d: %v", i, err) }}).Run(context.Background())
 	if err != nil || !res.Head.Verified || res.Head.Size != int64(len(fx.Entries)) || res.Entries != res.Head.Size {
 		t.Fatalf("scan: %+v, %v", res, err)
@@ -266,7 +267,7 @@ func TestSunlightLog(t *testing.T) {
 	for run := 0; run < 100; run++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		n := 0
-		s := &Scan{Log: open(), Filter: f, State: state, SaveEvery: time.Nanosecond, Report: func(h Hit) error {
+		s := &Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{}), State: state, SaveEvery: time.Nanosecond, Report: func(h Hit) error {
 			hits = append(hits, h)
 			if n++; n == 1+run%2 && interrupted < 10 {
 				cancel()
@@ -300,7 +301,7 @@ func TestSunlightLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		hits = nil
-		res, err := (&Scan{Log: l, Filter: f, Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
+		res, err := (&Scan{Log: l, Filter: keycheck.New(f, keycheck.Options{}), Report: func(h Hit) error { hits = append(hits, h); return nil }}).Run(context.Background())
 		if err != nil || !res.Head.Verified || res.Entries != res.Head.Size {
 			t.Fatalf("pre_certificate swapped: %+v, %v", res, err)
 		}
@@ -391,7 +392,7 @@ func TestSunlightLenientKeys(t *testing.T) {
 	for run := 1; run <= 2; run++ {
 		var unchecked []int64
 		hits := 0
-		res, err := (&Scan{Log: l, Filter: openFilter(t, path), State: state,
+		res, err := (&Scan{Log: l, Filter: keycheck.New(openFilter(t, path), keycheck.Options{}), State: state,
 			Report:    func(Hit) error { hits++; return nil },
 			Unchecked: func(i int64, err error) { unchecked = append(unchecked, i) }}).Run(context.Background())
 		if err != nil || !res.Head.Verified {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf/ct/cttest"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // The Transport retries 429 and 5xx answers to GETs after the server's
@@ -145,7 +146,7 @@ func TestScanResponseTooLarge(t *testing.T) {
 	for kind, open := range logs {
 		t.Run(kind, func(t *testing.T) {
 			huge.Store(0)
-			_, err := (&Scan{Log: open(), Filter: f}).Run(context.Background())
+			_, err := (&Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{})}).Run(context.Background())
 			if err == nil || !strings.Contains(err.Error(), "the response body is over the 16777216-byte limit") {
 				t.Errorf("err = %v", err)
 			}

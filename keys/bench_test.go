@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -125,5 +126,43 @@ func benchCertificates(b testing.TB, rk *rsa.PrivateKey, ek *ecdsa.PrivateKey) f
 	return func(i int) []byte {
 		j := min(i%4, 1)
 		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: testkit.WithCounter(certs[j], spkis[j], i)})
+	}
+}
+
+// BenchmarkSPKIFromCertificate compares SPKI's direct walk of a DER
+// certificate with x509.ParseCertificate on the same certificate.
+func BenchmarkSPKIFromCertificate(b *testing.B) {
+	for _, kt := range []struct{ name, file string }{{"RSA2048", "rsa2048.cert.der"}, {"P256", "p256.cert.der"}} {
+		der := testkit.ReadFile(b, filepath.Join(keysDir, kt.file))
+		b.Run(kt.name+"/SPKI", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := SPKI(der); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(kt.name+"/x509.ParseCertificate", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := x509.ParseCertificate(der); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkSPKI(b *testing.B) {
+	for _, file := range []string{"rsa2048.cert.pem", "p256.spki.pem", "ed25519.pub", "p256.sec1.pem", "rsa2048.pkcs1.der"} {
+		data := testkit.ReadFile(b, filepath.Join(keysDir, file))
+		b.Run(file, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := SPKI(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

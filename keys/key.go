@@ -3,7 +3,7 @@ package keys
 import (
 	"sync"
 
-	"github.com/pkbf/pkbf/internal/source"
+	"github.com/pkbf/pkbf/internal/text"
 )
 
 // A Key is one object found by a [Scanner]: a PEM block, a DER object or
@@ -52,7 +52,7 @@ const (
 // "line 7" for OpenSSH lines, "object 3 (byte 2048)" for DER; then the
 // part of a container, if any ("block 1 (line 1), certificate 2").
 func (k *Key) Source() string {
-	return string(source.Append(nil, k.Block, k.Line, k.Index, k.Offset, k.Part))
+	return string(text.AppendSource(nil, k.Block, k.Line, k.Index, k.Offset, k.Part))
 }
 
 // SPKI returns the key's DER SubjectPublicKeyInfo, as [SPKI] does for a

@@ -13,7 +13,7 @@ import (
 	"hash"
 
 	"github.com/pkbf/pkbf/internal/der"
-	"github.com/pkbf/pkbf/internal/pkcs12"
+	"github.com/pkbf/pkbf/keys/internal/pkcs12"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )

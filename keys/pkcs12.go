@@ -8,7 +8,7 @@ import (
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 
 	"github.com/pkbf/pkbf/internal/der"
-	"github.com/pkbf/pkbf/internal/pkcs12"
+	"github.com/pkbf/pkbf/keys/internal/pkcs12"
 	"golang.org/x/crypto/cryptobyte"
 )
 

@@ -3,9 +3,10 @@ package keys
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 
 	"github.com/pkbf/pkbf/internal/der"
-	"github.com/pkbf/pkbf/internal/fingerprint"
 )
 
 // SPKI returns the DER SubjectPublicKeyInfo of the one key, certificate or
@@ -114,7 +115,15 @@ func trimSpace(b []byte) []byte {
 // Fingerprint returns the pwnedkeys fingerprint of a DER SubjectPublicKeyInfo:
 // the lowercase hex SHA-256 of its bytes.
 func Fingerprint(spki []byte) string {
-	return string(fingerprint.Append(make([]byte, 0, fingerprint.Size), spki))
+	return string(AppendFingerprint(make([]byte, 0, 2*sha256.Size), spki))
+}
+
+// AppendFingerprint appends the pwnedkeys fingerprint of spki to dst, as
+// [Fingerprint] returns it, without allocating: for programs that write a
+// fingerprint for every key.
+func AppendFingerprint(dst, spki []byte) []byte {
+	sum := sha256.Sum256(spki)
+	return hex.AppendEncode(dst, sum[:])
 }
 
 // Object identifiers, as the content bytes of their DER encoding, so that

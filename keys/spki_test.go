@@ -239,3 +239,16 @@ func spkiWithKey(t *testing.T, file string, n int) []byte {
 	}
 	return ed25519SPKI(key)
 }
+
+// Fingerprints as sha256sum prints them (sha256sum </dev/null, printf abc
+// | sha256sum), appended and as a string.
+func TestAppendFingerprint(t *testing.T) {
+	for in, want := range map[string]string{
+		"":    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+		"abc": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+	} {
+		if got := string(AppendFingerprint([]byte("x"), []byte(in))); got != "x"+want || Fingerprint([]byte(in)) != want {
+			t.Errorf("AppendFingerprint(%q) = %s, Fingerprint %s; want %s", in, got, Fingerprint([]byte(in)), want)
+		}
+	}
+}

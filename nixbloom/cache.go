@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pkbf/pkbf/internal/declared"
 	"github.com/pkbf/pkbf/internal/mapfile"
 )
 
@@ -355,7 +354,7 @@ func readFilter(r io.Reader, where, lengthName string, length int64) (*Filter, e
 		data = make([]byte, m/8)
 		n, err = io.ReadFull(r, data)
 	} else {
-		data, n, err = declared.Read(r, int(m/8))
+		data, n, err = mapfile.ReadDeclared(r, int(m/8), nil)
 	}
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return nil, fmt.Errorf("%w: %s: %d bytes after the header, which says %d: %w", ErrInvalidFilter, where, n, m/8, io.ErrUnexpectedEOF)

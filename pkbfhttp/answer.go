@@ -4,7 +4,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // An answer is built in pieces of firstChunk bytes, then twice that, up
@@ -29,7 +29,7 @@ type answer struct {
 
 // add appends v's JSON line, or reports false, with a.refused set, when
 // the budget has no room for it.
-func (a *answer) add(v pkbf.Verdict) bool {
+func (a *answer) add(v keycheck.Verdict) bool {
 	was := cap(a.json)
 	a.json = v.AppendJSON(a.json[:0])
 	if a.size+len(a.json) > maxAnswer {

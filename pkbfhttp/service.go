@@ -16,8 +16,8 @@
 // # Endpoints
 //
 //	POST /v1/check   a body of keys, certificates and requests in any
-//	                 form pkbf.Bytes reads; one JSON line a key, as
-//	                 pkbf.Verdict.AppendJSON writes it
+//	                 form keycheck.Bytes reads; one JSON line a key, as
+//	                 keycheck.Verdict.AppendJSON writes it
 //	GET  /healthz    200 while the filter's file is valid, else 503
 //	GET  /readyz     200 until Shutdown begins (and while the filter's
 //	                 file is valid), then 503
@@ -55,7 +55,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pkbf/pkbf/internal/headertext"
 	"io"
 	"log"
 	"net/http"
@@ -63,9 +62,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pkbf/pkbf/internal/text"
+
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/jsontext"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/stepca"
 )
@@ -259,7 +260,7 @@ func (s *Service) httpError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	b := jsontext.AppendString([]byte(`{"error":`), msg)
+	b := text.AppendJSONString([]byte(`{"error":`), msg)
 	w.Write(append(b, "}\n"...))
 }
 
@@ -349,11 +350,11 @@ func (s *Service) stopped(w http.ResponseWriter, ctx context.Context) {
 // keys, and a status: 413 past the key limit, 503 when the filter's file
 // failed while in use (reason then says why), else 0.
 func (s *Service) answer(ctx context.Context, body []byte, a *answer) (found, status int, reason string) {
-	request := pkbf.Bytes("request", body)
+	request := keycheck.Bytes("request", body)
 	objects := 0
-	s.live.Do(func(f *pkbf.Filter) {
+	s.live.Do(func(f *pkbf.Filter) { // one file answers the whole request
 		// One goroutine a request: requests run in parallel already.
-		for v := range f.Check(ctx, request, pkbf.CheckOptions{Workers: 1}) {
+		for v := range keycheck.New(f, keycheck.Options{Workers: 1}).Check(ctx, request) {
 			if objects++; objects > s.limits.MaxKeys {
 				status = http.StatusRequestEntityTooLarge
 				return
@@ -434,7 +435,7 @@ func LiveOptions(path string, interval time.Duration, logger *log.Logger) pkbf.L
 		},
 		OnChange: func(was, h pkbf.Header) {
 			logger.Printf("%s changed in place: revision %d -> %d, %d -> %d entries, updated %s (keys added in place, or a filter copied over it)",
-				path, was.Revision, h.Revision, was.EntryCount, h.EntryCount, headertext.Updated(h.Updated))
+				path, was.Revision, h.Revision, was.EntryCount, h.EntryCount, text.Updated(h.Updated))
 		},
 		OnError: func(err error) { logger.Printf("%s", perr.Text(err)) },
 	}
@@ -445,7 +446,7 @@ func (s *Service) status(w http.ResponseWriter, r *http.Request) {
 	st := s.live.Stats()
 	h := st.Header
 	v := map[string]any{
-		"file": s.live.Path(), "revision": h.Revision, "updated": headertext.Updated(h.Updated),
+		"file": st.Path, "revision": h.Revision, "updated": text.Updated(h.Updated),
 		"entries": h.EntryCount, "hash_count": h.HashCount, "hash_length": h.HashLength, "bits": h.Bits(),
 		"size": h.FileSize(), "loaded_at": st.LoadedAt.UTC().Format(time.RFC3339), "reloads": st.Reloads,
 		"reload_errors": st.Errors, "pending_closes": st.PendingCloses, "started_at": s.started.UTC().Format(time.RFC3339),

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/pipenet"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/stepca"
 )
 
@@ -153,7 +153,7 @@ func serveSlowClients(t *testing.T) {
 	}
 	defer live.Close()
 	srv := newService(t, live, Limits{MaxBody: 1 << 20, MaxInFlight: 4, MaxKeys: 10000}).Server(log.New(io.Discard, "", 0))
-	ln := pipenet.Listen()
+	ln := testkit.ListenPipes()
 	go srv.Serve(ln)
 	defer srv.Close()
 	for name, tc := range map[string]struct {
@@ -218,7 +218,7 @@ func TestServeStepCAWebhookNotEnabled(t *testing.T) {
 func TestServeStepCAWebhookInsecure(t *testing.T) {
 	_, s := newTestService(t, 1<<20)
 	body := []byte(`{"x509Certificate":{"publicKey":"` + base64.StdEncoding.EncodeToString(testkit.ReadFile(t, key("p384.spki.der"))) + `"}}`)
-	s, err := New(s.live, Options{Limits: s.limits, StepCA: stepca.NewHandler(s.live, stepca.Options{Unauthenticated: true})})
+	s, err := New(s.live, Options{Limits: s.limits, StepCA: stepca.NewHandler(keycheck.New(s.live, keycheck.Options{}), stepca.Options{Unauthenticated: true})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,8 +31,8 @@
 // cannot answer about stays an Error.
 //
 // The answer is that of pkbf check on the certificate: the lint hands the
-// certificate's DER to the library's Filter.CheckKey. A filter is opened once
-// a process (pkbf.OpenLive: a file renamed over it is picked up).
+// certificate's DER to keycheck's Checker.CheckKey. A filter is opened
+// once a process (pkbf.OpenLive: a file renamed over it is picked up).
 package pkbflint
 
 import (
@@ -46,6 +46,7 @@ import (
 	"github.com/zmap/zlint/v3/util"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/pwnedkeys"
 )
@@ -86,19 +87,18 @@ func (l *compromisedKey) Execute(c *x509.Certificate) *lint.LintResult {
 	if l.Filter == "" {
 		return fatal("no filter configured: set Filter, the path of a pkbfv1 filter file, in the [%s] section of zlint's configuration", Name)
 	}
-	live, err := openFilter(l.Filter)
+	checker, err := openFilter(l.Filter)
 	if err != nil {
 		return fatal("%v", err)
 	}
-	var v pkbf.Verdict
-	live.Do(func(f *pkbf.Filter) { v = f.CheckKey(c.Raw) })
+	v := checker.CheckKey(c.Raw)
 	switch {
 	case v.Err != nil:
 		return fatal("%v", v.Err)
 	case !v.Probably:
 		return &lint.LintResult{Status: lint.Pass}
 	case !l.Confirm:
-		return errorf("the subject public key is probably compromised: filter %s holds it (SHA-256 of its SPKI %s; %s/%s confirms or denies it)", l.Filter, v.Fingerprint, l.API, v.Fingerprint)
+		return errorf("the subject public key is probably compromised: filter %s holds it (SHA-256 of its SPKI %s; %s/%s confirms or denies it)", l.Filter, v.Key.Fingerprint, l.API, v.Key.Fingerprint)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), confirmTimeout)
 	defer cancel()
@@ -109,9 +109,9 @@ func (l *compromisedKey) Execute(c *x509.Certificate) *lint.LintResult {
 	res, err := client(l.API).Check(ctx, canonical)
 	switch {
 	case err != nil:
-		return errorf("the subject public key is probably compromised: filter %s holds it (SHA-256 of its SPKI %s), and the pwnedkeys API could not confirm it: %v", l.Filter, v.Fingerprint, err)
+		return errorf("the subject public key is probably compromised: filter %s holds it (SHA-256 of its SPKI %s), and the pwnedkeys API could not confirm it: %v", l.Filter, v.Key.Fingerprint, err)
 	case res.Pwned:
-		return errorf("the subject public key is compromised: filter %s holds it, and the pwnedkeys API proved it with a signature made by its private key (SHA-256 of its SPKI %s)", l.Filter, v.Fingerprint)
+		return errorf("the subject public key is compromised: filter %s holds it, and the pwnedkeys API proved it with a signature made by its private key (SHA-256 of its SPKI %s)", l.Filter, v.Key.Fingerprint)
 	}
 	return &lint.LintResult{Status: lint.Pass} // the filter's false positive
 }
@@ -129,22 +129,25 @@ func errorf(format string, args ...any) *lint.LintResult {
 // it may be being installed.
 var (
 	mu      sync.Mutex
-	filters = map[string]*pkbf.Live{}
+	filters = map[string]*keycheck.Checker{}
 	clients = map[string]*pwnedkeys.Client{}
 )
 
-func openFilter(path string) (*pkbf.Live, error) {
+// openFilter returns the checker of the filter at path, a Live filter
+// that follows the file as new ones replace it.
+func openFilter(path string) (*keycheck.Checker, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	if l, ok := filters[path]; ok {
-		return l, nil
+	if c, ok := filters[path]; ok {
+		return c, nil
 	}
 	l, err := pkbf.OpenLive(path, pkbf.LiveOptions{})
 	if err != nil {
 		return nil, err
 	}
-	filters[path] = l
-	return l, nil
+	c := keycheck.New(l, keycheck.Options{})
+	filters[path] = c
+	return c, nil
 }
 
 func client(url string) *pwnedkeys.Client {

@@ -30,6 +30,7 @@ import (
 	"github.com/zmap/zlint/v3/lint"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -177,7 +178,7 @@ func TestLintThroughZlintAPI(t *testing.T) {
 		}
 		if c.inFilter {
 			spki := mustSPKI(t, c.der)
-			fp := pkbf.Fingerprint(mustCanonical(t, spki))
+			fp := keys.Fingerprint(mustCanonical(t, spki))
 			if !strings.Contains(res.Details, fp) || !strings.Contains(res.Details, filter) {
 				t.Errorf("%s: details %q do not name the filter and the fingerprint %s", c.name, res.Details, fp)
 			}
@@ -262,7 +263,7 @@ func TestLintConfirm(t *testing.T) {
 			if res.Status != want {
 				t.Errorf("API answering %d: %s: %v (%s), want %v", code, c.name, res.Status, res.Details, want)
 			}
-			fp := pkbf.Fingerprint(mustCanonical(t, mustSPKI(t, c.der)))
+			fp := keys.Fingerprint(mustCanonical(t, mustSPKI(t, c.der)))
 			mu.Lock()
 			if asked[fp] != confirmable {
 				t.Errorf("API answering %d: %s: asked about %s: %v, want %v", code, c.name, fp, asked[fp], confirmable)
@@ -292,7 +293,7 @@ func TestLintAgreesWithPkbfCheck(t *testing.T) {
 	w, _ := pkbf.New(4, 14)
 	for i, f := range files {
 		if i%4 < 2 {
-			if _, err := w.AddKey(readFile(t, f)); err != nil {
+			if _, err := keycheck.AddKey(w, readFile(t, f)); err != nil {
 				t.Fatal(err)
 			}
 		}

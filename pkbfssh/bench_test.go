@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
 
@@ -27,14 +28,14 @@ func (connMeta) RemoteAddr() net.Addr  { return &net.TCPAddr{} }
 func (connMeta) LocalAddr() net.Addr   { return &net.TCPAddr{} }
 
 // BenchmarkPublicKeyCallback times the wrapped callback on a clean key of
-// each kind (next accepts at once), beside Filter.CheckKey of the same
+// each kind (next accepts at once), beside keycheck.Checker.CheckKey of the same
 // key's SPKI: what the wrapper adds is reading the SSH key.
 func BenchmarkPublicKeyCallback(b *testing.B) {
 	rk, _ := rsa.GenerateKey(rand.Reader, 2048)
 	ek, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	_, edk, _ := ed25519.GenerateKey(rand.Reader)
 	w, _ := pkbf.New(12, 20)
-	f := w
+	f := keycheck.New(w, keycheck.Options{})
 	next := func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) { return nil, nil }
 	cb := pkbfssh.PublicKeyCallback(f, next)
 	for _, k := range []struct {

@@ -4,6 +4,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // ErrCompromised is wrapped by the error [PublicKeyCallback] returns for a
@@ -12,20 +13,21 @@ import (
 var ErrCompromised = perr.New("probably compromised key")
 
 // ServerConfig returns a copy of base (a new config when base is nil) on
-// which no authentication path lets in a key f probably holds: its public
-// key callback is wrapped as [PublicKeyCallback] wraps it, and the
-// callbacks of every later step that a callback names in an
-// *ssh.PartialSuccessError (password, keyboard-interactive, none, GSSAPI,
-// verified public key) are wrapped in turn. Call it once base is complete
-// (host keys added) and use the copy as it is: a callback set on it
-// afterwards is not checked. It is safe for concurrent use if base's
-// callbacks are.
-func ServerConfig(base *ssh.ServerConfig, f Filter) *ssh.ServerConfig {
+// which no authentication path lets in a key f finds probably
+// compromised: its public key callback is wrapped as [PublicKeyCallback]
+// wraps it, and the callbacks of every later step that a callback names
+// in an *ssh.PartialSuccessError (password, keyboard-interactive, none,
+// GSSAPI, verified public key) are wrapped in turn. Call it once base is
+// complete (host keys added) and use the copy as it is: a callback set on
+// it afterwards is not checked. It is safe for concurrent use if base's
+// callbacks are. It panics if f is nil: a config that checks no key must
+// not be made.
+func ServerConfig(base *ssh.ServerConfig, f keycheck.KeyChecker) *ssh.ServerConfig {
 	var c ssh.ServerConfig
 	if base != nil {
 		c = *base
 	}
-	g := guard{f}
+	g := newGuard(f)
 	next := g.callbacks(ssh.ServerAuthCallbacks{
 		PasswordCallback:            c.PasswordCallback,
 		PublicKeyCallback:           c.PublicKeyCallback,
@@ -48,8 +50,8 @@ func ServerConfig(base *ssh.ServerConfig, f Filter) *ssh.ServerConfig {
 }
 
 // PublicKeyCallback returns a callback for ssh.ServerConfig that refuses,
-// before next runs, a key the filter f probably holds and, for an OpenSSH
-// certificate, one whose certified key or signing CA key f probably holds;
+// before next runs, a key f finds probably compromised and, for an OpenSSH
+// certificate, one whose certified key or signing CA key it does;
 // next decides on every other key. A key it cannot read is refused too, and
 // so is every key while the filter's file is cut short. When next answers
 // with an *ssh.PartialSuccessError, the callbacks it names for the next
@@ -57,9 +59,9 @@ func ServerConfig(base *ssh.ServerConfig, f Filter) *ssh.ServerConfig {
 // there is checked too; the config's other callbacks are not: wrap the
 // whole config with ServerConfig. Its errors wrap [ErrCompromised],
 // [ErrNoKey] or pkbf.ErrFileChanged; it is safe for concurrent use if
-// next is.
-func PublicKeyCallback(f Filter, next func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error)) func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) {
-	return guard{f}.publicKey(next)
+// next is. It panics if f is nil, as ServerConfig does.
+func PublicKeyCallback(f keycheck.KeyChecker, next func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error)) func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) {
+	return newGuard(f).publicKey(next)
 }
 
 // A guard wraps a server's authentication callbacks so that no step lets
@@ -71,7 +73,15 @@ func PublicKeyCallback(f Filter, next func(ssh.ConnMetadata, ssh.PublicKey) (*ss
 // there would see a compromised key unchecked. It tells a partial success
 // by the error's dynamic type alone (an error wrapping one is a failure),
 // and so does the guard.
-type guard struct{ f Filter }
+type guard struct{ f keycheck.KeyChecker }
+
+// newGuard returns the guard of f, which must be a KeyChecker.
+func newGuard(f keycheck.KeyChecker) guard {
+	if c, ok := f.(*keycheck.Checker); f == nil || ok && c == nil {
+		panic("pkbfssh: no KeyChecker: every key offered would go unchecked")
+	}
+	return guard{f}
+}
 
 // callbacks returns c with each callback set wrapped.
 func (g guard) callbacks(c ssh.ServerAuthCallbacks) ssh.ServerAuthCallbacks {

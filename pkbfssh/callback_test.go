@@ -17,6 +17,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
 
@@ -112,7 +113,7 @@ func TestPublicKeyCallbackWithSSH(t *testing.T) {
 	w, _ := pkbf.New(4, 16)
 	for _, k := range []string{bad, badRSA, badEd, certBadKey, caBad} {
 		b, _ := os.ReadFile(k + ".pub")
-		if _, err := w.AddKey(b); err != nil {
+		if _, err := keycheck.AddKey(w, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,7 +140,7 @@ func TestPublicKeyCallbackWithSSH(t *testing.T) {
 		}
 		return nil, errors.New("not authorized")
 	}
-	wrapped := pkbfssh.PublicKeyCallback(w, inner)
+	wrapped := pkbfssh.PublicKeyCallback(keycheck.New(w, keycheck.Options{}), inner)
 	port := goSSHServer(t, func(conn ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
 		p, err := wrapped(conn, key)
 		if errors.Is(err, pkbfssh.ErrCompromised) {
@@ -197,5 +198,27 @@ func TestPublicKeyCallbackWithSSH(t *testing.T) {
 	}
 	if len(refused) < 5 {
 		t.Errorf("%d refusals wrapping ErrCompromised, want one for each of the 5 keys: %v", len(refused), refused)
+	}
+}
+
+// A config cannot be made without its check: ServerConfig and
+// PublicKeyCallback panic at once on a nil KeyChecker (a callback made
+// anyway would let every key in, or fail at the first login).
+func TestNoKeyChecker(t *testing.T) {
+	next := func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) { return nil, nil }
+	var c *keycheck.Checker
+	for name, make := range map[string]func(){
+		"ServerConfig(nil, nil)":                     func() { pkbfssh.ServerConfig(nil, nil) },
+		"PublicKeyCallback(nil, next)":               func() { pkbfssh.PublicKeyCallback(nil, next) },
+		"ServerConfig(nil, a nil *keycheck.Checker)": func() { pkbfssh.ServerConfig(nil, c) },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "pkbfssh: no KeyChecker") {
+					t.Errorf("%s: panic %v, want one saying there is no KeyChecker", name, r)
+				}
+			}()
+			make()
+		}()
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
 
@@ -71,7 +72,7 @@ func corpusKeys(t *testing.T) ([]*sshKey, *pkbf.Writable) {
 		k := &sshKey{name: name, typ: f[0], blob: blob, compromised: compromised,
 			fingerprint: strings.Fields(run("-l", "-f", pub))[1]}
 		if compromised {
-			if _, err := w.AddKey(b); err != nil {
+			if _, err := keycheck.AddKey(w, b); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -103,7 +104,7 @@ func corpusKeys(t *testing.T) ([]*sshKey, *pkbf.Writable) {
 		run(append([]string{"-q", "-N", "", "-C", name, "-f", path}, keyArgs...)...)
 		if compromised && ca != caBad {
 			b, _ := os.ReadFile(path + ".pub")
-			w.AddKey(b)
+			keycheck.AddKey(w, b)
 		}
 		run("-q", "-s", ca, "-I", name, "-n", "root", path+".pub")
 		add(name, path+"-cert.pub", compromised)
@@ -340,7 +341,7 @@ func TestDifferentialSSHKeygen(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kept bytes.Buffer
-	if _, err := pkbfssh.FilterLines(&kept, filter, []byte(strings.Join(lines, "\n")+"\n"), offered); err != nil {
+	if _, err := pkbfssh.FilterLines(&kept, keycheck.New(filter, keycheck.Options{}), []byte(strings.Join(lines, "\n")+"\n"), offered); err != nil {
 		t.Fatal(err)
 	}
 	keptSet := map[string]bool{}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // lockedBuffer is a bytes.Buffer a process writes while the test reads.
@@ -69,7 +70,7 @@ func TestDocServer(t *testing.T) {
 		pub := testkit.ReadFile(t, k+".pub")
 		authorized = append(authorized, pub...)
 		if k != clean {
-			if _, err := w.AddKey(pub); err != nil {
+			if _, err := keycheck.AddKey(w, pub); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
 
@@ -20,13 +21,13 @@ func ExampleFilterLines() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	w.AddKey(p256) // the filter holds the P-256 key
+	keycheck.AddKey(w, p256) // the filter holds the P-256 key
 	edFields, p256Fields := strings.Fields(string(ed)), strings.Fields(string(p256))
 	file := "# keys\n" +
 		edFields[0] + " " + edFields[1] + " laptop\n" +
 		p256Fields[0] + " " + p256Fields[1][:30] + "\v" + p256Fields[1][30:] + " desktop\n" +
 		"ssh-ed25519 AAAAnot-base64 old\n"
-	r, err := pkbfssh.FilterLines(os.Stdout, w, []byte(file), nil)
+	r, err := pkbfssh.FilterLines(os.Stdout, keycheck.New(w, keycheck.Options{}), []byte(file), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

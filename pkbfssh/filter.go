@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // Report is what [FilterLines] did with the lines of one file.
@@ -26,21 +27,21 @@ type Report struct {
 // FilterLines writes to w, each ending in a line feed, the lines of data
 // (an authorized_keys file) that may stay when sshd offers the key offered
 // (its %t %k; nil when sshd gives none): blank and comment lines, and
-// lines whose key f lacks. Lines are written byte for byte, so that sshd
+// lines whose key f finds clean. Lines are written byte for byte, so that sshd
 // reads in them what FilterLines read.
 //
 // A cert-authority line lets in every certificate its key signed, so a
 // clean CA key says nothing of the key certified: without offered it is
 // left out (Report.CertAuthority). With offered, FilterLines checks it
-// first and writes nothing when f probably holds it or, for a
-// certificate, its CA key (the error wraps [ErrCompromised]).
+// first and writes nothing when f finds it or, for a certificate, its CA
+// key probably compromised (the error wraps [ErrCompromised]).
 //
 // A nil f checks no key: every line with a key is kept (for a filter that
 // could not be opened, when the operator chose to let logins go on). The
 // error is w's, one wrapping ErrCompromised, or one wrapping
 // pkbf.ErrFileChanged when the filter's file was cut short under it (then
 // the lines written must not be used).
-func FilterLines(w io.Writer, f Filter, data []byte, offered *Key) (Report, error) {
+func FilterLines(w io.Writer, f keycheck.KeyChecker, data []byte, offered *Key) (Report, error) {
 	var r Report
 	if offered != nil && f != nil {
 		switch held, err := offered.CompromisedKey(f); {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // F2 of the sshd gate review: a cert-authority line lets in every
@@ -23,7 +24,7 @@ func TestFilterLinesCertAuthority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.AddKey(badSPKI); err != nil {
+	if _, err := keycheck.AddKey(w, badSPKI); err != nil {
 		t.Fatal(err)
 	}
 	cleanCert, badCert := certKey(t, cleanPub, caPriv), certKey(t, badPub, caPriv)
@@ -42,7 +43,7 @@ func TestFilterLinesCertAuthority(t *testing.T) {
 	} {
 		l := []byte(c.line)
 		var out bytes.Buffer
-		r, err := FilterLines(&out, w, l, nil)
+		r, err := FilterLines(&out, keycheck.New(w, keycheck.Options{}), l, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -50,11 +51,11 @@ func TestFilterLinesCertAuthority(t *testing.T) {
 			t.Errorf("%s, no key offered: left out as cert-authority %v, printed %q; want left out %v", c.name, left, out.String(), c.ca)
 		}
 		out.Reset()
-		if r, err := FilterLines(&out, w, l, cleanCert); err != nil || out.String() != c.line+"\n" || len(r.CertAuthority) != 0 {
+		if r, err := FilterLines(&out, keycheck.New(w, keycheck.Options{}), l, cleanCert); err != nil || out.String() != c.line+"\n" || len(r.CertAuthority) != 0 {
 			t.Errorf("%s, a clean certificate offered: printed %q, %v; want the line", c.name, out.String(), err)
 		}
 		out.Reset()
-		if _, err := FilterLines(&out, w, l, badCert); !errors.Is(err, ErrCompromised) || out.Len() != 0 {
+		if _, err := FilterLines(&out, keycheck.New(w, keycheck.Options{}), l, badCert); !errors.Is(err, ErrCompromised) || out.Len() != 0 {
 			t.Errorf("%s, a compromised certificate offered: printed %q, %v; want nothing and ErrCompromised", c.name, out.String(), err)
 		}
 	}

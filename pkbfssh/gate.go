@@ -11,6 +11,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // A Gate decides what sshd's AuthorizedKeysCommand and
@@ -69,11 +70,12 @@ func (g *Gate) AuthorizedKeys(w io.Writer, name string, offered *Key) error {
 	f, err := openFilter(g.Filter)
 	if err == nil {
 		defer f.Close()
+		kc := keycheck.New(f, keycheck.Options{})
 		// The offered key decides first: when the filter probably holds
 		// it, nothing is printed, whatever the files hold.
 		var held *Key
 		if offered != nil {
-			held, err = offered.CompromisedKey(f)
+			held, err = offered.CompromisedKey(kc)
 		}
 		if held != nil && err == nil {
 			g.logf(false, "refused login of user %s with %s key %s", name, offered.Type, g.why(offered, held, ""))
@@ -81,7 +83,7 @@ func (g *Gate) AuthorizedKeys(w io.Writer, name string, offered *Key) error {
 		}
 		var out []byte
 		if err == nil {
-			out, err = g.filter(name, f, files(), offered)
+			out, err = g.filter(name, kc, files(), offered)
 		}
 		if err == nil {
 			err = f.FileChanged()
@@ -124,7 +126,7 @@ func (g *Gate) AuthorizedPrincipals(w io.Writer, name string, cert *Key) error {
 	if err == nil {
 		defer f.Close()
 		var held *Key
-		if held, err = cert.CompromisedKey(f); err == nil {
+		if held, err = cert.CompromisedKey(keycheck.New(f, keycheck.Options{})); err == nil {
 			err = f.FileChanged()
 		}
 		if err == nil && held != nil {
@@ -153,18 +155,14 @@ func (g *Gate) read(u *user.User) []File {
 }
 
 // filter returns the lines of the files that may stay for the key
-// offered (with f nil, every line with a key), and logs those left out.
-func (g *Gate) filter(name string, f *pkbf.Filter, files []File, offered *Key) ([]byte, error) {
+// offered (with kc nil, every line with a key), and logs those left out.
+func (g *Gate) filter(name string, kc keycheck.KeyChecker, files []File, offered *Key) ([]byte, error) {
 	var out bytes.Buffer
-	var filter Filter
-	if f != nil {
-		filter = f
-	}
 	for _, af := range files {
 		if af.Err != nil {
 			continue
 		}
-		r, err := FilterLines(&out, filter, af.Data, offered)
+		r, err := FilterLines(&out, kc, af.Data, offered)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // newSSHKey returns a new Ed25519 key, its SSH public key and its SPKI.
@@ -54,7 +55,7 @@ func certKey(t *testing.T, pub ssh.PublicKey, ca crypto.Signer) *Key {
 // failing is a filter whose file was cut short under it.
 type failing struct{}
 
-func (failing) CheckKey([]byte) pkbf.Verdict { return pkbf.Verdict{Err: pkbf.ErrFileChanged} }
+func (failing) CheckKey([]byte) keycheck.Verdict { return keycheck.Verdict{Err: pkbf.ErrFileChanged} }
 
 // Issue 43, item 1: which key of a certificate is compromised, its own or
 // its CA's, is decided in one place, Key.CompromisedKey, which
@@ -68,22 +69,22 @@ func TestCompromisedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	cert := certKey(t, certPub, caPriv)
-	holding := func(spkis ...[]byte) Filter {
+	holding := func(spkis ...[]byte) keycheck.KeyChecker {
 		w, err := pkbf.New(4, 16)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range spkis {
-			if _, err := w.AddKey(s); err != nil {
+			if _, err := keycheck.AddKey(w, s); err != nil {
 				t.Fatal(err)
 			}
 		}
-		return w
+		return keycheck.New(w, keycheck.Options{})
 	}
 	for _, tc := range []struct {
 		name string
 		key  *Key
-		f    Filter
+		f    keycheck.KeyChecker
 		want *Key
 		err  error
 	}{

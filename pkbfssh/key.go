@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/crypto/cryptobyte"
 
-	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -35,29 +35,21 @@ type Key struct {
 	Principals []string
 }
 
-// Filter is what a key is looked up in: a *pkbf.Filter, or a *pkbf.Live
-// that follows a filter file as new ones replace it.
-type Filter interface {
-	// CheckKey returns the verdict on one key, as [pkbf.Filter.CheckKey]:
-	// Probably when the filter probably holds it under any of its
-	// encodings, Err when it cannot answer.
-	CheckKey(data []byte) pkbf.Verdict
-}
-
-// Compromised reports whether f probably holds k or, for a certificate,
-// the CA key that signed it, as [Key.CompromisedKey] decides.
-func (k *Key) Compromised(f Filter) (probably bool, err error) {
+// Compromised reports whether f finds k or, for a certificate, the CA key
+// that signed it, probably compromised, as [Key.CompromisedKey] decides.
+func (k *Key) Compromised(f keycheck.KeyChecker) (probably bool, err error) {
 	held, err := k.CompromisedKey(f)
 	return held != nil, err
 }
 
-// CompromisedKey returns the key of k that f probably holds: k itself (a
-// plain key, or the key a certificate certifies), else, for a
-// certificate, its CA key k.CA; nil when f holds neither. When f cannot
-// answer (its file was cut short under it: an error wrapping
+// CompromisedKey returns the key of k that f finds probably compromised
+// (a [keycheck.Checker] over a filter: one the filter probably holds): k
+// itself (a plain key, or the key a certificate certifies), else, for a
+// certificate, its CA key k.CA; nil when f finds neither. When f cannot
+// answer (a filter file cut short under it: an error wrapping
 // pkbf.ErrFileChanged), it returns k with that error: a key that could
 // not be checked is no clean key.
-func (k *Key) CompromisedKey(f Filter) (*Key, error) {
+func (k *Key) CompromisedKey(f keycheck.KeyChecker) (*Key, error) {
 	for c := k; c != nil; c = c.CA {
 		switch v := f.CheckKey(c.SPKI); {
 		case v.Err != nil:

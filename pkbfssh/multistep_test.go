@@ -17,6 +17,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
 
@@ -119,13 +120,16 @@ func newSSHIDs(t *testing.T) *sshIDs {
 	ids.certBadCA = certSigner(t, ids.clean, ids.badCA, "alice")
 	ids.filter, _ = pkbf.New(4, 16)
 	for _, s := range []ssh.Signer{ids.bad, ids.badCA} {
-		if _, err := ids.filter.AddKey(ssh.MarshalAuthorizedKey(s.PublicKey())); err != nil {
+		if _, err := keycheck.AddKey(ids.filter, ssh.MarshalAuthorizedKey(s.PublicKey())); err != nil {
 			t.Fatal(err)
 		}
 		ids.compromisedKeyTexts = append(ids.compromisedKeyTexts, ssh.FingerprintSHA256(s.PublicKey()))
 	}
 	return ids
 }
+
+// checker is the KeyChecker of ids' filter.
+func (ids *sshIDs) checker() *keycheck.Checker { return keycheck.New(ids.filter, keycheck.Options{}) }
 
 // certSigner returns a user certificate of key's public key for
 // principals, signed by ca, as a signer the client presents.
@@ -303,7 +307,7 @@ func TestServerConfigMultiStep(t *testing.T) {
 				next := &ssh.PartialSuccessError{Next: ssh.ServerAuthCallbacks{PublicKeyCallback: step.callback}}
 				base := hostKey(t)
 				first.server(base, next)
-				addr := serveConfig(t, pkbfssh.ServerConfig(base, ids.filter))
+				addr := serveConfig(t, pkbfssh.ServerConfig(base, ids.checker()))
 				for range 2 {
 					if got := login(t, addr, append(first.client, ssh.PublicKeys(second.key))...); got != second.in {
 						t.Fatalf("logged in %v, want %v", got, second.in)
@@ -339,7 +343,7 @@ func TestServerConfigMultiStep(t *testing.T) {
 			}})
 			base := hostKey(t)
 			base.PublicKeyCallback = step.callback
-			addr := serveConfig(t, pkbfssh.ServerConfig(base, ids.filter))
+			addr := serveConfig(t, pkbfssh.ServerConfig(base, ids.checker()))
 			if login(t, addr, ssh.PublicKeys(first.key), password) {
 				t.Fatal("logged in")
 			}
@@ -366,7 +370,7 @@ func TestPublicKeyCallbackPartialSuccess(t *testing.T) {
 		step := newKeyStep(ids, nil)
 		first := newKeyStep(ids, &ssh.PartialSuccessError{Next: ssh.ServerAuthCallbacks{PublicKeyCallback: step.callback}})
 		base := hostKey(t)
-		base.PublicKeyCallback = pkbfssh.PublicKeyCallback(ids.filter, first.callback)
+		base.PublicKeyCallback = pkbfssh.PublicKeyCallback(ids.checker(), first.callback)
 		addr := serveConfig(t, base)
 		if login(t, addr, ssh.PublicKeys(ids.clean), ssh.PublicKeys(second)) {
 			t.Errorf("a clean key then %s: logged in", ssh.FingerprintSHA256(second.PublicKey()))
@@ -392,7 +396,7 @@ func TestWrappedPartialSuccessIsFailure(t *testing.T) {
 	base.PasswordCallback = func(ssh.ConnMetadata, []byte) (*ssh.Permissions, error) {
 		return nil, fmt.Errorf("step one: %w", &ssh.PartialSuccessError{Next: ssh.ServerAuthCallbacks{PublicKeyCallback: step.callback}})
 	}
-	addr := serveConfig(t, pkbfssh.ServerConfig(base, ids.filter))
+	addr := serveConfig(t, pkbfssh.ServerConfig(base, ids.checker()))
 	if login(t, addr, ssh.Password("secret"), ssh.PublicKeys(ids.clean)) || step.saw(ids.clean.PublicKey()) {
 		t.Error("x/crypto/ssh took a wrapped PartialSuccessError for a partial success")
 	}
@@ -420,7 +424,7 @@ func TestServerConfigCertificatesSSHDRefuses(t *testing.T) {
 			plain.PublicKeyCallback = step.callback
 			base := hostKey(t)
 			base.PublicKeyCallback = step.callback
-			plainAddr, addr := serveConfig(t, plain), serveConfig(t, pkbfssh.ServerConfig(base, ids.filter))
+			plainAddr, addr := serveConfig(t, plain), serveConfig(t, pkbfssh.ServerConfig(base, ids.checker()))
 			for _, k := range []struct {
 				name    string
 				key, ca ssh.Signer
@@ -468,15 +472,15 @@ func TestPublicKeyCallbackSSHDOnlyLimits(t *testing.T) {
 		called := false
 		next := func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) { called = true; return nil, nil }
 		clean, _ := pkbf.New(4, 16)
-		if _, err := pkbfssh.PublicKeyCallback(clean, next)(connMeta{}, key); err != nil || !called {
+		if _, err := pkbfssh.PublicKeyCallback(keycheck.New(clean, keycheck.Options{}), next)(connMeta{}, key); err != nil || !called {
 			t.Errorf("%s, clean: %v (the server's callback called: %v)", name, err, called)
 		}
 		bad, _ := pkbf.New(4, 16)
-		if _, err := bad.AddKey(ssh.MarshalAuthorizedKey(key)); err != nil {
+		if _, err := keycheck.AddKey(bad, ssh.MarshalAuthorizedKey(key)); err != nil {
 			t.Fatal(err)
 		}
 		called = false
-		if _, err := pkbfssh.PublicKeyCallback(bad, next)(connMeta{}, key); !errors.Is(err, pkbfssh.ErrCompromised) || called {
+		if _, err := pkbfssh.PublicKeyCallback(keycheck.New(bad, keycheck.Options{}), next)(connMeta{}, key); !errors.Is(err, pkbfssh.ErrCompromised) || called {
 			t.Errorf("%s, compromised: %v (the server's callback called: %v), want ErrCompromised", name, err, called)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbftls"
 )
 
@@ -15,7 +16,7 @@ import (
 // peer's: compared, not looked up again). The filter is in cache (8 KiB);
 // a filter larger than the caches adds the memory latency of one to three
 // queries a key (docs/performance.md, "Queries"). x-contains is the hook's
-// time over the floor, timed in step with it: Filter.Contains of the same
+// time over the floor, timed in step with it: keycheck's Contains of the same
 // two keys, by hand.
 func BenchmarkHook(b *testing.B) {
 	p := pki(b)
@@ -23,10 +24,11 @@ func BenchmarkHook(b *testing.B) {
 	const step = 1024
 	for _, kt := range keyTypes {
 		cs := p.cleanState(kt)
+		contains := check(filter)
 		floor := func() {
 			for range step {
 				for _, c := range cs.PeerCertificates {
-					if filter.Contains(c.RawSubjectPublicKeyInfo) {
+					if contains.Contains(c.RawSubjectPublicKeyInfo) {
 						b.Fatal("a clean key found")
 					}
 				}
@@ -34,9 +36,9 @@ func BenchmarkHook(b *testing.B) {
 		}
 		for _, f := range []struct {
 			name string
-			f    pkbftls.Filter
+			f    keycheck.Querier
 		}{{"Filter", filter}, {"Live", live}} {
-			hook := pkbftls.VerifyConnection(f.f)
+			hook := pkbftls.VerifyConnection(check(f.f))
 			b.Run(kt+"/"+f.name, func(b *testing.B) {
 				b.ReportAllocs()
 				var floorTime time.Duration
@@ -78,10 +80,10 @@ func BenchmarkHandshake(b *testing.B) {
 			ccfg := clientConfig(p, p.clean[kt], tls.VersionTLS13)
 			scfg.SessionTicketsDisabled = true // a full handshake every time
 			if mode != "no hook" {
-				pkbftls.Install(scfg, live)
+				pkbftls.Install(scfg, check(live))
 			}
 			if mode == "both hooks" {
-				pkbftls.Install(ccfg, live)
+				pkbftls.Install(ccfg, check(live))
 			}
 			b.Run(kt+"/"+mode, func(b *testing.B) {
 				b.ReportAllocs()

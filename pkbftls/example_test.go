@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbftls"
 )
 
@@ -21,13 +22,13 @@ func Example() {
 		panic(err)
 	}
 	filter, _ := pkbf.New(12, 16)
-	if _, err := filter.AddKey(compromised); err != nil {
+	if _, err := keycheck.AddKey(filter, compromised); err != nil {
 		panic(err)
 	}
 
 	// The server's config with the check: made last, once the config is
 	// complete.
-	cfg := pkbftls.Config(&tls.Config{ClientAuth: tls.RequireAndVerifyClientCert}, filter)
+	cfg := pkbftls.Config(&tls.Config{ClientAuth: tls.RequireAndVerifyClientCert}, keycheck.New(filter, keycheck.Options{}))
 
 	// What crypto/tls calls once it has verified a client that presented
 	// that certificate: the handshake fails with this error, and the

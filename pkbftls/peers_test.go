@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/pkbftls"
 )
@@ -199,7 +200,7 @@ func TestRealClients(t *testing.T) {
 	}
 	for vname, v := range versions {
 		scfg := serverConfig(p, p.clean["p256"], v)
-		pkbftls.Install(scfg, live)
+		pkbftls.Install(scfg, check(live))
 		srv := startGoServer(t, scfg)
 		for _, cl := range clients {
 			for _, c := range cases {
@@ -249,7 +250,7 @@ func TestRealServer(t *testing.T) {
 			addr, out := startSServer(t, "-cert", cert, "-cert_chain", chain, "-key", key)
 			for vname, v := range versions {
 				ccfg := clientConfig(p, nil, v)
-				pkbftls.Install(ccfg, live)
+				pkbftls.Install(ccfg, check(live))
 				alerts := strings.Count(out.String(), opensslAlertNo)
 				conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, ccfg)
 				if err == nil {
@@ -346,7 +347,7 @@ func newUnrelatedCerts(t *testing.T, p *testPKI) *unrelatedCerts {
 		t.Fatal(err)
 	}
 	for _, spki := range [][]byte{u.badMLDSASPKI, p.badInter.spki(), p.bad["p256"].spki()} {
-		if _, err := w.AddKey(spki); err != nil {
+		if _, err := keycheck.AddKey(w, spki); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -400,7 +401,7 @@ func TestRealServerUnrelatedCertificates(t *testing.T) {
 			for vname, v := range versions {
 				ccfg := clientConfig(p, nil, v)
 				ccfg.InsecureSkipVerify = c.skipVerify
-				pkbftls.Install(ccfg, u.filter)
+				pkbftls.Install(ccfg, check(u.filter))
 				conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, ccfg)
 				if err == nil {
 					if n := len(conn.ConnectionState().PeerCertificates); n != 3 {
@@ -437,7 +438,7 @@ func TestRealClientUnrelatedCertificates(t *testing.T) {
 	writePEM(t, rootPEM, "CERTIFICATE", p.root.chain...)
 	cert, _, _, key := p.clean["rsa"].files(t, dir)
 	scfg := serverConfig(p, p.clean["p256"], tls.VersionTLS12)
-	pkbftls.Install(scfg, u.filter)
+	pkbftls.Install(scfg, check(u.filter))
 	srv := startGoServer(t, scfg)
 	for _, c := range []struct {
 		name    string
@@ -466,7 +467,7 @@ func TestRealClientUnrelatedCertificates(t *testing.T) {
 				return
 			}
 			var ke *pkbftls.KeyError
-			if !errors.As(serverErr, &ke) || !errors.Is(serverErr, pkbftls.ErrCompromised) || ke.Where != "peer certificate 2" || ke.Verdict.Fingerprint != pkbf.Fingerprint(u.badMLDSASPKI) {
+			if !errors.As(serverErr, &ke) || !errors.Is(serverErr, pkbftls.ErrCompromised) || ke.Where != "peer certificate 2" || ke.Verdict.Key.Fingerprint != keys.Fingerprint(u.badMLDSASPKI) {
 				t.Errorf("server: %v, want peer certificate 2 refused as compromised", serverErr)
 			}
 			if err == nil || !strings.Contains(out, opensslAlertNo) {

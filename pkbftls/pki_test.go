@@ -24,6 +24,8 @@ import (
 	"github.com/cloudflare/circl/sign/mldsa/mldsa44"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // An identity is a key and its certificate, with the chain up to (not
@@ -149,7 +151,7 @@ func (id *identity) spki() []byte { return id.cert.RawSubjectPublicKeyInfo }
 
 // fingerprint is the fingerprint a refusal names: pkbf's of the SPKI
 // (every key here is in canonical form).
-func (id *identity) fingerprint() string { return pkbf.Fingerprint(id.spki()) }
+func (id *identity) fingerprint() string { return keys.Fingerprint(id.spki()) }
 
 // files writes the identity's certificate, its intermediates and its key
 // (PKCS#8) as PEM into dir, and returns their paths: cert holds the
@@ -215,7 +217,7 @@ func writeFilter(t testing.TB, path string, ids ...*identity) {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		if _, err := w.AddKey(id.spki()); err != nil {
+		if _, err := keycheck.AddKey(w, id.spki()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -244,6 +246,9 @@ func liveFilter(t testing.TB) (*pkbf.Live, string) {
 	t.Cleanup(func() { l.Close() })
 	return l, path
 }
+
+// check is the KeyChecker over q that the tests install.
+func check(q keycheck.Querier) *keycheck.Checker { return keycheck.New(q, keycheck.Options{}) }
 
 // openFilters returns the test filter as liveFilter does, and opened once
 // as a *pkbf.Filter too, closed when the test ends.

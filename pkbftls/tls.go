@@ -6,14 +6,14 @@
 // fingerprint.
 //
 // Make the tls.Config a server or a client uses with [Config], from the
-// one you built, once it is complete, and with a filter that follows its
-// file as new ones are renamed over it:
+// one you built, once it is complete, and with a [keycheck.KeyChecker]
+// over a filter that follows its file as new ones are renamed over it:
 //
 //	filter, err := pkbf.OpenLive("/var/lib/pkbf/pwnedkeys.pkbf", pkbf.LiveOptions{})
 //	if err != nil {
 //		return err
 //	}
-//	srv.TLSConfig = pkbftls.Config(cfg, filter)
+//	srv.TLSConfig = pkbftls.Config(cfg, keycheck.New(filter, keycheck.Options{}))
 //
 // The check lives in the config's VerifyConnection (and, on a server, in
 // the configs its GetConfigForClient returns): setting either of them
@@ -69,10 +69,9 @@
 //
 // # Cost
 //
-// A key the filter lacks costs what [pkbf.Filter.Contains] costs: one to
-// three queries, well under a microsecond a certificate, with no
-// allocation; docs/performance.md has the figures against a whole
-// handshake.
+// A key the filter lacks costs what [keycheck.Checker.Contains] costs:
+// one to three queries, with no allocation; docs/performance.md has the
+// figures against a whole handshake.
 package pkbftls
 
 import (
@@ -81,30 +80,15 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 )
-
-// Filter is what the peer's keys are looked up in: a [*pkbf.Live], which
-// follows a filter file as new ones are renamed over it (what a server
-// that runs for months needs), or a [*pkbf.Filter]. CheckKey is called
-// with a certificate's DER SubjectPublicKeyInfo, from concurrent
-// handshakes: it must be safe for concurrent use, as both are.
-//
-// An interface of CheckKey, not of Contains: its verdict carries the
-// fingerprint a refusal names, and a filter file cut short as an error,
-// where Contains panics. Close the filter only once the configs that use
-// it are done with: a query on a closed filter panics.
-type Filter interface {
-	CheckKey(data []byte) pkbf.Verdict
-}
 
 // ErrCompromised is wrapped by the error of a handshake refused because a
 // certificate's key is probably compromised (a [*KeyError] whose verdict
@@ -126,10 +110,10 @@ type KeyError struct {
 	Where string
 	// Certificate is the certificate.
 	Certificate *x509.Certificate
-	// Verdict is the filter's on its key: Probably with the Fingerprint
-	// (the lowercase hex SHA-256 of its canonical SPKI, as pwnedkeys and
-	// openssl name keys), or Err.
-	Verdict pkbf.Verdict
+	// Verdict is the KeyChecker's on its key: Probably with the Key's
+	// Fingerprint (the lowercase hex SHA-256 of its canonical SPKI, as
+	// pwnedkeys and openssl name keys), or Err.
+	Verdict keycheck.Verdict
 }
 
 func (e *KeyError) Error() string {
@@ -137,7 +121,7 @@ func (e *KeyError) Error() string {
 	if e.Verdict.Err != nil {
 		return fmt.Sprintf("%s%s (%s): the key could not be checked, so the peer is refused: %s", perr.Prefix, e.Where, subject, perr.Text(e.Verdict.Err))
 	}
-	return fmt.Sprintf("%s%s (%s) has a %s (SHA-256 of its SPKI %s)", perr.Prefix, e.Where, subject, perr.Text(ErrCompromised), e.Verdict.Fingerprint)
+	return fmt.Sprintf("%s%s (%s) has a %s (SHA-256 of its SPKI %s)", perr.Prefix, e.Where, subject, perr.Text(ErrCompromised), e.Verdict.Key.Fingerprint)
 }
 
 // Unwrap returns ErrCompromised for a key the filter probably holds, and
@@ -179,25 +163,28 @@ func subjectText(c *x509.Certificate) string {
 	return s
 }
 
-// errNoFilter refuses every handshake of a hook made without a filter.
-var errNoFilter = perr.New("no filter given to pkbftls: every peer is refused")
-
 // VerifyConnection returns a function for [tls.Config.VerifyConnection],
 // on a server or a client, that refuses the handshake with a [*KeyError]
-// when a certificate of the peer's has a key f probably holds, or, in a
-// certificate that certifies the peer, one f cannot answer for (the
-// package documentation says which certificates). It
-// returns nil for a peer that presented no certificate. A nil f, or a nil
-// pointer in f (a filter whose open failed), refuses every handshake. The
-// function is safe for concurrent use; for a peer whose keys f lacks it
-// allocates nothing.
+// when a certificate of the peer's has a key kc finds probably
+// compromised, or, in a certificate that certifies the peer, one kc
+// cannot answer for (the package documentation says which certificates).
+// It returns nil for a peer that presented no certificate. The function
+// is safe for concurrent use; for a peer whose keys a
+// [*keycheck.Checker] finds clean it allocates nothing.
+//
+// kc is called from concurrent handshakes, with a certificate's DER
+// SubjectPublicKeyInfo; a [*keycheck.Checker] over a [*pkbf.Live] follows
+// a filter file as new ones are renamed over it, as a server that runs for
+// months needs. Close the filter only once the configs that use it are
+// done with. VerifyConnection panics if kc is nil: a TLS config without
+// its check must not be made.
 //
 // It replaces a VerifyConnection of the config's own: [Install] keeps it.
-func VerifyConnection(f Filter) func(tls.ConnectionState) error {
-	if v := reflect.ValueOf(f); v.Kind() == reflect.Pointer && v.IsNil() {
-		f = nil
+func VerifyConnection(kc keycheck.KeyChecker) func(tls.ConnectionState) error {
+	if c, ok := kc.(*keycheck.Checker); kc == nil || ok && c == nil {
+		panic("pkbftls: no KeyChecker: every peer's keys would go unchecked")
 	}
-	return func(cs tls.ConnectionState) error { return check(f, &cs) }
+	return func(cs tls.ConnectionState) error { return check(kc, &cs) }
 }
 
 // check looks up the keys of the certificates of cs in f: with verified
@@ -205,12 +192,9 @@ func VerifyConnection(f Filter) func(tls.ConnectionState) error {
 // readable, then the other certificates the peer presented, which must
 // not be compromised; without, every certificate presented, which must be
 // clean and readable.
-func check(f Filter, cs *tls.ConnectionState) error {
+func check(f keycheck.KeyChecker, cs *tls.ConnectionState) error {
 	if len(cs.PeerCertificates) == 0 && len(cs.VerifiedChains) == 0 {
 		return nil
-	}
-	if f == nil {
-		return errNoFilter
 	}
 	if len(cs.VerifiedChains) == 0 {
 		for i, c := range cs.PeerCertificates {
@@ -261,7 +245,7 @@ func inChains(chains [][]*x509.Certificate, c *x509.Certificate) bool {
 // checkKey looks up the key of c, certificate i of verified chain n, or of
 // the peer's certificates when n is -1. Unless strict, a key pkbf cannot
 // read passes: the certificate certifies nothing in this handshake.
-func checkKey(f Filter, cs *tls.ConnectionState, c *x509.Certificate, n, i int, strict bool) error {
+func checkKey(f keycheck.KeyChecker, cs *tls.ConnectionState, c *x509.Certificate, n, i int, strict bool) error {
 	v := f.CheckKey(c.RawSubjectPublicKeyInfo)
 	if !v.Probably && (v.Err == nil || !strict && errors.Is(v.Err, keys.ErrInvalidKey)) {
 		return nil
@@ -293,21 +277,21 @@ func index(certs []*x509.Certificate, c *x509.Certificate) int {
 // in reports whether c is among certs.
 func in(certs []*x509.Certificate, c *x509.Certificate) bool { return index(certs, c) >= 0 }
 
-// Config returns a copy of base (a new config when base is nil) with f's
+// Config returns a copy of base (a new config when base is nil) with kc's
 // check installed as [Install] does. Call it once base is complete, and
 // use the copy as it is: a VerifyConnection or GetConfigForClient set on
 // the copy afterwards replaces the check; one set on base afterwards does
 // not reach the copy.
-func Config(base *tls.Config, f Filter) *tls.Config {
+func Config(base *tls.Config, kc keycheck.KeyChecker) *tls.Config {
 	cfg := base.Clone()
 	if cfg == nil {
 		cfg = &tls.Config{}
 	}
-	Install(cfg, f)
+	Install(cfg, kc)
 	return cfg
 }
 
-// Install adds f's check ([VerifyConnection]) to cfg, a server's or a
+// Install adds kc's check ([VerifyConnection]) to cfg, a server's or a
 // client's: cfg's own VerifyConnection, if it has one, runs first and
 // both must pass. Install must be the last change to cfg: a
 // VerifyConnection or GetConfigForClient set afterwards replaces the
@@ -315,9 +299,10 @@ func Config(base *tls.Config, f Filter) *tls.Config {
 // returns a copy, keeps later changes to cfg from reaching it. The configs a server's GetConfigForClient returns are
 // given the check as well (a shallow copy of each, made per handshake,
 // so the check cannot be bypassed by one of them), but for cfg itself.
-// Call Install before cfg is used, once for each filter.
-func Install(cfg *tls.Config, f Filter) {
-	hook := VerifyConnection(f)
+// Call Install before cfg is used, once for each filter. It panics if kc
+// is nil, as VerifyConnection does.
+func Install(cfg *tls.Config, kc keycheck.KeyChecker) {
+	hook := VerifyConnection(kc)
 	cfg.VerifyConnection = both(cfg.VerifyConnection, hook)
 	get := cfg.GetConfigForClient
 	if get == nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/pkbftls"
 )
@@ -107,7 +109,7 @@ func wantRefused(t *testing.T, end string, err error, id *identity, where string
 		t.Fatalf("%s: error %v, want a *KeyError wrapping ErrCompromised", end, err)
 	}
 	want := "pkbf: " + where + " (" + id.cert.Subject.String() + ") has a probably compromised key (SHA-256 of its SPKI " + id.fingerprint() + ")"
-	if err.Error() != want || ke.Where != where || ke.Verdict.Fingerprint != id.fingerprint() || ke.Certificate.Subject.String() != id.cert.Subject.String() {
+	if err.Error() != want || ke.Where != where || ke.Verdict.Key.Fingerprint != id.fingerprint() || ke.Certificate.Subject.String() != id.cert.Subject.String() {
 		t.Errorf("%s: error %q (where %q), want %q", end, err, ke.Where, want)
 	}
 }
@@ -163,8 +165,8 @@ func TestHandshake(t *testing.T) {
 					sid = p.clean["p256"]
 				}
 				scfg, ccfg := serverConfig(p, sid, v), clientConfig(p, cid, v)
-				pkbftls.Install(scfg, live)
-				pkbftls.Install(ccfg, filter)
+				pkbftls.Install(scfg, check(live))
+				pkbftls.Install(ccfg, check(filter))
 				o := goHandshake(t, scfg, ccfg)
 				switch {
 				case c.refused == nil:
@@ -190,7 +192,7 @@ func TestNoPeerCertificate(t *testing.T) {
 	live, _ := liveFilter(t)
 	scfg := serverConfig(p, p.clean["p256"], tls.VersionTLS13)
 	scfg.ClientAuth = tls.RequestClientCert
-	pkbftls.Install(scfg, live)
+	pkbftls.Install(scfg, check(live))
 	if o := goHandshake(t, scfg, clientConfig(p, nil, tls.VersionTLS13)); o.server != nil || o.client != nil {
 		t.Fatalf("a client without a certificate: server %v, client %v", o.server, o.client)
 	}
@@ -222,7 +224,7 @@ func TestFailsClosed(t *testing.T) {
 			t.Fatal(err)
 		}
 		scfg := serverConfig(p, clean, tls.VersionTLS13)
-		pkbftls.Install(scfg, f)
+		pkbftls.Install(scfg, check(f))
 		o := goHandshake(t, scfg, clientConfig(p, clean, tls.VersionTLS13))
 		var ke *pkbftls.KeyError
 		if !errors.As(o.server, &ke) || !errors.Is(o.server, pkbf.ErrFileChanged) || errors.Is(o.server, pkbftls.ErrCompromised) ||
@@ -232,29 +234,37 @@ func TestFailsClosed(t *testing.T) {
 		wantAlert(t, "client", o.client)
 	})
 	t.Run("key pkbf cannot read", func(t *testing.T) {
-		err := pkbftls.VerifyConnection(live)(state(clean.cert, junk))
+		err := pkbftls.VerifyConnection(check(live))(state(clean.cert, junk))
 		var ke *pkbftls.KeyError
 		if !errors.As(err, &ke) || !errors.Is(err, keys.ErrInvalidKey) || ke.Where != "peer certificate 1" || !strings.HasPrefix(err.Error(), "pkbf: peer certificate 1 (CN=junk key): the key could not be checked") {
 			t.Errorf("error %v, want a refusal of certificate 1 wrapping keys.ErrInvalidKey", err)
 		}
 	})
-	t.Run("no filter", func(t *testing.T) {
-		err := pkbftls.VerifyConnection(nil)(state(clean.cert))
-		if err == nil || !strings.HasPrefix(err.Error(), "pkbf: no filter") {
-			t.Errorf("error %v, want every peer refused", err)
-		}
-		scfg := serverConfig(p, clean, tls.VersionTLS12)
-		pkbftls.Install(scfg, nil)
-		if o := goHandshake(t, scfg, clientConfig(p, clean, tls.VersionTLS12)); o.server == nil {
-			t.Error("a server without a filter let a client in")
-		}
-	})
-	t.Run("nil *pkbf.Live", func(t *testing.T) { // OpenLive failed, and its error was lost
-		var l *pkbf.Live
-		if err := pkbftls.VerifyConnection(l)(state(clean.cert)); err == nil || !strings.HasPrefix(err.Error(), "pkbf: no filter") {
-			t.Errorf("error %v, want every peer refused", err)
-		}
-	})
+}
+
+// A config cannot be made without its check: VerifyConnection, Install
+// and Config panic at once on a nil KeyChecker, and keycheck.New on a
+// nil filter (an open whose error was lost), where a hook made anyway
+// would leave every peer unchecked.
+func TestNoKeyChecker(t *testing.T) {
+	var live *pkbf.Live
+	var c *keycheck.Checker
+	for name, make := range map[string]func(){
+		"VerifyConnection(nil)":                func() { pkbftls.VerifyConnection(nil) },
+		"Install(cfg, nil)":                    func() { pkbftls.Install(&tls.Config{}, nil) },
+		"Config(nil, nil)":                     func() { pkbftls.Config(nil, nil) },
+		"Config(nil, a nil *keycheck.Checker)": func() { pkbftls.Config(nil, c) },
+		"keycheck.New(a nil *pkbf.Live)":       func() { keycheck.New(live, keycheck.Options{}) },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "no KeyChecker") && !strings.Contains(fmt.Sprint(r), "without a filter") {
+					t.Errorf("%s: panic %v, want one saying there is no KeyChecker or filter", name, r)
+				}
+			}()
+			make()
+		}()
+	}
 }
 
 // Certificates of the verified chains that the peer did not present (a
@@ -294,7 +304,7 @@ func TestVerifiedChains(t *testing.T) {
 		}, "peer certificate 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := pkbftls.VerifyConnection(live)(c.cs)
+			err := pkbftls.VerifyConnection(check(live))(c.cs)
 			if c.where == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -317,7 +327,7 @@ func TestInstall(t *testing.T) {
 	t.Run("own check refuses", func(t *testing.T) {
 		scfg := serverConfig(p, p.clean["p256"], tls.VersionTLS13)
 		scfg.VerifyConnection = func(tls.ConnectionState) error { return own }
-		pkbftls.Install(scfg, live)
+		pkbftls.Install(scfg, check(live))
 		if o := goHandshake(t, scfg, clientConfig(p, p.clean["rsa"], tls.VersionTLS13)); !errors.Is(o.server, own) {
 			t.Errorf("server: %v, want the config's own error", o.server)
 		}
@@ -326,7 +336,7 @@ func TestInstall(t *testing.T) {
 		ran := 0
 		scfg := serverConfig(p, p.clean["p256"], tls.VersionTLS13)
 		scfg.VerifyConnection = func(tls.ConnectionState) error { ran++; return nil }
-		pkbftls.Install(scfg, live)
+		pkbftls.Install(scfg, check(live))
 		o := goHandshake(t, scfg, clientConfig(p, bad, tls.VersionTLS13))
 		wantRefused(t, "server", o.server, bad, "peer certificate 0")
 		if ran != 1 {
@@ -336,7 +346,7 @@ func TestInstall(t *testing.T) {
 	t.Run("GetConfigForClient", func(t *testing.T) {
 		inner := serverConfig(p, p.clean["p256"], tls.VersionTLS13)
 		scfg := &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return inner, nil }}
-		pkbftls.Install(scfg, live)
+		pkbftls.Install(scfg, check(live))
 		o := goHandshake(t, scfg, clientConfig(p, bad, tls.VersionTLS13))
 		wantRefused(t, "server", o.server, bad, "peer certificate 0")
 		if inner.VerifyConnection != nil {
@@ -371,7 +381,7 @@ func TestConfig(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			base := serverConfig(p, p.clean["p256"], tls.VersionTLS13)
-			cfg := pkbftls.Config(base, live)
+			cfg := pkbftls.Config(base, check(live))
 			c.change(base)
 			o := goHandshake(t, cfg, clientConfig(p, bad, tls.VersionTLS13))
 			wantRefused(t, "server", o.server, bad, "peer certificate 0")
@@ -381,7 +391,7 @@ func TestConfig(t *testing.T) {
 		})
 	}
 	t.Run("nil base", func(t *testing.T) {
-		cfg := pkbftls.Config(nil, live)
+		cfg := pkbftls.Config(nil, check(live))
 		if cfg == nil || cfg.VerifyConnection == nil {
 			t.Fatalf("Config(nil, f) = %+v, want a config with the check", cfg)
 		}
@@ -405,7 +415,7 @@ func TestResumedSessionChecked(t *testing.T) {
 				t.Fatal(err)
 			}
 			scfg := serverConfig(p, p.clean["p256"], v)
-			pkbftls.Install(scfg, live)
+			pkbftls.Install(scfg, check(live))
 			ccfg := clientConfig(p, client, v)
 			ccfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
 			if o := goHandshake(t, scfg, ccfg); o.server != nil || o.client != nil {
@@ -435,8 +445,8 @@ func TestHookAllocs(t *testing.T) {
 	live, filter := openFilters(t)
 	for _, kt := range keyTypes {
 		cs := p.cleanState(kt)
-		for name, f := range map[string]pkbftls.Filter{"Live": live, "Filter": filter} {
-			hook := pkbftls.VerifyConnection(f)
+		for name, f := range map[string]keycheck.Querier{"Live": live, "Filter": filter} {
+			hook := pkbftls.VerifyConnection(check(f))
 			if n := testing.AllocsPerRun(100, func() {
 				if err := hook(cs); err != nil {
 					t.Fatal(err)
@@ -451,7 +461,7 @@ func TestHookAllocs(t *testing.T) {
 // The subject a refusal names is the peer's text: quoted when it holds
 // what is not printable, cut when long.
 func TestErrorSubject(t *testing.T) {
-	v := pkbf.Verdict{Probably: true, Fingerprint: "ff"}
+	v := keycheck.Verdict{Probably: true, Key: keycheck.Key{Fingerprint: "ff"}}
 	for _, c := range []struct {
 		name string
 		cn   string

@@ -31,7 +31,8 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/pipenet"
+	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -195,7 +196,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // handlers' sleeps then take no real time. The server stops when the test
 // ends.
 func (s *server) client(t *testing.T) *Client {
-	l := pipenet.Listen()
+	l := testkit.ListenPipes()
 	srv := &http.Server{Handler: s}
 	go srv.Serve(l)
 	tr := &http.Transport{DialContext: l.Dial}
@@ -435,8 +436,8 @@ func checker(t *testing.T, ks map[string]*testKey) {
 	}
 	defer live.Close()
 	var c *Checker
-	for i, filter := range []Filter{f, live} {
-		c = &Checker{Filter: filter, Client: s.client(t), MaxInFlight: 3}
+	for i, filter := range []keycheck.Querier{f, live} {
+		c = &Checker{Filter: keycheck.New(filter, keycheck.Options{}), Client: s.client(t), MaxInFlight: 3}
 		for _, tt := range []struct {
 			key                string
 			probably, pwned    bool
@@ -452,6 +453,10 @@ func checker(t *testing.T, ks map[string]*testKey) {
 				t.Errorf("%T: %s: probably %v, %+v, %v after %d requests", filter, tt.key, probably, res, err, s.requests.Load())
 			}
 		}
+		// What the filter cannot answer for is an error, never a "no".
+		if probably, _, err := c.Check(context.Background(), []byte("not a key")); probably || !errors.Is(err, keys.ErrInvalidKey) {
+			t.Errorf("%T: a key that cannot be read: probably %v, error %v; want ErrInvalidKey", filter, probably, err)
+		}
 	}
 	// No more than MaxInFlight requests at a time.
 	slow := newServer()
@@ -459,7 +464,7 @@ func checker(t *testing.T, ks map[string]*testKey) {
 		time.Sleep(30 * time.Millisecond)
 		http.NotFound(w, r)
 	})
-	c = &Checker{Filter: f, Client: slow.client(t), MaxInFlight: 3}
+	c = &Checker{Filter: keycheck.New(f, keycheck.Options{}), Client: slow.client(t), MaxInFlight: 3}
 	var wg sync.WaitGroup
 	for range 12 {
 		wg.Add(1)

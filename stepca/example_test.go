@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/stepca"
 )
 
@@ -22,7 +23,7 @@ func ExampleNewHandler() {
 		log.Fatal(err)
 	}
 	defer live.Close()
-	h := stepca.NewHandler(live, stepca.Options{Unauthenticated: true})
+	h := stepca.NewHandler(keycheck.New(live, keycheck.Options{}), stepca.Options{Unauthenticated: true})
 
 	for _, name := range []string{"p256.spki.der", "p384.spki.der"} {
 		spki, err := os.ReadFile("../testdata/keys/" + name)

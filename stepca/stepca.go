@@ -12,16 +12,16 @@
 // "X509" is not called for the SSH certificates a provisioner of an SSH
 // CA signs):
 //
-//	h := stepca.NewHandler(live, stepca.Options{ClientName: "Step Online CA", Logger: logger})
+//	h := stepca.NewHandler(keycheck.New(live, keycheck.Options{}), stepca.Options{ClientName: "Step Online CA", Logger: logger})
 //	mux.Handle("/v1/step-ca/authorize", h)
 //
 // # What it answers
 //
 // step-ca posts the certificate it is about to sign: for X.509 the
 // subject's public key as a DER SubjectPublicKeyInfo, for SSH the key in
-// the SSH wire format. The handler looks the key up with
-// [pkbf.Filter.CheckKey] and answers {"allow": true} only for a key the
-// filter does not hold. Everything else is {"allow": false} with an
+// the SSH wire format. The handler asks its [keycheck.KeyChecker] (a
+// [keycheck.Checker] over a filter: every encoding of the key) and answers
+// {"allow": true} only for a key it finds clean. Everything else is {"allow": false} with an
 // error object, whose message step-ca passes to ACME clients: a key the
 // filter holds (code [CodeCompromised]), a request that is not
 // authenticated as step-ca's own, a body it cannot parse or that carries
@@ -48,6 +48,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -65,10 +66,10 @@ const (
 	// CodeUnauthenticated: no verified client certificate, one not named
 	// Options.ClientName, or a missing or wrong X-Smallstep-Signature.
 	CodeUnauthenticated = "pkbf-unauthenticated"
-	// CodeFilterError: the filter's file failed while in use. A
+	// CodeFilterError: the filter's file failed while in use (a
+	// *pkbf.Filter from Open whose file was cut short under it). A
 	// [pkbf.Live] answers from its own validated copy of the file, which
-	// no change to the file can make fail, so that a Handler does not
-	// answer it today; it stays for callers that match on it.
+	// no change to the file can make fail.
 	CodeFilterError = "pkbf-filter-error"
 	// CodeDisabled: the server does not answer the webhook ([Disabled]).
 	CodeDisabled = "pkbf-webhook-disabled"
@@ -133,10 +134,10 @@ func ParseSecret(text []byte) ([]byte, error) {
 	return secret, nil
 }
 
-// A Handler answers step-ca's AUTHORIZING webhook calls from a filter
-// that follows its file. It is safe for concurrent use.
+// A Handler answers step-ca's AUTHORIZING webhook calls from a
+// [keycheck.KeyChecker]. It is safe for concurrent use.
 type Handler struct {
-	live     *pkbf.Live
+	keys     keycheck.KeyChecker
 	opts     Options
 	disabled *refusal // Disabled's refusal, or nil
 
@@ -151,12 +152,18 @@ type Stats struct {
 	FilterErrs  int64 // of Refused, because the filter's file failed
 }
 
-// NewHandler returns a Handler answering from live.
-func NewHandler(live *pkbf.Live, opts Options) *Handler {
+// NewHandler returns a Handler answering from kc: a [keycheck.Checker]
+// over a [pkbf.Live], which follows the filter file as new ones are
+// renamed over it. It panics if kc is nil: a webhook that checks no key
+// must not start.
+func NewHandler(kc keycheck.KeyChecker, opts Options) *Handler {
+	if c, ok := kc.(*keycheck.Checker); kc == nil || ok && c == nil {
+		panic("stepca: NewHandler without a KeyChecker")
+	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
-	return &Handler{live: live, opts: opts}
+	return &Handler{keys: kc, opts: opts}
 }
 
 // Disabled returns a Handler that refuses every call (403, [CodeDisabled])
@@ -341,15 +348,14 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) *refusal {
 	if ref != nil {
 		return ref
 	}
-	v := h.live.CheckKey(der)
+	v := h.keys.CheckKey(der)
 	switch {
 	case errors.Is(v.Err, pkbf.ErrFileChanged):
-		h.live.Reload()
 		return refuse(http.StatusServiceUnavailable, CodeFilterError, "the compromised-key filter cannot answer: %v", v.Err)
 	case v.Err != nil:
 		return refuse(http.StatusOK, CodeInvalidKey, "the %s's public key cannot be checked: %v", what, v.Err)
 	case v.Probably:
-		return refuse(http.StatusOK, CodeCompromised, "the %s's public key is reported as compromised (pwnedkeys fingerprint %s): make a new key", what, v.Fingerprint)
+		return refuse(http.StatusOK, CodeCompromised, "the %s's public key is reported as compromised (pwnedkeys fingerprint %s): make a new key", what, v.Key.Fingerprint)
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -71,7 +72,7 @@ func newFixture(t testing.TB) *fixture {
 		}
 		for _, pub := range []crypto.PublicKey{fx.pwnedRSA, fx.pwnedP256, fx.pwnedEd25519} {
 			der, _ := x509.MarshalPKIXPublicKey(pub)
-			if _, err := w.AddKey(der); err != nil {
+			if _, err := keycheck.AddKey(w, der); err != nil {
 				fixtureErr = err
 				return
 			}
@@ -87,9 +88,9 @@ func newFixture(t testing.TB) *fixture {
 				fx.pwnedP256Compressed = e
 			}
 		}
-		fx.pwnedP256Fingerprint = pkbf.Fingerprint(der)
+		fx.pwnedP256Fingerprint = keys.Fingerprint(der)
 		rsaDER, _ := x509.MarshalPKIXPublicKey(fx.pwnedRSA)
-		fx.pwnedRSAFinger = pkbf.Fingerprint(rsaDER)
+		fx.pwnedRSAFinger = keys.Fingerprint(rsaDER)
 		var buf bytes.Buffer
 		_, fixtureErr = w.WriteTo(&buf)
 		fx.filter = buf.Bytes()
@@ -121,6 +122,9 @@ func openLive(t testing.TB, fx *fixture) *pkbf.Live {
 	t.Cleanup(func() { live.Close() })
 	return live
 }
+
+// checker is the KeyChecker over live a Handler is given.
+func checker(live *pkbf.Live) *keycheck.Checker { return keycheck.New(live, keycheck.Options{}) }
 
 // x509Body is a webhook request body as step-ca v0.30.2 sends it for an
 // X.509 certificate (webhook.RequestBody), with the fields a webhook
@@ -193,9 +197,9 @@ func TestHandler(t *testing.T) {
 	live := openLive(t, fx)
 	var logs bytes.Buffer
 	secret := []byte("webhook secret")
-	plain := NewHandler(live, Options{ClientName: testClient, Logger: log.New(&logs, "", 0)})
-	signed := NewHandler(live, Options{ClientName: testClient, Secret: secret})
-	small := NewHandler(live, Options{ClientName: testClient, MaxBody: 512})
+	plain := NewHandler(checker(live), Options{ClientName: testClient, Logger: log.New(&logs, "", 0)})
+	signed := NewHandler(checker(live), Options{ClientName: testClient, Secret: secret})
+	small := NewHandler(checker(live), Options{ClientName: testClient, MaxBody: 512})
 	clean := slices.Clip(x509Body("x509Certificate", spkiOf(t, fx.cleanP256))) // appended to below
 	b64 := base64.StdEncoding.EncodeToString
 	for _, tc := range []struct {
@@ -255,7 +259,7 @@ func TestHandler(t *testing.T) {
 		{name: "client certificate without a common name", tls: clientState(), body: clean, status: 403, code: CodeUnauthenticated, message: "common names [] are not the CA's"},
 		{name: "client name in another case", tls: clientState("step online ca"), body: clean, status: 403, code: CodeUnauthenticated, message: "are not the CA's"},
 		{name: "client certificate with two common names", tls: clientState("host.example.com", testClient), body: clean, status: 403, code: CodeUnauthenticated, message: "are not the CA's"},
-		{name: "no client name set", h: NewHandler(live, Options{}), body: clean, status: 403, code: CodeUnauthenticated, message: "no client name is set"},
+		{name: "no client name set", h: NewHandler(checker(live), Options{}), body: clean, status: 403, code: CodeUnauthenticated, message: "no client name is set"},
 		{name: "plain HTTP", tls: nil, body: clean, status: 403, code: CodeUnauthenticated, message: "no verified client certificate"},
 		{name: "body over the limit", h: small, body: append(clean, bytes.Repeat([]byte(" "), 512)...), status: 413, code: CodeBadRequest, message: "larger than 512 bytes"},
 		{name: "good HMAC", h: signed, body: clean, sig: sign(secret, clean), status: 200},
@@ -315,7 +319,7 @@ func TestHandler(t *testing.T) {
 // handshake.
 func TestHandlerClientCertificate(t *testing.T) {
 	fx := newFixture(t)
-	h := NewHandler(openLive(t, fx), Options{ClientName: testClient})
+	h := NewHandler(checker(openLive(t, fx)), Options{ClientName: testClient})
 	isCA := func(c *x509.Certificate) {
 		c.IsCA, c.BasicConstraintsValid, c.KeyUsage = true, true, x509.KeyUsageCertSign
 	}
@@ -415,7 +419,7 @@ func BenchmarkHandler(b *testing.B) {
 		{"clean P-256 HMAC", Options{ClientName: testClient, Secret: secret}, fx.cleanP256, 200},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			h := NewHandler(live, bc.opts)
+			h := NewHandler(checker(live), bc.opts)
 			body := x509Body("x509Certificate", spkiOf(b, bc.pub))
 			sig := sign(secret, body)
 			b.ReportAllocs()
@@ -439,7 +443,7 @@ func BenchmarkHandler(b *testing.B) {
 func FuzzHandler(f *testing.F) {
 	fx := newFixture(f)
 	live := openLive(f, fx)
-	h := NewHandler(live, Options{Unauthenticated: true})
+	h := NewHandler(checker(live), Options{Unauthenticated: true})
 	f.Add(x509Body("x509Certificate", spkiOf(f, fx.cleanP256)))
 	f.Add(x509Body("x509Certificate", spkiOf(f, fx.pwnedP256)))
 	f.Add(x509Body("x509CertificateRequest", fx.pwnedP256Compressed))
@@ -464,9 +468,7 @@ func FuzzHandler(f *testing.F) {
 		if ref != nil {
 			t.Fatalf("allowed a body whose key cannot be read: %v", ref)
 		}
-		var hit bool
-		live.Do(func(f *pkbf.Filter) { hit = f.Contains(der) })
-		if hit || w.Code != 200 {
+		if keycheck.New(live, keycheck.Options{}).Contains(der) || w.Code != 200 {
 			t.Fatalf("allowed a key the filter holds (status %d)", w.Code)
 		}
 	})

@@ -51,7 +51,7 @@ func (up *updater) checkFPRate(h pkbf.Header, set uint64) error {
 		return nil
 	}
 	if up.old != nil {
-		oldSet, err := countSet(up.installed, up.old.DataSize())
+		oldSet, err := countSet(up.installed, up.old.Bits()/8)
 		if err != nil {
 			return err
 		}

@@ -200,7 +200,7 @@ func TestFPRateCeiling(t *testing.T) {
 		if c.oldSet > 0 {
 			old := h
 			b, _ := old.AppendBinary(nil)
-			data := make([]byte, old.DataSize())
+			data := make([]byte, old.Bits()/8)
 			for i := range c.oldSet {
 				data[i/8] |= 0x80 >> (i % 8)
 			}

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/headertext"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/internal/text"
 )
 
 // Ordering: which of two filters is newer, and the times no filter may
@@ -68,11 +68,11 @@ func (up *updater) checkOrder(old, h pkbf.Header) error {
 		return nil
 	}
 	if inFuture(old) {
-		up.logf("the installed filter %s has an update time in the future (%s): it does not order the server's", up.path, headertext.Updated(old.Updated))
+		up.logf("the installed filter %s has an update time in the future (%s): it does not order the server's", up.path, text.Updated(old.Updated))
 		return nil
 	}
 	return perr.Kind(ErrOlder, up.errorf("the filter is not newer than the installed filter %s: updated %s (revision %d), the installed one %s (revision %d); a replay of an older filter, or a publisher whose clock went back; not installed (accept-rebuild installs it)",
-		up.path, headertext.Updated(h.Updated), h.Revision, headertext.Updated(old.Updated), old.Revision))
+		up.path, text.Updated(h.Updated), h.Revision, text.Updated(old.Updated), old.Revision))
 }
 
 // checkFuture refuses a filter whose update time is in the future.
@@ -81,14 +81,14 @@ func (up *updater) checkFuture(h pkbf.Header) error {
 		return nil
 	}
 	return perr.Kind(ErrLockIn, up.errorf("its update time %s is more than %s after this machine's clock (%s): installed, it would make every later filter look older; not installed (force installs it)",
-		headertext.Updated(h.Updated), MaxClockSkew, time.Now().UTC().Format(time.RFC3339)))
+		text.Updated(h.Updated), MaxClockSkew, time.Now().UTC().Format(time.RFC3339)))
 }
 
 // sameHeaderError refuses a filter with the installed header and other
 // bits.
 func (up *updater) sameHeaderError(h pkbf.Header) error {
 	return perr.Kind(ErrSameHeader, up.errorf("the filter has the header of the installed filter %s (revision %d updated %s) and other bits: one was changed without a new revision; not installed (accept-rebuild installs it)",
-		up.path, h.Revision, headertext.Updated(h.Updated)))
+		up.path, h.Revision, text.Updated(h.Updated)))
 }
 
 // checkAge refuses a header updated more than Options.MaxAge ago; what
@@ -103,7 +103,7 @@ func (up *updater) checkAge(h pkbf.Header, what string) error {
 		if age >= 48*time.Hour {
 			ago = fmt.Sprintf("%d days", age/(24*time.Hour))
 		}
-		return perr.Kind(ErrStale, up.errorf("%s was updated %s (revision %d), %s ago, more than the maximum age of %s: the publisher has stopped, or the server keeps an old filter", what, headertext.Updated(h.Updated), h.Revision, ago, up.opts.MaxAge))
+		return perr.Kind(ErrStale, up.errorf("%s was updated %s (revision %d), %s ago, more than the maximum age of %s: the publisher has stopped, or the server keeps an old filter", what, text.Updated(h.Updated), h.Revision, ago, up.opts.MaxAge))
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func (up *updater) scan(h pkbf.Header, compare, withPins bool) (scanned, error) 
 	compare = compare && !fold
 	var of io.Reader
 	if compare {
-		of = io.NewSectionReader(up.installed, pkbf.HeaderSize, int64(up.old.DataSize()))
+		of = io.NewSectionReader(up.installed, pkbf.HeaderSize, int64(up.old.Bits()/8))
 	}
 	hdr := make([]byte, pkbf.HeaderSize)
 	if _, err := io.ReadFull(nf, hdr); err != nil {
@@ -70,11 +70,11 @@ func (up *updater) scan(h pkbf.Header, compare, withPins bool) (scanned, error) 
 	for _, hh := range hashes {
 		hh.Write(hdr)
 	}
-	nb, ob := make([]byte, min(scanChunk, h.DataSize())), []byte(nil)
+	nb, ob := make([]byte, min(scanChunk, h.Bits()/8)), []byte(nil)
 	if compare {
 		ob = make([]byte, len(nb))
 	}
-	for left := h.DataSize(); left > 0; {
+	for left := h.Bits() / 8; left > 0; {
 		n := min(left, uint64(len(nb)))
 		if _, err := io.ReadFull(nf, nb[:n]); err != nil {
 			return s, perr.Errorf("update: reading %s: %w", up.download, err)
@@ -94,7 +94,7 @@ func (up *updater) scan(h pkbf.Header, compare, withPins bool) (scanned, error) 
 	}
 	s.compared = compare
 	if fold {
-		if s.dropped, s.folded, err = up.foldDropped(h.DataSize(), up.old.DataSize()); err != nil {
+		if s.dropped, s.folded, err = up.foldDropped(h.Bits()/8, up.old.Bits()/8); err != nil {
 			return s, err
 		}
 		s.foldedTo = up.old.HashLength

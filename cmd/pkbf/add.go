@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -62,13 +63,13 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog := startProgress(scr, names)
 	var keysRead, added int
 	troubled := false
-	for v := range f.AddKeys(ctx, inputs(names, stdin, fl.recursive, &prog.bytes), pkbf.CheckOptions{Passphrases: pws}) {
+	for v, n := range keycheck.AddKeys(ctx, f, inputs(names, stdin, fl.recursive, &prog.bytes), keycheck.Options{Passphrases: pws}) {
 		prog.keys.Add(1)
 		switch {
 		case v.Err == nil:
 			keysRead++
-			added += v.Added
-		case v.Index == 0 || errors.Is(v.Err, keys.ErrInvalidKey): // an input or a key that could not be read
+			added += n
+		case v.Source.Index == 0 || errors.Is(v.Err, keys.ErrInvalidKey): // an input or a key that could not be read
 			troubled = true
 			scr.errorf("%s%s", verdictError(&v), passphraseHint(v.Err))
 		}

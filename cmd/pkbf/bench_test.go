@@ -204,7 +204,7 @@ func benchFilterFile(b *testing.B, l uint8) string {
 	}
 	h := pkbf.Header{HashCount: 12, HashLength: l}
 	data, _ := h.AppendBinary(nil)
-	data = append(data, make([]byte, h.DataSize())...)
+	data = append(data, make([]byte, h.Bits()/8)...)
 	r := mrand.New(mrand.NewPCG(5, 6))
 	for i := 24; i < len(data); i += 8 {
 		binary.LittleEndian.PutUint64(data[i:], r.Uint64())
@@ -363,7 +363,7 @@ func pemCertificateFloor(f *pkbf.Filter, object []byte) bool {
 		}
 		n += m
 	}
-	spki, err := pkbf.SPKI(der[:n])
+	spki, err := keys.SPKI(der[:n])
 	if err != nil {
 		panic(err)
 	}
@@ -424,7 +424,7 @@ func pemCertificates(b *testing.B, n int) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
 		der := templates[i%len(templates)]
-		spki, err := pkbf.SPKI(der)
+		spki, err := keys.SPKI(der)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/pwnedkeys"
 )
@@ -78,13 +79,13 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	scr := newScreen(stdout, stderr)
 	p := &checkPrinter{fl: fl, scr: scr}
 	prog := startProgress(scr, names)
-	opts := pkbf.CheckOptions{Passphrases: pws, Idle: func() { scr.flush() }}
+	opts := keycheck.Options{Passphrases: pws, Idle: func() { scr.flush() }}
 	if fl.confirm {
-		confirm, cancel := confirmer(ctx, f, fl)
+		confirm, cancel := confirmer(ctx, fl)
 		defer cancel()
 		opts.Confirm = confirm
 	}
-	for v := range f.Check(ctx, inputs(names, stdin, fl.recursive, &prog.bytes), opts) {
+	for v := range keycheck.New(f, opts).Check(ctx, inputs(names, stdin, fl.recursive, &prog.bytes)) {
 		prog.keys.Add(1)
 		if !p.emit(&v) {
 			break
@@ -112,12 +113,12 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // confirmer is check --confirm's question to the pwnedkeys API about a key
 // the filter probably holds: at most confirmInFlight requests at once, all
 // within --timeout. Call cancel when done.
-func confirmer(ctx context.Context, f *pkbf.Filter, fl *checkFlags) (confirm func(context.Context, []byte) (bool, error), cancel func()) {
+func confirmer(ctx context.Context, fl *checkFlags) (confirm func(context.Context, []byte) (bool, error), cancel func()) {
 	cancel = func() {}
 	if fl.timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, fl.timeout)
 	}
-	checker := &pwnedkeys.Checker{Filter: f, Client: &pwnedkeys.Client{BaseURL: fl.api}, MaxInFlight: confirmInFlight}
+	checker := &pwnedkeys.Checker{Client: &pwnedkeys.Client{BaseURL: fl.api}, MaxInFlight: confirmInFlight}
 	return func(_ context.Context, canonical []byte) (bool, error) {
 		res, err := checker.Confirm(ctx, canonical)
 		return res.Pwned, err
@@ -154,7 +155,7 @@ type checkPrinter struct {
 
 // emit prints one verdict, or the error that kept its key or input from
 // being checked; it returns false to stop.
-func (p *checkPrinter) emit(v *pkbf.Verdict) bool {
+func (p *checkPrinter) emit(v *keycheck.Verdict) bool {
 	fl := p.fl
 	p.line = p.line[:0]
 	switch {
@@ -169,15 +170,15 @@ func (p *checkPrinter) emit(v *pkbf.Verdict) bool {
 		p.scr.errorf("%s%s", verdictError(v), passphraseHint(v.Err))
 	default:
 		p.sum.keys++
-		if v.ConfirmErr != nil {
+		if v.Confirmation.Err != nil {
 			p.sum.unconfirmed++
-			p.scr.errorf("%s: confirming %s: %s", v.Source(), v.Fingerprint, message(v.ConfirmErr))
+			p.scr.errorf("%s: confirming %s: %s", v.Source, v.Key.Fingerprint, message(v.Confirmation.Err))
 		}
 		if v.Probably {
 			p.sum.probably++
 		}
 		if fl.confirm {
-			p.found = p.found || v.Pwned
+			p.found = p.found || v.Confirmation.Pwned
 		} else {
 			p.found = p.found || v.Probably
 		}
@@ -198,11 +199,11 @@ func (p *checkPrinter) emit(v *pkbf.Verdict) bool {
 
 // verdictError says what kept a verdict's key, or its input, from being
 // checked, and where; an error opening or reading an input already names it.
-func verdictError(v *pkbf.Verdict) string {
-	if v.Index == 0 {
+func verdictError(v *keycheck.Verdict) string {
+	if v.Source.Index == 0 {
 		return message(v.Err)
 	}
-	return v.Source() + ": " + message(v.Err)
+	return v.Source.String() + ": " + message(v.Err)
 }
 
 // checkExitTable is check's exit status for every mix of what it saw, in

@@ -9,9 +9,8 @@ import (
 	"strings"
 
 	"github.com/pkbf/pkbf"
-	"github.com/pkbf/pkbf/internal/bytesize"
+	"github.com/pkbf/pkbf/internal/cli"
 	"github.com/pkbf/pkbf/internal/perr"
-	"github.com/pkbf/pkbf/internal/suggest"
 )
 
 // The command line, as people expect it from git, openssl or ssh-keygen:
@@ -99,7 +98,7 @@ func (c *command) flagError(err error) string {
 	var names []string
 	c.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	msg = fmt.Sprintf("unknown flag -%s", name)
-	if s := suggest.Nearest(name, names); s != "" {
+	if s := cli.Nearest(name, names); s != "" {
 		msg += fmt.Sprintf("; did you mean -%s?", s)
 	}
 	return msg
@@ -208,13 +207,13 @@ func openFilter(name string, stdin io.Reader) (*pkbf.Filter, error) {
 	return f, nil
 }
 
-// sizeFlag is a flag holding a number of bytes, as bytesize.Parse reads
+// sizeFlag is a flag holding a number of bytes, as cli.ParseSize reads
 // them: 1024, 64KiB, 1M, 64 GiB.
 type sizeFlag int64
 
-func (f *sizeFlag) String() string { return bytesize.Format(int64(*f)) }
+func (f *sizeFlag) String() string { return cli.FormatSize(int64(*f)) }
 func (f *sizeFlag) Set(s string) error {
-	n, err := bytesize.Parse(s)
+	n, err := cli.ParseSize(s)
 	if err == nil {
 		*f = sizeFlag(n)
 	}

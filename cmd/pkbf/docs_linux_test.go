@@ -18,6 +18,7 @@ import (
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/doctest"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // The configuration files and logs that docs/sshd.md, docs/operators.md
@@ -148,7 +149,7 @@ func TestDocsSSHDLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.AddKey(testkit.ReadFile(t, "../../testdata/keys/p256.spki.der")); err != nil {
+	if _, err := keycheck.AddKey(w, testkit.ReadFile(t, "../../testdata/keys/p256.spki.der")); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.WriteFile(filter); err != nil {

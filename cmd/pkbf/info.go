@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/pkbf/pkbf/internal/headertext"
 	"io"
 	"math"
 	"math/bits"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/text"
 )
 
 type infoFlags struct{ json, scan bool }
@@ -58,7 +58,7 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		FalsePositiveRate float64  `json:"false_positive_rate"`
 		FillRatio         *float64 `json:"fill_ratio,omitempty"`
 		EstimatedEntries  *float64 `json:"estimated_entries,omitempty"`
-	}{path, h.Revision, headertext.Updated(h.Updated), h.EntryCount, h.HashCount, h.HashLength,
+	}{path, h.Revision, text.Updated(h.Updated), h.EntryCount, h.HashCount, h.HashLength,
 		h.Bits(), int64(h.FileSize()), h.FalsePositiveRate(), fill, distinct}
 	if asJSON {
 		b, _ := json.Marshal(info)

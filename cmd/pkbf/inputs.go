@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // passphraseEnv names the environment variable that may hold a passphrase
@@ -42,12 +42,12 @@ var errDirectory = errors.New("is a directory")
 // inputs are the command's inputs: the FILE arguments in order (standard
 // input when there are none, or for "-"), each counted into read as it is
 // read, for the progress display. A directory is read file by file with
-// -r (pkbf.Files), else it is an input that fails, naming -r.
-func inputs(names []string, stdin io.Reader, recursive bool, read *atomic.Int64) iter.Seq[pkbf.Input] {
+// -r (keycheck.Files), else it is an input that fails, naming -r.
+func inputs(names []string, stdin io.Reader, recursive bool, read *atomic.Int64) iter.Seq[keycheck.Input] {
 	if len(names) == 0 {
 		names = []string{"-"}
 	}
-	counted := func(in pkbf.Input) pkbf.Input {
+	counted := func(in keycheck.Input) keycheck.Input {
 		open := in.Open
 		in.Open = func() (io.ReadCloser, error) {
 			rc, err := open()
@@ -58,19 +58,19 @@ func inputs(names []string, stdin io.Reader, recursive bool, read *atomic.Int64)
 		}
 		return in
 	}
-	return func(yield func(pkbf.Input) bool) {
+	return func(yield func(keycheck.Input) bool) {
 		for _, name := range names {
-			var in iter.Seq[pkbf.Input] = pkbf.Files(name)
+			var in iter.Seq[keycheck.Input] = keycheck.Files(name)
 			switch fi, err := os.Stat(name); {
 			case name == "-":
-				in = single(pkbf.Input{Name: "<stdin>", Open: func() (io.ReadCloser, error) {
+				in = single(keycheck.Input{Name: "<stdin>", Open: func() (io.ReadCloser, error) {
 					if stdin == nil {
 						return nil, errors.New("no standard input")
 					}
 					return io.NopCloser(stdin), nil
 				}})
 			case err == nil && fi.IsDir() && !recursive:
-				in = single(pkbf.Input{Name: name, Open: func() (io.ReadCloser, error) {
+				in = single(keycheck.Input{Name: name, Open: func() (io.ReadCloser, error) {
 					return nil, fmt.Errorf("%s %w", name, errDirectory)
 				}})
 			}
@@ -83,8 +83,8 @@ func inputs(names []string, stdin io.Reader, recursive bool, read *atomic.Int64)
 	}
 }
 
-func single(in pkbf.Input) iter.Seq[pkbf.Input] {
-	return func(yield func(pkbf.Input) bool) { yield(in) }
+func single(in keycheck.Input) iter.Seq[keycheck.Input] {
+	return func(yield func(keycheck.Input) bool) { yield(in) }
 }
 
 // countingReader counts the bytes read, for the progress display.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,17 +11,15 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // libraryJSON is what a program gets from the library's Check on input,
 // as JSON lines.
 func libraryJSON(t *testing.T, f *pkbf.Filter, name string, input []byte) string {
 	t.Helper()
-	in := func(yield func(pkbf.Input) bool) {
-		yield(pkbf.Input{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(input)), nil }})
-	}
 	var out []byte
-	for v := range f.Check(context.Background(), in, pkbf.CheckOptions{}) {
+	for v := range keycheck.New(f, keycheck.Options{}).Check(context.Background(), keycheck.Bytes(name, input)) {
 		out = v.AppendJSON(out)
 	}
 	return string(out)
@@ -30,7 +27,7 @@ func libraryJSON(t *testing.T, f *pkbf.Filter, name string, input []byte) string
 
 // The command's verdicts are the library's: check --json on every file
 // under testdata, one at a time, and on streams made of them in a random
-// order, prints exactly what Filter.Check and Verdict.AppendJSON give.
+// order, prints exactly what keycheck's Check and Verdict.AppendJSON give.
 func TestCheckJSONIsTheLibrarys(t *testing.T) {
 	f, err := pkbf.Open(exampleFilter)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/pkbf/pkbf/internal/suggest"
+	"github.com/pkbf/pkbf/internal/cli"
 )
 
 func main() {
@@ -80,7 +80,7 @@ func unknown(what, name, why string) string {
 		names = append(names, s.name)
 	}
 	msg := fmt.Sprintf("%s %q%s", what, name, why)
-	if s := suggest.Nearest(name, names); s != "" {
+	if s := cli.Nearest(name, names); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
 	return msg

@@ -50,7 +50,7 @@ func TestMergeForceTargets(t *testing.T) {
 	}
 	for _, out := range outs {
 		r := runWith(t, nil, "merge", "--force", out, a)
-		if r.code != 2 || !strings.Contains(r.stderr, "not a filter file: it is never replaced") {
+		if r.code != 2 || !strings.Contains(r.stderr, "not a regular file: it is never replaced") {
 			t.Errorf("merge --force %s: %+v", out, r)
 		}
 	}

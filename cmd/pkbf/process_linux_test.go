@@ -22,6 +22,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // A file system too small for the filter: create fails at once, saying
@@ -137,7 +138,7 @@ func (s *syncBuffer) String() string {
 // would make the test wait on the disk.
 func writeFilterVersion(t *testing.T, path string, v int) {
 	f, _ := pkbf.New(4, 16)
-	if _, err := f.AddKey(testkit.ReadFile(t, key("p256.pub"))); err != nil {
+	if _, err := keycheck.AddKey(f, testkit.ReadFile(t, key("p256.pub"))); err != nil {
 		t.Fatal(err)
 	}
 	for i := range v {

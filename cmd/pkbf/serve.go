@@ -17,6 +17,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbfhttp"
 	"github.com/pkbf/pkbf/stepca"
 )
@@ -48,7 +49,7 @@ func (fl *serveFlags) command(stdout, stderr io.Writer) *command {
 	c.StringVar(&fl.tlsKey, "tls-key", "", "the private key of --tls-cert, in PEM `FILE`")
 	c.StringVar(&fl.clientCA, "client-ca", "", "require of every client a certificate chained to a CA certificate in PEM `FILE` (step-ca's root), and answer step-ca's webhook at /v1/step-ca/authorize")
 	c.StringVar(&fl.clientName, "client-name", "", "answer step-ca's webhook only for a client certificate whose subject common name is `NAME`: ca.json's \"commonName\" (\"Step Online CA\" when unset); needed with --client-ca")
-	c.StringVar(&fl.webhookSecretFile, "webhook-secret-file", "", "require step-ca's X-Smallstep-Signature, an HMAC-SHA256 under the base64 secret in `FILE`")
+	c.StringVar(&fl.webhookSecretFile, "webhook-secret-file", "", "require step-ca's X-Smallstep-Signature, an HMAC-SHA256 under the base64 secret in `FILE`: only for a webhook made through step-ca's remote management (a ca.json webhook has no secret, and every call would be refused)")
 	c.BoolVar(&fl.webhookInsecure, "webhook-insecure", false, "answer step-ca's webhook without a client certificate, over plain HTTP too: local tests only")
 	c.Var(&fl.maxBody, "max-body", "refuse request bodies over `SIZE` (413, before reading them)")
 	c.Var(&fl.maxMemory, "max-body-memory", "hold at most `SIZE` of request bodies and answers at once, all connections together; a request over it gets 503 (before its body is read when its length is declared)")
@@ -105,7 +106,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer live.Close()
 	opts := pkbfhttp.Options{Limits: l}
 	if fl.clientCA != "" || fl.webhookInsecure {
-		opts.StepCA = stepca.NewHandler(live, webhook)
+		opts.StepCA = stepca.NewHandler(keycheck.New(live, keycheck.Options{}), webhook)
 	}
 	svc, err := pkbfhttp.New(live, opts)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // filterHolding returns a filter file of 2 MiB of bits (large enough that
@@ -26,7 +27,7 @@ func filterHolding(t *testing.T, spki []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.AddKey(spki); err != nil {
+	if _, err := keycheck.AddKey(f, spki); err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer

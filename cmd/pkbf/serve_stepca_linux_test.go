@@ -39,6 +39,8 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // stepCAVersion is the step-ca the end-to-end test runs
@@ -247,7 +249,7 @@ func writeFilterOf(t testing.TB, dir string, compromised map[string]crypto.Signe
 		if err != nil {
 			t.Fatal(name, err)
 		}
-		if _, err := w.AddKey(der); err != nil {
+		if _, err := keycheck.AddKey(w, der); err != nil {
 			t.Fatal(name, err)
 		}
 	}
@@ -488,7 +490,7 @@ func fingerprintOf(t testing.TB, k crypto.Signer) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pkbf.Fingerprint(der)
+	return keys.Fingerprint(der)
 }
 
 // A real step-ca (built from the module proxy) with pkbf serve as its

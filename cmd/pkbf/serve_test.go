@@ -164,3 +164,15 @@ func TestServeStepCAFlags(t *testing.T) {
 		}
 	}
 }
+
+// serve's help says where --webhook-secret-file applies: step-ca gives a
+// secret only to a webhook made through its remote management; with a
+// ca.json webhook the flag refuses every call (docs/stepca.md).
+func TestServeWebhookSecretHelp(t *testing.T) {
+	r := runWith(t, nil, "help", "serve")
+	_, help, _ := strings.Cut(r.stdout, "--webhook-secret-file")
+	help, _, _ = strings.Cut(help, "\n  -")
+	if r.code != exitOK || !strings.Contains(help, "remote management") || !strings.Contains(help, "ca.json") {
+		t.Errorf("pkbf help serve: exit %d, --webhook-secret-file's text %q; want it to say it is only for remote management, not ca.json", r.code, help)
+	}
+}

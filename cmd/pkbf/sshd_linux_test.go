@@ -17,6 +17,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
 
@@ -359,7 +360,7 @@ func TestSSHDCertAuthorityOptionsDifferential(t *testing.T) {
 		if in != c.sshd {
 			t.Errorf("%s: sshd let the certificate in: %v, the test expects %v\n%s\n%s", c.name, in, c.sshd, out, log.String())
 		}
-		r, err := pkbfssh.FilterLines(io.Discard, w, []byte(line+"\n"), nil)
+		r, err := pkbfssh.FilterLines(io.Discard, keycheck.New(w, keycheck.Options{}), []byte(line+"\n"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

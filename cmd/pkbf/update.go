@@ -16,6 +16,7 @@ import (
 	"github.com/pkbf/pkbf/internal/bytesize"
 	"github.com/pkbf/pkbf/internal/headertext"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/internal/text"
 	"github.com/pkbf/pkbf/update"
 )
 
@@ -163,7 +164,7 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitTrouble
 	case !res.Updated:
 		if !fl.quiet {
-			fmt.Fprintf(stdout, "up to date: %s, revision %d, updated %s\n", path, res.New.Revision, headertext.Updated(res.New.Updated))
+			fmt.Fprintf(stdout, "up to date: %s, revision %d, updated %s\n", path, res.New.Revision, text.Updated(res.New.Updated))
 		}
 		return exitOK
 	}

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
 )
@@ -209,6 +210,21 @@ func startedProcess(t *testing.T, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// positions are the bits of spki in a filter with header h, as the format
+// defines them (pkbf.Header's documentation): f_i = h1 + i·h2 + (i³-i)/6
+// mod 2^L, in wrapping arithmetic, h1 and h2 XXH64 under seeds 0 and 1,
+// h2 made odd.
+func positions(h pkbf.Header, spki []byte) []uint64 {
+	d := xxhash.NewWithSeed(1)
+	d.Write(spki)
+	h1, h2 := xxhash.Sum64(spki), d.Sum64()|1
+	var out []uint64
+	for i := range uint64(h.HashCount) {
+		out = append(out, (h1+i*h2+(i*i*i-i)/6)&(h.Bits()-1))
+	}
+	return out
+}
+
 // addUnderLock adds spki to the filter file as the reference does, the
 // lock already held: its bits, then the header's count and time.
 func addUnderLock(t *testing.T, file *os.File, spki []byte) {
@@ -221,7 +237,7 @@ func addUnderLock(t *testing.T, file *os.File, spki []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range h.Positions(nil, spki) {
+	for _, p := range positions(h, spki) {
 		b := make([]byte, 1)
 		off := int64(pkbf.HeaderSize + p/8)
 		file.ReadAt(b, off)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // publishedFilter is a filter holding the p256 test key and n filler keys,
@@ -30,7 +31,7 @@ import (
 func publishedFilter(t *testing.T, rev uint32, l, n int) []byte {
 	t.Helper()
 	f, _ := pkbf.New(4, l)
-	if _, err := f.AddKey(testkit.ReadFile(t, key("p256.pub"))); err != nil {
+	if _, err := keycheck.AddKey(f, testkit.ReadFile(t, key("p256.pub"))); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
@@ -217,7 +218,7 @@ func TestUpdateRefusals(t *testing.T) {
 	}{
 		{"text file", []string{"update", ts.URL, notes}, notes + ": invalid filter file: file is 6 bytes, shorter than the 24-byte header"},
 		{"text file hint", []string{"update", ts.URL, notes}, "; give --replace-invalid to replace it"},
-		{"directory", []string{"update", "--replace-invalid", "--force", ts.URL, sub}, sub + " is a directory, not a filter file: it is never replaced"},
+		{"directory", []string{"update", "--replace-invalid", "--force", ts.URL, sub}, sub + " is a directory, not a regular file: it is never replaced"},
 		{"swapped", []string{"update", notes, ts.URL}, "is a URL: the URL comes first, then the filter's path"},
 		{"max-size 0", []string{"update", "--max-size", "0", ts.URL, notes}, "--max-size 0: must be positive"},
 		{"max-size -1", []string{"update", "--max-size", "-1", ts.URL, notes}, "--max-size -1: must be positive"},

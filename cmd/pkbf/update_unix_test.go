@@ -15,6 +15,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keys"
 )
 
 // pkbf update processes killed with SIGKILL at random points, while
@@ -114,7 +115,7 @@ func checkBeside(t *testing.T, dir string, stateTemp bool) {
 
 func spkiOf(t *testing.T, name string) []byte {
 	t.Helper()
-	spki, err := pkbf.SPKI(testkit.ReadFile(t, key(name)))
+	spki, err := keys.SPKI(testkit.ReadFile(t, key(name)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"strings"
 
-	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // appendTextVerdict appends check's text line for a verdict:
@@ -13,7 +13,7 @@ import (
 // fingerprint. Fields are separated by single tabs, for awk -F'\t' and
 // cut; only on a terminal (align) is the status padded to the widest one
 // in use, so that columns line up for the eye.
-func appendTextVerdict(b []byte, v *pkbf.Verdict, confirm, align bool) []byte {
+func appendTextVerdict(b []byte, v *keycheck.Verdict, confirm, align bool) []byte {
 	status := v.Status()
 	b = append(b, status...)
 	if align {
@@ -25,17 +25,18 @@ func appendTextVerdict(b []byte, v *pkbf.Verdict, confirm, align bool) []byte {
 			b = append(b, ' ')
 		}
 	}
-	b = append(append(append(b, '\t'), v.Fingerprint...), '\t')
-	b = v.AppendSource(b)
-	if v.SSHFingerprint != "" {
-		b = append(append(b, '\t'), v.SSHFingerprint...)
-		if v.Comment != "" {
-			b = append(append(b, ' '), strings.Map(noTabs, v.Comment)...)
+	k := &v.Key
+	b = append(append(append(b, '\t'), k.Fingerprint...), '\t')
+	b = v.Source.Append(b)
+	if k.SSHFingerprint != "" {
+		b = append(append(b, '\t'), k.SSHFingerprint...)
+		if k.Comment != "" {
+			b = append(append(b, ' '), strings.Map(noTabs, k.Comment)...)
 		}
 	}
-	if v.OtherLabel != "" {
-		b = append(append(append(b, '\t'), v.OtherLabel...), ": "...)
-		b = append(b, v.OtherFingerprint...)
+	if k.OtherLabel != "" {
+		b = append(append(append(b, '\t'), k.OtherLabel...), ": "...)
+		b = append(b, k.OtherFingerprint...)
 	}
 	return append(b, '\n')
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/ct"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 func init() {
@@ -94,7 +95,7 @@ var (
 
 // CTCheck scans each range of ranges (from CTRanges) with pkbf-ct's
 // scanner (package ct: tiles checked against the range's tree head, each
-// key by Filter.CheckKey) against the filter at filterPath, and returns a
+// key by keycheck's Checker.CheckKey) against the filter at filterPath, and returns a
 // PCollection<string> of the hits' JSON lines, as pkbf-ct --json prints
 // them. Entries read, hits and entries whose key could not be read are
 // counted in ct_entries, ct_hits and ct_unchecked. A range that cannot be
@@ -122,7 +123,7 @@ func (fn *ctCheckFn) ProcessElement(ctx context.Context, r CTRange, emit func(st
 	}
 	head := ct.Head{Size: r.TreeSize, Root: r.Root, Verified: len(r.Key) > 0}
 	var line []byte
-	res, err := (&ct.Scan{Log: l, Filter: fn.filter, Head: &head, From: r.From, To: r.To,
+	res, err := (&ct.Scan{Log: l, Filter: keycheck.New(fn.filter, keycheck.Options{}), Head: &head, From: r.From, To: r.To,
 		Report: func(h ct.Hit) error {
 			line = h.AppendJSON(line[:0])
 			emit(string(line[:len(line)-1])) // textio adds the newline

@@ -2,8 +2,9 @@
 // Check looks up every key of a set of files in a filter, spread over the
 // workers of a cluster, and Build makes a filter from every key, each worker
 // filling partial filters that a combine ORs into one (as pkbf merge does).
-// Both are thin clients of package pkbf: Check is pkbf's Filter.Check on
-// each file, writing its verdicts' JSON; Build is Writable.AddKeys.
+// Both are thin clients of pkbf's library: Check is keycheck's
+// Checker.Check on each file, writing its verdicts' JSON; Build is
+// keycheck.AddKeys.
 //
 // Both read their inputs with pkbf's key scanner, so they take every form
 // pkbf check and pkbf add take: PEM and DER keys, certificates and requests,
@@ -38,6 +39,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 func init() {
@@ -58,9 +60,9 @@ func Files(s beam.Scope, glob string) beam.PCollection {
 }
 
 // input is a Beam file as an input of pkbf's Check and AddKeys.
-func input(ctx context.Context, file fileio.ReadableFile) iter.Seq[pkbf.Input] {
-	return func(yield func(pkbf.Input) bool) {
-		yield(pkbf.Input{Name: file.Metadata.Path, Open: func() (io.ReadCloser, error) { return file.Open(ctx) }})
+func input(ctx context.Context, file fileio.ReadableFile) iter.Seq[keycheck.Input] {
+	return func(yield func(keycheck.Input) bool) {
+		yield(keycheck.Input{Name: file.Metadata.Path, Open: func() (io.ReadCloser, error) { return file.Open(ctx) }})
 	}
 }
 
@@ -72,7 +74,7 @@ var (
 
 // Check looks up every key of files (from Files) in the filter at
 // filterPath (a local path on every worker, or a path on a Beam file
-// system) with pkbf's Filter.Check, and returns a PCollection<string> of
+// system) with keycheck's Checker.Check, and returns a PCollection<string> of
 // its JSON verdict lines, the lines pkbf check --json writes, one a key.
 // Keys probably present, keys checked and objects that could not be read
 // are counted in the metrics keys_probably, keys_checked and
@@ -98,9 +100,9 @@ func (fn *checkFn) Setup(ctx context.Context) error {
 func (fn *checkFn) ProcessElement(ctx context.Context, file fileio.ReadableFile, emit func(string)) error {
 	var line []byte
 	// One goroutine an element: the runner runs elements in parallel.
-	for v := range fn.filter.Check(ctx, input(ctx, file), pkbf.CheckOptions{Workers: 1}) {
+	for v := range keycheck.New(fn.filter, keycheck.Options{Workers: 1}).Check(ctx, input(ctx, file)) {
 		switch {
-		case v.Err != nil && v.Index == 0: // the file, or the filter, failed
+		case v.Err != nil && v.Source.Index == 0: // the file, or the filter, failed
 			return v.Err
 		case v.Err != nil:
 			unreadableKeys.Inc(ctx, 1)
@@ -171,8 +173,8 @@ func fetchFilter(ctx context.Context, path string) (string, error) {
 }
 
 // Build makes a filter with the given hash count and length from every
-// key of files (from Files), under every encoding pkbf add adds (pkbf's
-// Writable.AddKeys: an EC key under both point forms), and writes it to
+// key of files (from Files), under every encoding pkbf add adds
+// (keycheck.AddKeys: an EC key under both point forms), and writes it to
 // out (a path on any Beam file system). Each worker adds its bundles'
 // files to partial filters; a combine ORs them into one
 // (pkbf.Writable.Union). The result has the bits pkbf create and pkbf add
@@ -205,8 +207,8 @@ func (fn *buildFn) CreateAccumulator() (*partial, error) {
 
 func (fn *buildFn) AddInput(p *partial, file fileio.ReadableFile) (*partial, error) {
 	ctx := context.Background()
-	for v := range p.w.AddKeys(ctx, input(ctx, file), pkbf.CheckOptions{Workers: 1}) {
-		if v.Err != nil && v.Index == 0 { // the file could not be read
+	for v := range keycheck.AddKeys(ctx, p.w, input(ctx, file), keycheck.Options{Workers: 1}) {
+		if v.Err != nil && v.Source.Index == 0 { // the file could not be read
 			return nil, v.Err
 		}
 	}

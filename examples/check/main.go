@@ -1,4 +1,4 @@
-// Command check is pkbf check --json in 28 lines of pkbf's public API:
+// Command check is pkbf check --json in 29 lines of pkbf's public API:
 // "check FILTER FILE..." prints one JSON verdict a key, as the command does.
 package main
 
@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 func main() {
@@ -19,9 +20,9 @@ func main() {
 	defer filter.Close()
 	out := bufio.NewWriterSize(os.Stdout, 64<<10)
 	defer out.Flush()
-	opts := pkbf.CheckOptions{Idle: func() { out.Flush() }} // verdicts stream out
+	checker := keycheck.New(filter, keycheck.Options{Idle: func() { out.Flush() }}) // verdicts stream out
 	var line []byte
-	for v := range filter.Check(context.Background(), pkbf.Files(os.Args[2:]...), opts) {
+	for v := range checker.Check(context.Background(), keycheck.Files(os.Args[2:]...)) {
 		line = v.AppendJSON(line[:0])
 		out.Write(line)
 	}

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
 
@@ -63,7 +64,7 @@ func main() {
 	config.AddHostKey(hostKey)
 	// Last: in the copy, the filter comes first in every step that takes a
 	// key, so a compromised key never reaches the callback above.
-	config = pkbfssh.ServerConfig(config, filter)
+	config = pkbfssh.ServerConfig(config, keycheck.New(filter, keycheck.Options{}))
 
 	ln, err := net.Listen("tcp", os.Args[4])
 	if err != nil {

@@ -217,11 +217,11 @@ func TestReadmeManyKeysMatchesCheck(t *testing.T) {
 	found := false
 	for _, b := range blocks {
 		text := strings.Join(b.Text, "\n")
-		if b.Info != "go" || !strings.Contains(text, "filter.Check(") {
+		if b.Info != "go" || !strings.Contains(text, "checker.Check(") {
 			continue
 		}
 		found = true
-		for _, want := range []string{"bufio.NewWriter", "Idle:", "AppendSource("} {
+		for _, want := range []string{"bufio.NewWriter", "Idle:", "Source.Append("} {
 			if !strings.Contains(text, want) {
 				t.Errorf("%s: the many-keys program lacks %s, which pkbf check has", b.Where(), want)
 			}
@@ -234,7 +234,7 @@ func TestReadmeManyKeysMatchesCheck(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Error("no Go block of the README calls filter.Check")
+		t.Error("no Go block of the README calls checker.Check")
 	}
 }
 

@@ -633,7 +633,7 @@ func (d *doc) goBlock(b *Block) {
 var packages = map[string]string{
 	"bufio": "bufio", "bytes": "bytes", "context": "context", "errors": "errors", "fmt": "fmt",
 	"io": "io", "log": "log", "os": "os", "signal": "os/signal", "strings": "strings", "time": "time", "http": "net/http", "net": "net",
-	"pkbf": "github.com/pkbf/pkbf", "keys": "github.com/pkbf/pkbf/keys",
+	"pkbf": "github.com/pkbf/pkbf", "keys": "github.com/pkbf/pkbf/keys", "keycheck": "github.com/pkbf/pkbf/keycheck",
 	"pwnedkeys": "github.com/pkbf/pkbf/pwnedkeys", "update": "github.com/pkbf/pkbf/update",
 	"nixbloom": "github.com/pkbf/pkbf/nixbloom",
 	"pkbfssh":  "github.com/pkbf/pkbf/pkbfssh", "pkbftls": "github.com/pkbf/pkbf/pkbftls", "pkbfhttp": "github.com/pkbf/pkbf/pkbfhttp",

@@ -1,11 +1,12 @@
-// Package mapfile is the file behind a pkbf filter from Open or Edit: the
-// file mapped into memory (read-only, or writable and shared for editing
-// in place) where the platform allows it and read where it does not, or
-// copied into memory of its own that later writes cannot reach; its
-// flock(2) locks; disk space reserved before it is written through the
-// mapping; a rename that refuses an existing name; and the guard that
-// turns a fault inside the mapping (the file cut short under it) into an
-// error the caller chose.
+// Package mapfile is the file behind a pkbf filter, and the memory of its
+// data: the file mapped into memory (read-only, or writable and shared for
+// editing in place) where the platform allows it and read where it does
+// not, or copied into memory of its own that later writes cannot reach;
+// data read from a stream whose header declares its size; huge pages for
+// large data, on Linux; its flock(2) locks; disk space reserved before it
+// is written through the mapping; atomic writes and a rename that refuses
+// an existing name; and the guard that turns a fault inside the mapping
+// (the file cut short under it) into an error the caller chose.
 package mapfile
 
 import (

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/pkbf/pkbf/internal/hugemem"
 	"github.com/pkbf/pkbf/internal/perr"
 	"golang.org/x/sys/unix"
 )
@@ -56,7 +55,7 @@ func (m *File) copy() error {
 	if err != nil {
 		return perr.Errorf("allocating %d bytes for a copy of %s: %w", m.size, m.path, err)
 	}
-	hugemem.Prefer(b)
+	preferHuge(b)
 	if _, err := m.file.ReadAt(b, 0); err != nil {
 		unix.Munmap(b)
 		if err == io.EOF { // cut short since its size was taken

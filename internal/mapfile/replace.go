@@ -68,7 +68,7 @@ func ReplaceTarget(path string) (target string, fi fs.FileInfo, err error) {
 			if where != path {
 				where = path + " (a link to " + target + ")"
 			}
-			return "", nil, fmt.Errorf("%s is %s, not a filter file: it is never replaced", where, Kind(fi.Mode()))
+			return "", nil, fmt.Errorf("%s is %s, not a regular file: it is never replaced", where, Kind(fi.Mode()))
 		}
 		return target, fi, nil
 	}

@@ -62,8 +62,8 @@ func TestReplaceTarget(t *testing.T) {
 		{name: "link2", target: "file", exists: true},
 		{name: "dangling", target: "missing"},
 		{name: "new", target: "new"},
-		{name: "dirlink", err: "dirlink (a link to " + dir + ") is a directory, not a filter file"},
-		{name: "fifo", err: "fifo is a pipe or FIFO, not a filter file"},
+		{name: "dirlink", err: "dirlink (a link to " + dir + ") is a directory, not a regular file"},
+		{name: "fifo", err: "fifo is a pipe or FIFO, not a regular file"},
 		{name: "loop", err: "too many levels of symbolic links"},
 		{name: ".", err: "is a directory"},
 	} {

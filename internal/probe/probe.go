@@ -1,8 +1,9 @@
 // Package probe computes where a pkbfv1 filter keeps a key's bits, and
 // runs the rounds in which a batch of keys is hashed and its bits fetched
-// ahead of their tests. It never reads a filter's bits itself: the filter
-// types at the root load them, each in its own way (plain loads, or atomic
-// ones where keys may be added meanwhile), so each has one straight path.
+// ahead of their tests (the prefetch instruction in assembly on amd64 and
+// arm64; the purego build tag, or any other architecture, gives functions
+// that do nothing). It never reads a filter's bits itself: the root's
+// query core loads them.
 package probe
 
 import (
@@ -63,9 +64,7 @@ func WholeVisits(out []bool, k uint64) (visits uint64) {
 
 // Fold folds a batch's visits into the running mean v, read as mean
 // before the batch; only a change is stored, so that small batches from
-// many goroutines do not fight over the line. (ProbablyBatch's loop is
-// written once per filter type: given to a function value, the caller's
-// slices would go to the heap.)
+// many goroutines do not fight over the line.
 func Fold(v *atomic.Uint32, mean uint32, visits uint64, n int) {
 	if next := Mean(mean, visits, n); next != mean {
 		v.Store(next)

@@ -4,7 +4,6 @@ import (
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/pkbf/pkbf/internal/prefetch"
 	"github.com/pkbf/pkbf/internal/xxh64"
 )
 
@@ -165,14 +164,14 @@ func HashBlock(spkis [][]byte, i, n int, h1, h2 []uint64) {
 	for j := 0; j < n; j += group {
 		g := min(group, n-j)
 		if a := i + j + ahead; a < len(spkis) {
-			prefetch.Keys(spkis[a:min(a+group, len(spkis))])
+			prefetchKeys(spkis[a:min(a+group, len(spkis))])
 		}
 		xxh64.Sum2Batch(spkis[i+j:i+j+g], h1[j:], h2[j:])
 	}
 }
 
 // PrefetchFirst asks for the lines of the keys HashBlock hashes first.
-func PrefetchFirst(spkis [][]byte) { prefetch.Keys(spkis[:min(ahead, len(spkis))]) }
+func PrefetchFirst(spkis [][]byte) { prefetchKeys(spkis[:min(ahead, len(spkis))]) }
 
 // Base returns the address of a slice's data, for Start.
 func Base(data []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(data))) }
@@ -299,7 +298,7 @@ func (r *Rounds) Next(spkis [][]byte, out []bool) bool {
 		r.lines[i] = r.base + uintptr(p>>3)
 	}
 	if nTests > 0 {
-		prefetch.Lines(&r.lines[0], nTests)
+		PrefetchLines(&r.lines[0], nTests)
 	}
 	r.nTests[r.r&1] = nTests
 	r.nLive = n

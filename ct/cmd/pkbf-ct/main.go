@@ -34,6 +34,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/ct"
+	"github.com/pkbf/pkbf/keycheck"
 )
 
 // Exit status: what the scan came to, then whether it found a hit. Only
@@ -195,7 +196,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog := newProgress(stderr, fl.quiet, logURL)
 	unchecked := 0
 	scan := &ct.Scan{
-		Log: log, Filter: f, State: fl.state, From: fl.from, To: fl.to, SaveEvery: fl.saveEvery, AcknowledgeUnchecked: fl.acknowledge,
+		Log: log, Filter: keycheck.New(f, keycheck.Options{}), State: fl.state, From: fl.from, To: fl.to, SaveEvery: fl.saveEvery, AcknowledgeUnchecked: fl.acknowledge,
 		Report: func(h ct.Hit) error { return out.hit(h, fl.json) },
 		Unchecked: func(index int64, err error) {
 			unchecked++
@@ -415,7 +416,7 @@ func (o *output) hit(h ct.Hit, asJSON bool) error {
 		o.w.Write(h.AppendJSON(nil))
 	} else {
 		fmt.Fprintf(o.w, "probably\t%s\t%s\t%s\tserial %s\tsubject %s\tissuer %s\n",
-			h.Verdict.Fingerprint, h.Source(), h.Timestamp.Format(time.RFC3339Nano), h.Serial, h.Subject, h.Issuer)
+			h.Verdict.Key.Fingerprint, h.Source(), h.Timestamp.Format(time.RFC3339Nano), h.Serial, h.Subject, h.Issuer)
 	}
 	// Each hit is written at once: a pipe's reader sees it, and a file
 	// holds it (until a resumed run cuts what the state does not cover).

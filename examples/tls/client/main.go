@@ -18,6 +18,7 @@ import (
 	"os"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbftls"
 )
 
@@ -46,7 +47,7 @@ func main() {
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
-	cfg = pkbftls.Config(cfg, filter) // last: see docs/tls.md
+	cfg = pkbftls.Config(cfg, keycheck.New(filter, keycheck.Options{})) // last: see docs/tls.md
 
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
 	resp, err := client.Get(os.Args[3])

@@ -18,6 +18,7 @@ import (
 	"os"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbftls"
 )
 
@@ -49,7 +50,7 @@ func main() {
 	}
 	// A copy with the check, after crypto/tls's own verification; made
 	// last, so that nothing set on cfg afterwards replaces the check.
-	cfg = pkbftls.Config(cfg, filter)
+	cfg = pkbftls.Config(cfg, keycheck.New(filter, keycheck.Options{}))
 
 	ln, err := net.Listen("tcp", os.Args[5])
 	if err != nil {
