@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
@@ -48,7 +49,7 @@ func TestServerConfigMLDSA(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []ssh.Signer{bad, badCA} {
-		if _, err := f.AddKey(ssh.MarshalAuthorizedKey(s.PublicKey())); err != nil {
+		if _, err := keycheck.AddKey(f, ssh.MarshalAuthorizedKey(s.PublicKey())); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +68,7 @@ func TestServerConfigMLDSA(t *testing.T) {
 	}}}
 	base := hostKey(t)
 	base.PublicKeyCallback = step.callback
-	addr := serveConfig(t, pkbfssh.ServerConfig(base, f))
+	addr := serveConfig(t, pkbfssh.ServerConfig(base, keycheck.New(f, keycheck.Options{})))
 	cases := []struct {
 		name string
 		key  ssh.Signer

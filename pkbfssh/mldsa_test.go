@@ -14,6 +14,7 @@ import (
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
+	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbfssh"
 )
 
@@ -75,7 +76,7 @@ func TestPublicKeyCallbackMLDSA(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []blobKey{bad, badCA} {
-		if _, err := f.AddKey(ssh.MarshalAuthorizedKey(k)); err != nil {
+		if _, err := keycheck.AddKey(f, ssh.MarshalAuthorizedKey(k)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,7 +109,7 @@ func TestPublicKeyCallbackMLDSA(t *testing.T) {
 	for _, c := range cases {
 		called := false
 		next := func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) { called = true; return nil, nil }
-		_, err := pkbfssh.PublicKeyCallback(f, next)(connMeta{}, c.key)
+		_, err := pkbfssh.PublicKeyCallback(keycheck.New(f, keycheck.Options{}), next)(connMeta{}, c.key)
 		if c.err == nil && (err != nil || !called) || c.err != nil && (!errors.Is(err, c.err) || called) {
 			t.Errorf("%s: %v (the server's callback called: %v), want %v", c.name, err, called, c.err)
 		}

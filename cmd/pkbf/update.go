@@ -13,8 +13,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/pkbf/pkbf/internal/bytesize"
-	"github.com/pkbf/pkbf/internal/headertext"
+	"github.com/pkbf/pkbf/internal/cli"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/internal/text"
 	"github.com/pkbf/pkbf/update"
@@ -177,7 +176,7 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		resumed = fmt.Sprintf(", %d received (resumed)", res.Received)
 	}
 	fmt.Fprintf(stdout, "updated: %s, revision %s -> %d, %s bytes%s%s, %s\n", path, from, res.New.Revision,
-		bytesize.Group(res.Size), resumed, pinned(res), time.Since(start).Round(100*time.Millisecond))
+		cli.Group(res.Size), resumed, pinned(res), time.Since(start).Round(100*time.Millisecond))
 	return exitOK
 }
 
