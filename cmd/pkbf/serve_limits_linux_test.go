@@ -84,6 +84,19 @@ func metric(t *testing.T, client *http.Client, base, name string) float64 {
 // 32 MiB for what is not heap (the program's code, stacks, the filter).
 const serveMemoryBound = 64<<20 + serveHeapRoom + 32<<20
 
+// checkServeRSS holds a peak RSS to serveMemoryBound, but under the race
+// detector, whose shadow memory multiplies a process's (a run of the
+// tests without it holds the bound; this one checks the rest).
+func checkServeRSS(t *testing.T, rss int64, what string) {
+	t.Helper()
+	switch {
+	case testkit.RaceEnabled:
+		t.Logf("race detector: peak RSS %d MiB %s not held to %d MiB", rss>>20, what, serveMemoryBound>>20)
+	case rss > serveMemoryBound:
+		t.Errorf("peak RSS %d MiB %s, want at most %d MiB", rss>>20, what, serveMemoryBound>>20)
+	}
+}
+
 // Issue 48, item 13: 20 clients upload 42 authorized_keys lines each (2.7
 // MB), every comment 65 000 bytes of \x01, and never read their answers
 // (16 MB each, six bytes of JSON a comment byte). The answers are charged
@@ -94,9 +107,7 @@ func TestServeAnswersWithinTheBodyBudget(t *testing.T) {
 	uploadUnread(t, addr, 20, controlLines(t, 42))
 	rss := settledRSS(t, cmd.Process.Pid)
 	t.Logf("peak RSS %d MiB", rss>>20)
-	if rss > serveMemoryBound {
-		t.Errorf("peak RSS %d MiB with 20 unread answers of 16 MB, want at most %d MiB", rss>>20, serveMemoryBound>>20)
-	}
+	checkServeRSS(t, rss, "with 20 unread answers of 16 MB")
 }
 
 // Issue 48, item 13: 32 clients upload 1 MB each (16 such lines) and
@@ -236,7 +247,5 @@ func TestServeHTTP2StreamsBounded(t *testing.T) {
 	if held < 1 || held > 1024 || refused < 1 {
 		t.Errorf("/metrics: %v requests in flight, %v refused; want some and at most --max-conns (1024), and the rest refused", held, refused)
 	}
-	if rss > serveMemoryBound {
-		t.Errorf("peak RSS %d MiB under 200 x 250 HTTP/2 streams, want at most %d MiB", rss>>20, serveMemoryBound>>20)
-	}
+	checkServeRSS(t, rss, "under 200 x 250 HTTP/2 streams")
 }
