@@ -103,11 +103,21 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // interruptContext returns a context that a first interrupt (Ctrl-C) or
-// SIGTERM cancels; it also restores the default action, so a second one
-// quits at once, even while the input is blocked. Call release when done.
-// pkbf-ct handles interrupts the same way.
+// SIGTERM cancels, with the signal as its cause; the signal's default
+// action is back before the context ends, so a second one quits at once,
+// even while the input is blocked. Call release when done. pkbf-ct
+// handles interrupts the same way.
 func interruptContext() (ctx context.Context, release func()) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	context.AfterFunc(ctx, stop)
-	return ctx, stop
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-sigs:
+			signal.Stop(sigs)
+			cancel(fmt.Errorf("%v signal received", sig))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel(context.Canceled) }
 }

@@ -154,10 +154,6 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 				}
 			}
 		case <-ctx.Done():
-			// The default action back before saying so: a second
-			// Ctrl-C from then on quits at once (interruptContext
-			// restores it on a goroutine of its own, which may be late).
-			release()
 			return drain(svc, srv, context.Cause(ctx), logger)
 		}
 	}

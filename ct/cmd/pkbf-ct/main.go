@@ -285,13 +285,24 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // interruptContext returns a context that the first interrupt (Ctrl-C)
-// or SIGTERM cancels; the signals then have their default action again,
-// so that a second one ends the process at once, even while it waits on
-// something that does not heed the context. Call stop when done.
+// or SIGTERM cancels, with the signal as its cause; the signals have
+// their default action again before the context ends, so that a second
+// one ends the process at once, even while it waits on something that
+// does not heed the context. Call stop when done. (pkbf's own commands
+// do the same; a nested module cannot share their main package.)
 func interruptContext() (ctx context.Context, stop func()) {
-	ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	context.AfterFunc(ctx, stop)
-	return ctx, stop
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-sigs:
+			signal.Stop(sigs)
+			cancel(fmt.Errorf("%v signal received", sig))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel(context.Canceled) }
 }
 
 // openFilter opens FILTER: "-" is standard input, read as a stream.
