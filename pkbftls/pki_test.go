@@ -247,6 +247,30 @@ func liveFilter(t testing.TB) (*pkbf.Live, string) {
 	return l, path
 }
 
+// openFilter opens a filter file holding the keys of ids; it is closed
+// when the test ends.
+func openFilter(t testing.TB, ids ...*identity) *pkbf.Filter {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "f.pkbf")
+	writeFilter(t, path, ids...)
+	f, err := pkbf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// parsed is the identity of the certificate der, for key.
+func parsed(t testing.TB, der []byte, key crypto.Signer) *identity {
+	t.Helper()
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &identity{name: cert.Subject.CommonName, key: key, cert: cert, chain: [][]byte{der}}
+}
+
 // check is the KeyChecker over q that the tests install.
 func check(q keycheck.Querier) *keycheck.Checker { return keycheck.New(q, keycheck.Options{}) }
 

@@ -48,6 +48,11 @@
 // not when pkbf cannot read it, so that an extra certificate of an
 // algorithm pkbf does not know does not fail a good handshake.
 //
+// Every certificate's key is looked up as given and, where pkbf's strict
+// parse refuses the SPKI but crypto/x509 read a key from it (a NULL after
+// the BIT STRING, say), as crypto/x509 read it, the key crypto/tls uses: a
+// compromised key is refused whatever the oddity of its encoding.
+//
 // Where verification is off or the caller's own (InsecureSkipVerify, a
 // VerifyPeerCertificate that decides), there are no verified chains, and
 // any certificate presented may be the one the caller trusts: each must
@@ -246,7 +251,7 @@ func inChains(chains [][]*x509.Certificate, c *x509.Certificate) bool {
 // the peer's certificates when n is -1. Unless strict, a key pkbf cannot
 // read passes: the certificate certifies nothing in this handshake.
 func checkKey(f keycheck.KeyChecker, cs *tls.ConnectionState, c *x509.Certificate, n, i int, strict bool) error {
-	v := f.CheckKey(c.RawSubjectPublicKeyInfo)
+	v := verdict(f, c)
 	if !v.Probably && (v.Err == nil || !strict && errors.Is(v.Err, keys.ErrInvalidKey)) {
 		return nil
 	}
@@ -260,6 +265,29 @@ func checkKey(f keycheck.KeyChecker, cs *tls.ConnectionState, c *x509.Certificat
 		where = fmt.Sprintf("certificate %d of verified chain %d", i, n)
 	}
 	return &KeyError{Where: where, Certificate: c, Verdict: v}
+}
+
+// verdict is f's on the key of c, as the certificate gives it or, where
+// pkbf's strict parse refuses those bytes, as crypto/x509 read them: it
+// reads SPKIs with a NULL after the BIT STRING or after the algorithm's
+// parameters, or bytes after an RSA key, and crypto/tls and other Go
+// verifiers use the key it yields. A compromised key is refused whatever
+// the oddity of its bytes; a clean one keeps the first verdict, so that an
+// SPKI pkbf cannot read still refuses a certificate that certifies the
+// peer.
+func verdict(f keycheck.KeyChecker, c *x509.Certificate) keycheck.Verdict {
+	v := f.CheckKey(c.RawSubjectPublicKeyInfo)
+	if v.Err == nil || !errors.Is(v.Err, keys.ErrInvalidKey) || c.PublicKey == nil {
+		return v
+	}
+	der, err := x509.MarshalPKIXPublicKey(c.PublicKey)
+	if err != nil || bytes.Equal(der, c.RawSubjectPublicKeyInfo) {
+		return v
+	}
+	if read := f.CheckKey(der); read.Probably || read.Err != nil && !errors.Is(read.Err, keys.ErrInvalidKey) {
+		return read // compromised, or the filter could not answer
+	}
+	return v
 }
 
 // index returns the place of c among certs, or -1: crypto/tls puts the

@@ -256,7 +256,7 @@ func TestDocsStepCA(t *testing.T) {
 	bad := testkit.Signer(t, "P-256")
 	filter := writeFilterOf(t, dir, map[string]crypto.Signer{"P-256": bad})
 
-	serveCmd := docBlocks(t, "stepca.md", 1, "$ pkbf serve --listen 127.0.0.1:8443")[0].Commands[0].Text
+	serveCmd := docBlocks(t, "stepca.md", 1, "$ pkbf serve --listen 127.0.0.1:8443", "/etc/pkbf/serve.crt")[0].Commands[0].Text
 	args := strings.Fields(strings.ReplaceAll(serveCmd, "\\\n", " "))
 	if len(args) < 4 || strings.Join(args[:4], " ") != "pkbf serve --listen 127.0.0.1:8443" {
 		t.Fatalf("docs/stepca.md's serve command: %q", serveCmd)
@@ -339,7 +339,7 @@ func TestDocsStepCA(t *testing.T) {
 	}
 	fp := fingerprintOf(t, bad)
 	_, err = ca.acmeCertificate(t, bad)
-	shown := docBlocks(t, "stepca.md", 1, "urn:ietf:params:acme:error:unauthorized")[0]
+	shown := docBlocks(t, "stepca.md", 1, "urn:ietf:params:acme:error:unauthorized", "04e79bb4…")[0]
 	want := strings.Split(strings.ReplaceAll(strings.Join(shown.Text, "\n"), "04e79bb4…", fp[:8]+"…"), "\n")
 	if err == nil || !doctest.Match(want, strings.Split(err.Error(), "\n")) {
 		t.Errorf("ACME, compromised key: %v\nthe page shows (%s):\n%s", err, shown.Where(), strings.Join(want, "\n"))
@@ -383,7 +383,7 @@ func TestDocsStepCA(t *testing.T) {
 		t.Errorf("pkbf serve's log names no request id of step-ca's log (%v):\n%s", ids, serveLogs.String())
 	}
 
-	logLine := docBlocks(t, "stepca.md", 1, "step-ca: refused (pkbf-compromised-key)")[0]
+	logLine := docBlocks(t, "stepca.md", 1, "step-ca: refused (pkbf-compromised-key)", "a7f3476e…")[0]
 	if len(logLine.Text) != 1 {
 		t.Fatalf("%s: %d lines, want one", logLine.Where(), len(logLine.Text))
 	}

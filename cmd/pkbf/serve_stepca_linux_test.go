@@ -83,7 +83,10 @@ func stepCABinary(t testing.TB) string {
 				build.Env = append(build.Env, v)
 			}
 		}
-		build.Env = append(build.Env, "CGO_ENABLED=0", "GOBIN="+dir, "GOFLAGS=") // the last of a name wins
+		// -trimpath, as TestDocs builds docs/stepca.md's recipe (its
+		// GOFLAGS): the two builds share Go's build cache. The last of a
+		// name wins.
+		build.Env = append(build.Env, "CGO_ENABLED=0", "GOBIN="+dir, "GOFLAGS=-trimpath")
 		out, err := build.CombinedOutput()
 		stepCABuild.err, stepCABuild.out = err, string(out)
 	})

@@ -21,17 +21,41 @@ import (
 // one: its commands, benchmarks named in its text, are run once each.)
 var notYetRun = []string{}
 
-// needs are the documents that run tools a machine with only Go lacks,
-// and the variable that makes their absence fail the test instead of
+// A need is what a document runs that a machine with only Go may lack,
+// and the variable that makes its absence fail the test instead of
 // leaving the document out (.ci/run sets them).
-var needs = map[string]struct {
-	tools   []string
+type need struct {
+	what    string
+	missing func() bool
 	require string
-}{
-	"docs/nix.md":       {[]string{"nix-build"}, "PKBF_REQUIRE_NIX"},
-	"docs/keys.md":      {[]string{"openssl"}, "PKBF_REQUIRE_TLS_PEERS"},
-	"docs/tls.md":       {[]string{"openssl", "curl"}, "PKBF_REQUIRE_TLS_PEERS"},
-	"docs/operators.md": {[]string{"curl"}, "PKBF_REQUIRE_TLS_PEERS"},
+}
+
+// tool is the need of a program on PATH.
+func tool(name, require string) need {
+	return need{name, func() bool { _, err := exec.LookPath(name); return err != nil }, require}
+}
+
+// stepCAVersion is the step-ca docs/stepca.md's recipe builds.
+const stepCAVersion = "v0.30.2"
+
+// needs are the documents' needs.
+var needs = map[string][]need{
+	"docs/nix.md":       {tool("nix-build", "PKBF_REQUIRE_NIX")},
+	"docs/keys.md":      {tool("openssl", "PKBF_REQUIRE_TLS_PEERS")},
+	"docs/tls.md":       {tool("openssl", "PKBF_REQUIRE_TLS_PEERS"), tool("curl", "PKBF_REQUIRE_TLS_PEERS")},
+	"docs/operators.md": {tool("curl", "PKBF_REQUIRE_TLS_PEERS")},
+	// The recipe makes the CA's certificates with openssl and builds
+	// step-ca from the Go module proxy (or the module cache).
+	"docs/stepca.md": {tool("openssl", "PKBF_REQUIRE_TLS_PEERS"), {
+		"github.com/smallstep/certificates@" + stepCAVersion + " from the Go module proxy",
+		func() bool {
+			cmd := exec.Command("go", "mod", "download", "github.com/smallstep/certificates@"+stepCAVersion)
+			cmd.Dir = os.TempDir() // outside any module
+			cmd.Env = append(os.Environ(), "GOFLAGS=")
+			return cmd.Run() != nil
+		},
+		"PKBF_REQUIRE_STEPCA",
+	}},
 }
 
 // nestedModules are the repository's nested modules; a block marked
@@ -53,15 +77,15 @@ func documents(t *testing.T) []string {
 	return files
 }
 
-// missingTool is the first tool document f needs that is not on PATH,
-// or "".
-func missingTool(f string) string {
-	for _, tool := range needs[f].tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			return tool
+// missingNeed is the first need of document f this machine lacks, if
+// any.
+func missingNeed(f string) (need, bool) {
+	for _, n := range needs[f] {
+		if n.missing() {
+			return n, true
 		}
 	}
-	return ""
+	return need{}, false
 }
 
 // TestDocs runs every command README.md, docs/ and the examples' READMEs
@@ -69,11 +93,11 @@ func missingTool(f string) string {
 func TestDocs(t *testing.T) {
 	var run, notRun []string
 	for _, f := range documents(t) {
-		if missing := missingTool(f); missing != "" {
-			if os.Getenv(needs[f].require) != "" {
-				t.Errorf("%s needs %s, which is not on PATH (%s is set)", f, missing, needs[f].require)
+		if n, missing := missingNeed(f); missing {
+			if os.Getenv(n.require) != "" {
+				t.Errorf("%s needs %s, which this machine lacks (%s is set)", f, n.what, n.require)
 			}
-			t.Logf("%s not run: it needs %s, which is not on PATH", f, missing)
+			t.Logf("%s not run: it needs %s, which this machine lacks", f, n.what)
 			notRun = append(notRun, f)
 			continue
 		}

@@ -43,6 +43,9 @@
 //   - run ARGS (Go): the program is also run, in the session's directory,
 //     with ARGS (split at spaces); it must exit 0, and the comment's
 //     further lines are its output, compared as a session's.
+//   - file NAME: the block (json, toml, ...: not a session) is a file the
+//     reader saves as NAME; it is written there, in the directory the
+//     session before it ended in, as it stands.
 //   - bench: the commands are benchmarks ("go test ... -bench PATTERN"):
 //     each runs once, with "-benchtime 1x -count 1" in place of its own
 //     (its timings are not compared), and must succeed and print a
@@ -71,7 +74,11 @@
 // beside the checkout. Commands run in bash with
 // pipefail, each block in one shell; a block still running after ten
 // minutes (a hang: builds of a nested module take minutes on a loaded
-// machine) is killed and fails.
+// machine) is killed and fails. A process a block starts in the
+// background (a server, with "&") may run on for the blocks after it, as
+// in the reader's shell; whatever of them still runs when the document is
+// done, or has failed, is killed (found, on Linux, by a variable in its
+// environment).
 package doctest
 
 import (
@@ -105,6 +112,7 @@ type Block struct {
 	Commands []Command
 
 	Skip      string // the skip directive's reason, or ""
+	WriteFile string // the file directive's NAME: the block is saved there
 	NoCompare bool
 	Exit      int
 	Module    string
@@ -222,6 +230,9 @@ func Parse(name string, src []byte) ([]Block, error) {
 		if b.Bench && !b.Session() {
 			errs = append(errs, fmt.Errorf("%s: doctest: bench on a block with no commands", b.Where()))
 		}
+		if b.WriteFile != "" && (b.Session() || b.Info == "go") {
+			errs = append(errs, fmt.Errorf("%s: doctest: file on a shell session or a Go block: it is for a file the reader saves", b.Where()))
+		}
 		blocks = append(blocks, b)
 	}
 	endPara()
@@ -290,8 +301,13 @@ func (d directive) apply(b *Block) error {
 		b.Ran, b.Run, b.RunWant = true, args, d.body
 	case "bench":
 		b.Bench, b.NoCompare = true, true
+	case "file":
+		if len(args) != 1 {
+			return errors.New("doctest: file wants one file name")
+		}
+		b.WriteFile = args[0]
 	default:
-		return fmt.Errorf("doctest: unknown directive %q (skip, nocompare, vectors, exit, module, prelude, run, bench)", d.words[0])
+		return fmt.Errorf("doctest: unknown directive %q (skip, nocompare, vectors, exit, module, prelude, run, bench, file)", d.words[0])
 	}
 	return nil
 }
@@ -414,6 +430,8 @@ func Run(t *testing.T, cfg Config) {
 				t.Fatal(err)
 			}
 			d := &doc{t: t, cfg: cfg, root: root, bin: bin, dir: t.TempDir()}
+			d.mark = fmt.Sprintf("PKBF_DOCTEST=%d-%d", os.Getpid(), time.Now().UnixNano())
+			t.Cleanup(func() { killMarked(d.mark) })
 			d.run(blocks)
 		})
 	}
@@ -426,6 +444,7 @@ type doc struct {
 	root, bin, dir, copy string
 	ran, skipped, other  int
 	skips                []string
+	mark                 string // NAME=VALUE in the environment of every process the blocks start
 }
 
 func (d *doc) run(blocks []Block) {
@@ -437,7 +456,7 @@ func (d *doc) run(blocks []Block) {
 			continue
 		}
 		n := len(b.Commands)
-		if b.Info == "go" {
+		if b.Info == "go" || b.WriteFile != "" {
 			n = 1
 		}
 		switch {
@@ -451,6 +470,9 @@ func (d *doc) run(blocks []Block) {
 		case b.Vectors && !d.vectors():
 			d.skipped += n
 			d.skips = append(d.skips, fmt.Sprintf("%s: %d not run: no ../shared/vectors beside the checkout", b.Where(), n))
+		case b.WriteFile != "":
+			d.writeFile(b)
+			d.ran++
 		case b.Info == "go":
 			d.goBlock(b)
 			d.ran++
@@ -498,13 +520,13 @@ func (d *doc) env() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "PATH", "GOBIN", "PKBF", "PKBF_PASSPHRASE", "PKBF_UPDATE_HEADER", "TERM", "GOFLAGS":
+		case "PATH", "GOBIN", "PKBF", "PKBF_PASSPHRASE", "PKBF_UPDATE_HEADER", "TERM", "GOFLAGS", "PKBF_DOCTEST":
 			continue
 		}
 		env = append(env, kv)
 	}
 	env = append(env, "PATH="+d.bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"GOBIN="+filepath.Join(d.dir, "gobin"), "PKBF="+d.workdir(), "TERM=dumb")
+		"GOBIN="+filepath.Join(d.dir, "gobin"), "PKBF="+d.workdir(), "TERM=dumb", d.mark)
 	if d.cfg.Module == "" {
 		// The main module's packages, compiled in each document's copy,
 		// share the build cache only without the directory in their
@@ -521,10 +543,6 @@ func (d *doc) session(b *Block) {
 	t := d.t
 	mark := fmt.Sprintf("@@doctest-%d-%d@@", os.Getpid(), b.Line)
 	var script strings.Builder
-	// Where the last block ended, and what it exported: a user pastes a
-	// document's blocks into one shell.
-	state := filepath.Join(d.dir, "session.state")
-	fmt.Fprintf(&script, "set -o pipefail\n[ -f %[1]q ] && . %[1]q\n", state)
 	for _, c := range b.Commands {
 		text := c.Text
 		if b.Bench {
@@ -532,8 +550,7 @@ func (d *doc) session(b *Block) {
 		}
 		fmt.Fprintf(&script, "%s\nprintf '\\n%%s %%d\\n' %q $?\n", text, mark)
 	}
-	fmt.Fprintf(&script, "{ printf 'cd %%q\\n' \"$PWD\"; export -p; } >%q\n", state)
-	out, err := d.shell(script.String())
+	out, err := d.shell(d.inSession(script.String()))
 	chunks := strings.Split(out, "\n"+mark+" ")
 	for i, c := range b.Commands {
 		if i+1 >= len(chunks) {
@@ -568,6 +585,25 @@ func (d *doc) session(b *Block) {
 				d.skips = append(d.skips, fmt.Sprintf("%s:%d: benchmarks skipped (named, not run): %s", b.File, c.Line, strings.Join(skipped, "; ")))
 			}
 		}
+	}
+}
+
+// inSession wraps script to run where the block before it ended and with
+// what it exported, and to leave the same for the next: a user pastes a
+// document's blocks into one shell.
+func (d *doc) inSession(script string) string {
+	state := filepath.Join(d.dir, "session.state")
+	return fmt.Sprintf("set -o pipefail\n[ -f %[1]q ] && . %[1]q\n%[2]s{ printf 'cd %%q\\n' \"$PWD\"; export -p; } >%[1]q\n", state, script)
+}
+
+// writeFile saves a block with the file directive, in the directory the
+// session is in.
+func (d *doc) writeFile(b *Block) {
+	eof := fmt.Sprintf("@@doctest-eof-%d@@", os.Getpid())
+	text := strings.Join(b.Text, "\n")
+	script := fmt.Sprintf("cat >%q <<'%s'\n%s\n%s\n", b.WriteFile, eof, text, eof)
+	if out, err := d.shell(d.inSession(script)); err != nil {
+		d.t.Errorf("%s: saving the block as %s: %v\n%s", b.Where(), b.WriteFile, err, out)
 	}
 }
 

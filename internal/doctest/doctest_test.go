@@ -75,6 +75,9 @@ func TestParse(t *testing.T) {
 	if blank := blocks[3]; blank.Skip != "needs the network" || blank.Info != "toml" {
 		t.Errorf("a directive and a blank line before a block: %+v", blank)
 	}
+	if toml := blocks[3]; toml.WriteFile != "" {
+		t.Errorf("a block without the file directive is saved as %q", toml.WriteFile)
+	}
 	if text := blocks[4]; text.Module != "" {
 		t.Errorf("a directive before text, then a block: the directive reached the block: %+v", text)
 	}
@@ -87,6 +90,8 @@ func TestParse(t *testing.T) {
 		{"unknown directive", "<!-- doctest: skipp reason -->\n```console\n$ ls\n```\n", `unknown directive "skipp"`},
 		{"skip without a reason", "<!-- doctest: skip -->\n```console\n$ ls\n```\n", "skip without a reason"},
 		{"exit without a number", "<!-- doctest: exit one -->\n```console\n$ ls\n```\n", "exit wants one number"},
+		{"file without a name", "<!-- doctest: file -->\n```json\n{}\n```\n", "file wants one file name"},
+		{"file on a session", "<!-- doctest: file x.sh -->\n```console\n$ ls\n```\n", "file on a shell session"},
 	} {
 		_, err := Parse("d.md", []byte(tc.doc))
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
