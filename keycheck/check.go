@@ -34,7 +34,11 @@ import (
 func (c *Checker) Check(ctx context.Context, inputs iter.Seq[Input]) iter.Seq[Verdict] {
 	return func(yield func(Verdict) bool) {
 		r := run{q: c.q, opts: c.opts}
-		r.all(ctx, inputs, func(v Verdict, _ int) bool { return yield(v) })
+		checks := c.checks()
+		r.all(ctx, inputs, func(v Verdict, _ int) bool {
+			v.checks = checks
+			return yield(v)
+		})
 	}
 }
 

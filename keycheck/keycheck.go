@@ -197,8 +197,8 @@ func (c *Checker) Contains(spki []byte) bool {
 // a hit with package pwnedkeys.
 func (c *Checker) CheckKey(data []byte) Verdict {
 	k := keys.ParseKey(data)
+	v := Verdict{checks: c.checks()}
 	if n, ok := k.Modulus(); ok {
-		var v Verdict
 		c.checkModulus(&v, n, k.SPKI)
 		return v
 	}
@@ -207,16 +207,17 @@ func (c *Checker) CheckKey(data []byte) Verdict {
 	spki, canonical, other, formsErr := k.Forms(l.room[:0])
 	switch {
 	case spki == nil:
-		return Verdict{Err: formsErr}
+		v.Err = formsErr
+		return v
 	case formsErr != nil:
 		canonical, other = spki, nil // looked up as given only
 	}
-	var v Verdict
 	if c.q != nil {
 		hit, err := l.anyOrFault(c.q, spki, canonical, other)
 		switch {
 		case err != nil:
-			return Verdict{Err: err}
+			v.Err = err
+			return v
 		case !hit && formsErr != nil:
 			// Not as given, and its other encodings unknown: no "no".
 			v.Err = formsErr
@@ -249,7 +250,9 @@ func (c *Checker) checkWeak(v *Verdict, spki []byte) {
 	if err != nil && v.Err == nil {
 		v.Err = perr.Errorf("weak-key checks: %w", err)
 	}
-	v.Findings = res.Findings
+	if len(res.Findings) > 0 {
+		v.Findings = res.Findings
+	}
 }
 
 // checkModulus makes v the verdict on a bare RSA modulus n: the weak-key
@@ -270,7 +273,9 @@ func (c *Checker) checkModulus(v *Verdict, n []byte, spki func() ([]byte, error)
 	case c.q != nil:
 		v.Err = errNotLookedUp
 	}
-	v.Findings = res.Findings
+	if len(res.Findings) > 0 {
+		v.Findings = res.Findings
+	}
 }
 
 // errNotLookedUp is the filter's part of the verdict on a bare modulus.

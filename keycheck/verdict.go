@@ -44,9 +44,29 @@ type Verdict struct {
 	// probably holds.
 	Confirmation Confirmation
 
-	confirming  bool // Options.Confirm was set
-	weakChecked bool // the weak-key checks ran
-	lookedUp    bool // the filter answered for the key
+	confirming  bool  // Options.Confirm was set
+	weakChecked bool  // the weak-key checks ran
+	lookedUp    bool  // the filter answered for the key
+	checks      uint8 // the Checker's: checksNoFilter, checksWeak
+}
+
+// Bits of Verdict.checks: what the Checker that made it checks, for a
+// Tally.
+const (
+	checksNoFilter = 1 << iota
+	checksWeak
+)
+
+// checks are c's bits of Verdict.checks.
+func (c *Checker) checks() uint8 {
+	var b uint8
+	if c.q == nil {
+		b |= checksNoFilter
+	}
+	if c.opts.Weak != nil {
+		b |= checksWeak
+	}
+	return b
 }
 
 // Source is where a key's object starts in its input, as [keys.Key] has
