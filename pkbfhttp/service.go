@@ -510,6 +510,7 @@ func (s *Service) metrics(w http.ResponseWriter, r *http.Request) {
 		{"pkbf_stepca_allowed_total", "counter", "step-ca webhook calls allowed.", float64(webhook.Allowed)},
 		{"pkbf_stepca_refused_total", "counter", "step-ca webhook calls refused, for any reason.", float64(webhook.Refused)},
 		{"pkbf_stepca_compromised_total", "counter", "step-ca webhook calls refused for a key the filter holds.", float64(webhook.Compromised)},
+		{"pkbf_stepca_weak_total", "counter", "step-ca webhook calls refused for a weak key (--br) the filter does not hold.", float64(webhook.Weak)},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", m.name, m.help, m.name, m.kind, m.name, strconv.FormatFloat(m.value, 'f', -1, 64))
 	}

@@ -11,12 +11,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/pkbf/pkbf/internal/doctest"
 	"github.com/pkbf/pkbf/keys"
 )
 
@@ -110,6 +112,13 @@ func TestServeStepCABRVectors(t *testing.T) {
 		}
 	}
 	t.Logf("%d keys signed (clean controls), %d refused by pkbf's webhook, %d by step-ca before it", signed, refusedByPKBF, refusedByStepCA)
+	// docs/stepca.md shows one of step-ca's lines.
+	shown := docBlocks(t, "stepca.md", 1, "level=warning", "(pkbf-weak-key)")[0]
+	pattern := regexp.MustCompile(`time="[^"]*"`).ReplaceAllString(shown.Text[0], `time="…"`)
+	pattern = regexp.MustCompile(`fingerprint [0-9a-f]{8}…`).ReplaceAllString(pattern, "fingerprint …")
+	if !slices.ContainsFunc(strings.Split(ca.caLogs.String(), "\n"), func(l string) bool { return doctest.Match([]string{pattern}, []string{l}) }) {
+		t.Errorf("step-ca logged no line as %s shows it (%s)", shown.Where(), pattern)
+	}
 	if signed < 10 || refusedByPKBF < 30 || csrs[true] < 1 || csrs[false] < 6 {
 		t.Errorf("%d signed, %d refused by pkbf, requests %v: the test does not discriminate", signed, refusedByPKBF, csrs)
 	}
