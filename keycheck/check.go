@@ -227,14 +227,12 @@ func (r *run) lookup(b *batch) {
 		b.aborted = true
 		return
 	}
-	if r.opts.Weak != nil || r.q != nil {
-		c := Checker{q: r.q, opts: r.opts}
-		for i := range b.slots {
-			if s := &b.slots[i]; s.modulus != nil {
-				c.checkModulus(&s.Verdict, s.modulus, s.key.SPKI)
-			} else if s.Err == nil && s.spki != nil {
-				c.checkWeak(&s.Verdict, s.spki)
-			}
+	c := Checker{q: r.q, opts: r.opts}
+	for i := range b.slots {
+		if s := &b.slots[i]; s.modulus != nil {
+			c.checkModulus(&s.Verdict, s.modulus, s.key.SPKI)
+		} else if s.Err == nil && s.spki != nil {
+			c.checkWeak(&s.Verdict, s.spki)
 		}
 	}
 	r.fingerprints(b)
