@@ -508,25 +508,26 @@ func (s *Scan) extends(ctx context.Context, st state, head Head) error {
 }
 
 // check checks the key of one entry, and returns its hit if the filter
-// probably holds it. An entry whose key could not be read is listed in
-// notChecked and passed to Unchecked; an error stops the scan: the
-// filter's file failed.
+// probably holds it, or the weak-key checks refuse it (a KeyChecker with
+// keycheck.Options.Weak: keycheck.Verdict.Refuse). An entry whose key
+// could not be read is listed in notChecked and passed to Unchecked; an
+// error stops the scan: the filter's file failed.
 func (s *Scan) check(e Entry, notChecked map[int64]bool, res *Result) (*Hit, error) {
 	v, err := s.verdict(e)
 	switch {
 	case errors.Is(err, pkbf.ErrFileChanged):
 		return nil, err
+	case v.Refuse(): // whatever else could not be checked
+		v.Source.Input = s.Log.URL()
+		h := Hit{Log: v.Source.Input, Index: e.Index, Timestamp: time.UnixMilli(e.Timestamp).UTC(), Precert: e.Precert, Verdict: v}
+		h.Serial, h.Subject, h.Issuer = e.details()
+		return &h, nil
 	case err != nil:
 		notChecked[e.Index] = true
 		res.Unchecked++
 		if s.Unchecked != nil {
 			s.Unchecked(e.Index, err)
 		}
-	case v.Probably:
-		v.Source.Input = s.Log.URL()
-		h := Hit{Log: v.Source.Input, Index: e.Index, Timestamp: time.UnixMilli(e.Timestamp).UTC(), Precert: e.Precert, Verdict: v}
-		h.Serial, h.Subject, h.Issuer = e.details()
-		return &h, nil
 	}
 	return nil, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/ct/cttest"
 	"github.com/pkbf/pkbf/keycheck"
+	"github.com/pkbf/pkbf/weakkeys"
 )
 
 // testLogs returns the fixture's entries as both kinds of log, served on
@@ -732,5 +733,47 @@ func TestRFC6962UnprovedSavedRange(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {
 		t.Errorf("the state changed")
+	}
+}
+
+// TestScanWeak: with a KeyChecker that makes the weak-key checks, the
+// scan reports as hits the entries whose keys they refuse, with the
+// findings in the hit's verdict and JSON: without Debian lists, every
+// entry's key is "not covered" (RSA, EC) or not allowed (Ed25519), so
+// every entry is a hit.
+func TestScanWeak(t *testing.T) {
+	fx := cttest.NewFixture(t, 300, 30, 7)
+	f := openFilter(t, fx.Filter)
+	weak, err := weakkeys.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kind, open := range testLogs(t, fx) {
+		var hits []Hit
+		s := &Scan{Log: open(), Filter: keycheck.New(f, keycheck.Options{Weak: weak}), Report: func(h Hit) error { hits = append(hits, h); return nil }}
+		res, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Entries != 300 || res.Hits != 300 || len(hits) != 300 {
+			t.Fatalf("%s: result %+v, %d hits; want every entry a hit", kind, res, len(hits))
+		}
+		probably := 0
+		for _, h := range hits {
+			if h.Verdict.Probably {
+				probably++
+			}
+			last := weakkeys.Finding{}
+			if n := len(h.Verdict.Findings); n > 0 {
+				last = h.Verdict.Findings[n-1]
+			}
+			if last.Rule != weakkeys.RuleDebianNotCovered && last.Rule != weakkeys.RuleAlgorithm ||
+				!strings.Contains(string(h.AppendJSON(nil)), `"rule":"`+string(last.Rule)+`"`) || h.Verdict.Key.Fingerprint == "" {
+				t.Fatalf("%s: hit %d: %+v", kind, h.Index, h.Verdict)
+			}
+		}
+		if probably != len(fx.Planted) {
+			t.Errorf("%s: %d hits the filter holds, want the %d planted", kind, probably, len(fx.Planted))
+		}
 	}
 }

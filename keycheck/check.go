@@ -13,9 +13,9 @@ import (
 
 // Check reads every key of the inputs and yields one verdict per key, in
 // input order: whether the filter probably holds it under any encoding it
-// may hold it in (the answer [Checker.Contains] gives), its fingerprints
-// and where it was found; or the error that kept the key, or its input,
-// from being checked.
+// may hold it in (the answer [Checker.Contains] gives), with Options.Weak
+// the weak-key checks' findings, its fingerprints and where it was found;
+// or the error that kept the key, or its input, from being checked.
 //
 // It is the fast way to check many keys: each key is parsed once for all
 // its encodings, all of them are looked up in batches, so that the memory
@@ -34,7 +34,11 @@ import (
 func (c *Checker) Check(ctx context.Context, inputs iter.Seq[Input]) iter.Seq[Verdict] {
 	return func(yield func(Verdict) bool) {
 		r := run{q: c.q, opts: c.opts}
-		r.all(ctx, inputs, func(v Verdict, _ int) bool { return yield(v) })
+		checks := c.checks()
+		r.all(ctx, inputs, func(v Verdict, _ int) bool {
+			v.checks = checks
+			return yield(v)
+		})
 	}
 }
 
@@ -62,6 +66,7 @@ type slot struct {
 	Verdict
 	key       keys.Key // with its Raw, until decoded
 	spki      []byte   // as the input has it
+	modulus   []byte   // a bare RSA modulus, which has no spki
 	canonical []byte   // OpenSSL's encoding: spki itself when the same
 	other     []byte   // an EC key's other point form, or nil
 	encodings [][]byte // AddKeys: every encoding to add
@@ -174,8 +179,13 @@ func (r *run) emit(b *batch, yield func(Verdict, int) bool) bool {
 // decodeForLookup reads s's key and, in the same parse, the other
 // encodings a filter may hold it under (keys.Key.Forms, building them in
 // dst's spare capacity). A key whose SPKI is read but cannot be
-// re-encoded is looked up as given only.
+// re-encoded is looked up as given only; a bare modulus is kept for the
+// weak-key checks.
 func (s *slot) decodeForLookup(dst []byte) {
+	if n, ok := s.key.Modulus(); ok {
+		s.modulus = n
+		return
+	}
 	s.spki, s.canonical, s.other, s.Err = s.key.Forms(dst)
 	if s.spki == nil {
 		return
@@ -210,37 +220,20 @@ var lookupScratchPool = sync.Pool{New: func() any { return new(lookupScratch) }}
 
 // lookup looks up every encoding of b's keys together (ProbablyBatch), in
 // chunks between which it looks at the context; a key is probably in the
-// filter if any of its encodings is. Then it makes the fingerprints and,
-// with Confirm, asks about the keys found.
+// filter if any of its encodings is. Then it makes the weak-key checks,
+// the fingerprints and, with Confirm, asks about the keys found.
 func (r *run) lookup(b *batch) {
-	sc := lookupScratchPool.Get().(*lookupScratch)
-	defer func() {
-		clear(sc.encodings)
-		lookupScratchPool.Put(sc)
-	}()
-	encs, owners := sc.encodings[:0], sc.owners[:0]
-	var e [3][]byte
+	if r.q != nil && !r.lookupFilter(b) {
+		b.aborted = true
+		return
+	}
+	c := Checker{q: r.q, opts: r.opts}
 	for i := range b.slots {
-		if s := &b.slots[i]; s.Err == nil {
-			n := encodings(&e, s.spki, s.canonical, s.other)
-			for _, enc := range e[:n] {
-				encs, owners = append(encs, enc), append(owners, i)
-			}
+		if s := &b.slots[i]; s.modulus != nil {
+			c.checkModulus(&s.Verdict, s.modulus, s.key.SPKI)
+		} else if s.Err == nil && s.spki != nil {
+			c.checkWeak(&s.Verdict, s.spki)
 		}
-	}
-	sc.encodings, sc.owners = encs, owners
-	found := append(sc.found[:0], make([]bool, len(encs))...)
-	sc.found = found
-	for i := 0; i < len(encs); i += lookupChunk {
-		if r.ctx.Err() != nil {
-			b.aborted = true
-			return
-		}
-		end := min(i+lookupChunk, len(encs))
-		r.q.ProbablyBatch(encs[i:end], found[i:end])
-	}
-	for j, i := range owners {
-		b.slots[i].Probably = b.slots[i].Probably || found[j]
 	}
 	r.fingerprints(b)
 	if r.opts.Confirm == nil {
@@ -259,6 +252,41 @@ func (r *run) lookup(b *batch) {
 	}
 }
 
+// lookupFilter looks up b's keys in the filter; it reports false when the
+// context ended first.
+func (r *run) lookupFilter(b *batch) bool {
+	sc := lookupScratchPool.Get().(*lookupScratch)
+	defer func() {
+		clear(sc.encodings)
+		lookupScratchPool.Put(sc)
+	}()
+	encs, owners := sc.encodings[:0], sc.owners[:0]
+	var e [3][]byte
+	for i := range b.slots {
+		if s := &b.slots[i]; s.Err == nil && s.spki != nil {
+			s.lookedUp = true
+			n := encodings(&e, s.spki, s.canonical, s.other)
+			for _, enc := range e[:n] {
+				encs, owners = append(encs, enc), append(owners, i)
+			}
+		}
+	}
+	sc.encodings, sc.owners = encs, owners
+	found := append(sc.found[:0], make([]bool, len(encs))...)
+	sc.found = found
+	for i := 0; i < len(encs); i += lookupChunk {
+		if r.ctx.Err() != nil {
+			return false
+		}
+		end := min(i+lookupChunk, len(encs))
+		r.q.ProbablyBatch(encs[i:end], found[i:end])
+	}
+	for j, i := range owners {
+		b.slots[i].Probably = b.slots[i].Probably || found[j]
+	}
+	return true
+}
+
 // fingerprints sets the fingerprints of b's keys, all in one string: one
 // allocation a batch, which a verdict kept keeps alive.
 func (r *run) fingerprints(b *batch) {
@@ -271,7 +299,7 @@ func (r *run) fingerprints(b *batch) {
 	spans := make([]span, len(b.slots))
 	for i := range b.slots {
 		s := &b.slots[i]
-		if s.Err != nil || (hitsOnly && !s.Probably) {
+		if s.spki == nil || s.Err != nil && !s.Refuse() || hitsOnly && !s.Refuse() {
 			spans[i].fp = -1
 			continue
 		}

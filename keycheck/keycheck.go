@@ -15,6 +15,16 @@
 //		fmt.Println(v.Status(), v.Key.Fingerprint, v.Source)
 //	}
 //
+// # Weak keys
+//
+// With [Options].Weak, a [weakkeys.Checker], a Checker also makes the
+// checks the CA/Browser Forum's Baseline Requirements ask of a CA before it
+// issues (Debian weak keys, ROCA, Fermat's method, small factors, sizes,
+// exponents and curves), in the same call and the same parse: a verdict
+// carries every [weakkeys.Finding] beside Probably, and [Verdict.Refuse]
+// says whether either is a reason to refuse the key. The filter is then
+// optional: New(nil, Options{Weak: w}) makes the weak-key checks alone.
+//
 // # Every encoding
 //
 // One key has many DER encodings (an EC point compressed or not, an RSA
@@ -37,7 +47,9 @@
 //
 // The packages that check keys for another program (pkbftls, pkbfssh,
 // stepca, pwnedkeys, the zlint lint and the CT scanner) take a
-// [KeyChecker]: a *Checker, or a test's fake.
+// [KeyChecker]: a *Checker, or a test's fake. They refuse a key whose
+// verdict's [Verdict.Refuse] is true, saying [Verdict.Reason], and one
+// whose verdict has an Err.
 //
 // # Concurrency
 //
@@ -51,7 +63,9 @@ import (
 	"sync"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/keys"
+	"github.com/pkbf/pkbf/weakkeys"
 )
 
 // A Querier is the query of a pkbfv1 filter, as [*pkbf.Filter],
@@ -73,8 +87,8 @@ type KeyChecker interface {
 	CheckKey(data []byte) Verdict
 }
 
-// Options adjust a [Checker]'s [Checker.Check] and [AddKeys]; CheckKey and
-// Contains use none of them. The zero value is ready to use.
+// Options adjust a [Checker]'s [Checker.Check] and [AddKeys]; CheckKey
+// uses Weak alone, Contains none of them. The zero value is ready to use.
 type Options struct {
 	// Passphrases are tried, after the empty one, on encrypted PKCS#12
 	// files (keys.Scanner.SetPassphrases).
@@ -103,26 +117,31 @@ type Options struct {
 	// that reports only hits (a CT log's entries, by the million).
 	// AddKeys ignores it.
 	FingerprintHitsOnly bool
-
-	// (The checks run beside the filter, such as the weak-key checks,
-	// belong here: which to run, and what they need.)
+	// Weak, if set, checks every key against the Baseline Requirements'
+	// rules on weak keys, in CheckKey and Check (on the workers): verdicts
+	// carry its Findings, and a bare RSA modulus ([keys.Key.Modulus]) is
+	// checked as well, though it cannot be looked up in a filter. AddKeys
+	// does not use it.
+	Weak *weakkeys.Checker
 }
 
-// A Checker checks keys against one filter. It is safe for concurrent
-// use.
+// A Checker checks keys against one filter, and against the weak-key
+// rules with Options.Weak. It is safe for concurrent use.
 type Checker struct {
-	q    Querier
+	q    Querier // nil: the weak-key checks alone
 	opts Options
 }
 
-// New returns a Checker of keys against q, with opts for its Check. It
-// panics if q is nil, or a nil *pkbf.Filter, *pkbf.Writable or *pkbf.Live
-// (a filter whose open failed): a gate with no filter must not start.
+// New returns a Checker of keys against q, with opts for its Check. q may
+// be nil when opts.Weak is set: the Checker then makes the weak-key checks
+// alone, and finds no key Probably. It panics if q is nil without
+// opts.Weak, or is a nil *pkbf.Filter, *pkbf.Writable or *pkbf.Live (a
+// filter whose open failed): a gate with no check must not start.
 func New(q Querier, opts Options) *Checker {
 	var missing bool
 	switch f := q.(type) {
 	case nil:
-		missing = true
+		missing = opts.Weak == nil
 	case *pkbf.Filter:
 		missing = f == nil
 	case *pkbf.Writable:
@@ -131,7 +150,7 @@ func New(q Querier, opts Options) *Checker {
 		missing = f == nil
 	}
 	if missing {
-		panic("keycheck: New without a filter")
+		panic("keycheck: New without a filter or weak-key checks")
 	}
 	return &Checker{q: q, opts: opts}
 }
@@ -141,12 +160,15 @@ func New(q Querier, opts Options) *Checker {
 // it in: spki as given, its canonical re-encoding ([keys.Canonical]), and
 // the other forms [keys.Forms] gives (both point forms of an EC key). An
 // spki that cannot be parsed is looked up as given only. False is
-// definite for all of them.
+// definite for all of them. A Checker without a filter contains nothing.
 //
 // Contains allocates nothing for a key in DER in its canonical form. It
 // panics as the filter's Probably does on a file cut short, where
 // [Checker.CheckKey] returns an error.
 func (c *Checker) Contains(spki []byte) bool {
+	if c.q == nil {
+		return false
+	}
 	l := lookups.Get().(*lookup)
 	defer l.put()
 	canonical, other, err := keys.Forms(l.room[:0], spki)
@@ -163,35 +185,49 @@ func (c *Checker) Contains(spki []byte) bool {
 // A key the filter lacks as given, whose other encodings pkbf cannot
 // derive (an algorithm it does not know, a malformed key), gets Err, not
 // a "no"; so does a filter whose file was cut short (an error wrapping
-// [pkbf.ErrFileChanged]).
+// [pkbf.ErrFileChanged]). With Options.Weak, the verdict also carries the
+// weak-key checks' Findings (or their error, in Err), and a bare RSA
+// modulus is checked as [Checker.Check] checks it.
 //
-// A hit carries the Key's names that a gate logs when it refuses a key:
-// its fingerprints (as [Checker.Check] reports them) and, for an SSH key,
-// SSHFingerprint and Comment. A "no" carries nothing else, so that it
-// costs and allocates what Contains does; its Source is zero. CheckKey
-// does no I/O: confirm a hit with package pwnedkeys.
+// A key to refuse ([Verdict.Refuse]) carries the Key's names that a gate
+// logs when it refuses it: its fingerprints (as [Checker.Check] reports
+// them) and, for an SSH key, SSHFingerprint and Comment. Another carries
+// nothing else, so that it costs and allocates what Contains does (and
+// the weak-key checks); its Source is zero. CheckKey does no I/O: confirm
+// a hit with package pwnedkeys.
 func (c *Checker) CheckKey(data []byte) Verdict {
 	k := keys.ParseKey(data)
+	v := Verdict{checks: c.checks()}
+	if n, ok := k.Modulus(); ok {
+		c.checkModulus(&v, n, k.SPKI)
+		return v
+	}
 	l := lookups.Get().(*lookup)
 	defer l.put()
 	spki, canonical, other, formsErr := k.Forms(l.room[:0])
 	switch {
 	case spki == nil:
-		return Verdict{Err: formsErr}
+		v.Err = formsErr
+		return v
 	case formsErr != nil:
 		canonical, other = spki, nil // looked up as given only
 	}
-	hit, err := l.anyOrFault(c.q, spki, canonical, other)
-	switch {
-	case err != nil:
-		return Verdict{Err: err}
-	case !hit && formsErr != nil:
-		// Not as given, and its other encodings unknown: no "no".
-		return Verdict{Err: formsErr}
-	case !hit:
-		return Verdict{}
+	if c.q != nil {
+		hit, err := l.anyOrFault(c.q, spki, canonical, other)
+		switch {
+		case err != nil:
+			v.Err = err
+			return v
+		case !hit && formsErr != nil:
+			// Not as given, and its other encodings unknown: no "no".
+			v.Err = formsErr
+		}
+		v.Probably, v.lookedUp = hit, v.Err == nil
 	}
-	v := Verdict{Probably: true}
+	c.checkWeak(&v, spki)
+	if !v.Refuse() {
+		return v
+	}
 	both, label := appendFingerprints(make([]byte, 0, 2*fingerprintSize), spki, canonical)
 	all := string(both)
 	v.Key.Fingerprint = all[:fingerprintSize]
@@ -201,6 +237,49 @@ func (c *Checker) CheckKey(data []byte) Verdict {
 	v.Key.SSHFingerprint, v.Key.Comment = k.SSHFingerprint()
 	return v
 }
+
+// checkWeak adds the findings of the weak-key checks, when the Checker
+// makes them, to v: a key whose SPKI is spki.
+func (c *Checker) checkWeak(v *Verdict, spki []byte) {
+	w := c.opts.Weak
+	if w == nil {
+		return
+	}
+	v.weakChecked = true
+	res, err := w.Check(spki)
+	if err != nil && v.Err == nil {
+		v.Err = perr.Errorf("weak-key checks: %w", err)
+	}
+	if len(res.Findings) > 0 {
+		v.Findings = res.Findings
+	}
+}
+
+// checkModulus makes v the verdict on a bare RSA modulus n: the weak-key
+// checks' findings, and that the filter could not look it up (it has no
+// SPKI); without the weak-key checks, the error of spki, what keys gives
+// for its SPKI.
+func (c *Checker) checkModulus(v *Verdict, n []byte, spki func() ([]byte, error)) {
+	w := c.opts.Weak
+	if w == nil {
+		_, v.Err = spki()
+		return
+	}
+	v.weakChecked = true
+	res, err := w.CheckModulus(n)
+	switch {
+	case err != nil:
+		v.Err = perr.Errorf("weak-key checks: %w", err)
+	case c.q != nil:
+		v.Err = errNotLookedUp
+	}
+	if len(res.Findings) > 0 {
+		v.Findings = res.Findings
+	}
+}
+
+// errNotLookedUp is the filter's part of the verdict on a bare modulus.
+var errNotLookedUp = perr.Kind(keys.ErrUnsupportedKey, perr.Errorf("%w: not looked up in the filter: a bare RSA modulus has no SPKI", keys.ErrInvalidKey))
 
 // fingerprintSize is the length of a fingerprint: a SHA-256 in hex.
 const fingerprintSize = 64

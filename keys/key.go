@@ -46,6 +46,7 @@ const (
 	kindLine
 	kindRFC4716 // ---- BEGIN SSH2 PUBLIC KEY ----
 	kindPuTTY   // PuTTY-User-Key-File-N
+	kindModulus // a bare RSA modulus in hex: see Key.Modulus
 )
 
 // Source says where the key came from: "block 2 (line 31)" for PEM,
@@ -71,6 +72,8 @@ func (k *Key) SPKI() ([]byte, error) {
 		return k.pemSPKI(nil)
 	case kindDER:
 		return derSPKI(k.Raw)
+	case kindModulus:
+		return nil, errBareModulus
 	}
 	return sshLineSPKI(k.Raw)
 }

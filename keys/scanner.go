@@ -53,9 +53,11 @@ type Scanner struct {
 	key         Key
 	err         error
 	done        bool
-	ignored     int    // first line of text that was neither key nor comment
-	blocks      int    // PEM blocks begun so far
-	ecParams    []byte // an "EC PARAMETERS" block waiting for its key
+	ignored     int       // first line of text that was neither key nor comment
+	ignoredN    int       // lines of text that were neither key nor comment
+	modulus     *textLine // the first such line, when it is a bare modulus
+	blocks      int       // PEM blocks begun so far
+	ecParams    []byte    // an "EC PARAMETERS" block waiting for its key
 	pushback    *textLine
 	scratch     []byte // the PEM block being read, reused
 	queue       []Key  // the objects of a container, still to report
@@ -181,7 +183,7 @@ func (s *Scanner) Scan() bool {
 	}
 	if s.mode == 0 {
 		s.mode = kindLine
-		if head, _ := s.r.Peek(3); len(head) == 3 && looksLikeDER(head) {
+		if head, _ := s.r.Peek(4); len(head) >= 3 && looksLikeDER(head) && !hexStart(head) {
 			s.mode = kindDER
 		} else {
 			if head, _ := s.r.Peek(3); string(head) == utf8BOM {
@@ -358,7 +360,11 @@ func (s *Scanner) scanText() bool {
 		default:
 			if s.ignored == 0 {
 				s.ignored = l.number
+				if _, ok := hexModulus(l.text); ok {
+					s.modulus = &textLine{text: s.clone(l.text), number: l.number, start: l.start}
+				}
 			}
+			s.ignoredN++
 		}
 	}
 }
@@ -390,11 +396,15 @@ func (s *Scanner) scanUntil(first textLine, end func([]byte) bool) ([]byte, erro
 }
 
 // finish ends a text scan: at the end of an input with text but no key it
-// reports one Key whose error says so.
+// reports one Key whose error says so, or the bare modulus that is all the
+// input holds.
 func (s *Scanner) finish(err error) bool {
 	if err != io.EOF {
 		s.err = err
 		return false
+	}
+	if m := s.modulus; s.count == 0 && s.ignoredN == 1 && m != nil {
+		return s.emit(kindModulus, m.number, m.start, m.text, nil)
 	}
 	if s.count == 0 && s.ignored > 0 {
 		return s.emit(kindLine, s.ignored, 0, nil, keyErrorf("no key, certificate or certificate request found (first text on line %d)", s.ignored))

@@ -47,6 +47,9 @@ import (
 // from one input, use [Scanner]. The result does not alias data unless
 // it is the input's own SPKI, which is then a subslice of data.
 func SPKI(data []byte) ([]byte, error) {
+	if bareModulus(data) {
+		return nil, errBareModulus
+	}
 	if len(data) > 0 && data[0] == 0x30 { // DER: an ASN.1 SEQUENCE
 		return derSPKI(data)
 	}
@@ -64,6 +67,9 @@ func SPKI(data []byte) ([]byte, error) {
 		return puttySPKI(text)
 	}
 	spki, _, err := sshTextSPKI(text)
+	if err != nil && bareModulus(text) {
+		err = errBareModulus
+	}
 	return spki, err
 }
 
@@ -73,6 +79,9 @@ func SPKI(data []byte) ([]byte, error) {
 // cannot read, the Key carries SPKI's error. Raw is data (the key line,
 // for OpenSSH text); the positions are zero.
 func ParseKey(data []byte) Key {
+	if bareModulus(data) {
+		return Key{Raw: data, kind: kindModulus}
+	}
 	if len(data) > 0 && data[0] == 0x30 {
 		return Key{Raw: data, kind: kindDER}
 	}
@@ -87,6 +96,8 @@ func ParseKey(data []byte) Key {
 		var line []byte
 		if k.spki, line, k.err = sshTextSPKI(text); k.err == nil {
 			k.Raw, k.kind = line, kindLine
+		} else if bareModulus(text) {
+			k.kind, k.err = kindModulus, nil
 		}
 		return k
 	}

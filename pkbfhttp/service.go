@@ -17,7 +17,8 @@
 //
 //	POST /v1/check   a body of keys, certificates and requests in any
 //	                 form keycheck.Bytes reads; one JSON line a key, as
-//	                 keycheck.Verdict.AppendJSON writes it
+//	                 keycheck.Verdict.AppendJSON writes it (with the
+//	                 weak-key findings, with [Options.Weak])
 //	GET  /healthz    200 while the filter's file is valid, else 503
 //	GET  /readyz     200 until Shutdown begins (and while the filter's
 //	                 file is valid), then 503
@@ -69,6 +70,7 @@ import (
 	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/stepca"
+	"github.com/pkbf/pkbf/weakkeys"
 )
 
 // StepCAPath is where the service answers step-ca's AUTHORIZING webhook.
@@ -114,6 +116,11 @@ type Options struct {
 	// that verifies step-ca's client certificate can tell the CA's calls
 	// from others.
 	StepCA *stepca.Handler
+	// Weak, if set, checks every key of /v1/check against the Baseline
+	// Requirements' weak-key rules too (keycheck.Options.Weak): its
+	// answers then carry the findings. The step-ca webhook checks what
+	// its own Handler's KeyChecker checks.
+	Weak *weakkeys.Checker
 }
 
 // webhookDisabled is the refusal of step-ca's webhook without
@@ -145,12 +152,13 @@ type Service struct {
 	shuttingDown atomic.Bool
 	mux          *http.ServeMux
 	webhook      *stepca.Handler
+	weak         *weakkeys.Checker
 
 	// What requests are doing now, for Shutdown's report and /metrics.
 	inFlight, receiving, waiting, checking, answering atomic.Int64
 
 	// Counters, exposed by /metrics.
-	requests, badRequests, keys, hits, keyErrors, filterErrors, abandoned, busy, connsRefused, requestsRefused atomic.Int64
+	requests, badRequests, keys, hits, weakKeys, keyErrors, filterErrors, abandoned, busy, connsRefused, requestsRefused atomic.Int64
 }
 
 // New returns a Service answering from live under opts. It returns an
@@ -176,7 +184,7 @@ func New(live *pkbf.Live, opts Options) (*Service, error) {
 		return nil, perr.Errorf("the body limit %d is more than the body memory %d: no body that size could ever be taken", l.MaxBody, l.MaxBodyMemory)
 	}
 	s := &Service{live: live, limits: l, slots: make(chan struct{}, l.MaxInFlight), bodies: newBudget(l.MaxBodyMemory, l.MaxBody),
-		started: time.Now(), mux: http.NewServeMux(), webhook: opts.StepCA}
+		started: time.Now(), mux: http.NewServeMux(), webhook: opts.StepCA, weak: opts.Weak}
 	if s.webhook == nil {
 		s.webhook = stepca.Disabled(webhookDisabled)
 	}
@@ -354,7 +362,7 @@ func (s *Service) answer(ctx context.Context, body []byte, a *answer) (found, st
 	objects := 0
 	s.live.Do(func(f *pkbf.Filter) { // one file answers the whole request
 		// One goroutine a request: requests run in parallel already.
-		for v := range keycheck.New(f, keycheck.Options{Workers: 1}).Check(ctx, request) {
+		for v := range keycheck.New(f, keycheck.Options{Workers: 1, Weak: s.weak}).Check(ctx, request) {
 			if objects++; objects > s.limits.MaxKeys {
 				status = http.StatusRequestEntityTooLarge
 				return
@@ -368,11 +376,15 @@ func (s *Service) answer(ctx context.Context, body []byte, a *answer) (found, st
 				if errors.Is(v.Err, keys.ErrEncryptedKey) {
 					v.Err = perr.Errorf("%w; pkbf serve takes no passphrase: send the public key or the certificate", v.Err)
 				}
-			default:
+			}
+			if v.Err == nil || v.Refuse() { // an answer, maybe beside an error
 				found++
 				s.keys.Add(1)
 				if v.Probably {
 					s.hits.Add(1)
+				}
+				if len(v.Findings) > 0 {
+					s.weakKeys.Add(1)
 				}
 			}
 			if !a.add(v) {
@@ -475,6 +487,7 @@ func (s *Service) metrics(w http.ResponseWriter, r *http.Request) {
 		{"pkbf_bad_requests_total", "counter", "Requests answered with a 4xx status.", float64(s.badRequests.Load())},
 		{"pkbf_keys_checked_total", "counter", "Keys looked up in the filter.", float64(s.keys.Load())},
 		{"pkbf_keys_probably_total", "counter", "Keys the filter answered probably for.", float64(s.hits.Load())},
+		{"pkbf_keys_weak_total", "counter", "Keys the weak-key checks (--br) found a reason to refuse.", float64(s.weakKeys.Load())},
 		{"pkbf_key_errors_total", "counter", "Objects in request bodies that could not be read as keys.", float64(s.keyErrors.Load())},
 		{"pkbf_filter_errors_total", "counter", "Requests that failed because the filter file changed under the server.", float64(s.filterErrors.Load())},
 		{"pkbf_requests_stopped_total", "counter", "Requests whose work stopped because the client went away or time ran out.", float64(s.abandoned.Load())},
@@ -497,6 +510,7 @@ func (s *Service) metrics(w http.ResponseWriter, r *http.Request) {
 		{"pkbf_stepca_allowed_total", "counter", "step-ca webhook calls allowed.", float64(webhook.Allowed)},
 		{"pkbf_stepca_refused_total", "counter", "step-ca webhook calls refused, for any reason.", float64(webhook.Refused)},
 		{"pkbf_stepca_compromised_total", "counter", "step-ca webhook calls refused for a key the filter holds.", float64(webhook.Compromised)},
+		{"pkbf_stepca_weak_total", "counter", "step-ca webhook calls refused for a weak key (--br) the filter does not hold.", float64(webhook.Weak)},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", m.name, m.help, m.name, m.kind, m.name, strconv.FormatFloat(m.value, 'f', -1, 64))
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/stepca"
+	"github.com/pkbf/pkbf/weakkeys"
 )
 
 const (
@@ -236,5 +237,40 @@ func TestServeStepCAWebhookInsecure(t *testing.T) {
 		if !strings.Contains(b, want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+}
+
+// TestServeCheckWeak: with Options.Weak, /v1/check answers each key's
+// weak-key findings beside the filter's answer, a bare modulus's too, and
+// /metrics counts the weak keys.
+func TestServeCheckWeak(t *testing.T) {
+	live, err := pkbf.OpenLive(exampleFilter, pkbf.LiveOptions{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Close() })
+	weak, err := weakkeys.New(weakkeys.WithRSASizes(3072))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(live, Options{Weak: weak})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	body := append(testkit.ReadFile(t, key("p256.cert.pem")), testkit.ReadFile(t, key("rsa1024.pub"))...)
+	code, out := testkit.Post(t, srv.URL+"/v1/check", body)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 200 || len(lines) != 2 ||
+		!strings.Contains(lines[0], `"probably":true,"findings":[{"rule":"debian-not-covered","detail":"P-256",`) || !strings.Contains(lines[0], `"verdict":"probably"`) ||
+		!strings.Contains(lines[1], `"probably":false,"findings":[{"rule":"rsa-size","detail":"1024",`) || !strings.Contains(lines[1], `"verdict":"weak"`) {
+		t.Errorf("status %d:\n%s", code, out)
+	}
+	if code, out := testkit.Post(t, srv.URL+"/v1/check", []byte("0xc0ffee\n")); code != 200 || !strings.Contains(out, `"rule":"rsa-size","detail":"24"`) || !strings.Contains(out, `"error":"invalid key: not looked up in the filter`) {
+		t.Errorf("a bare modulus: %d %s", code, out)
+	}
+	if _, m := get(t, srv.URL+"/metrics"); !strings.Contains(m, "\npkbf_keys_weak_total 3\n") {
+		t.Errorf("metrics:\n%s", m)
 	}
 }

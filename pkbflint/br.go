@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zmap/zcrypto/x509"
@@ -141,7 +142,7 @@ func (l *plainLint) Execute(c *x509.Certificate) *lint.LintResult {
 	if err != nil {
 		return fatal("%v", err)
 	}
-	return l.report(c, checker)
+	return l.report(c, "", checker, false)
 }
 
 // fermatLint is e_br_fermat_factorable_key and its configuration.
@@ -156,11 +157,15 @@ func (l *fermatLint) Execute(c *x509.Certificate) *lint.LintResult {
 	if l.Rounds < 100 {
 		return fatal("Rounds = %d in [%s]: BR 6.1.1.3 requires at least 100 rounds of Fermat's method", l.Rounds, brFermat.name)
 	}
-	checker, err := checkerFor("rounds "+strconv.Itoa(l.Rounds), weakkeys.WithFermatRounds(l.Rounds))
+	key := ""
+	if l.Rounds != 100 {
+		key = "rounds " + strconv.Itoa(l.Rounds)
+	}
+	checker, err := checkerFor(key, weakkeys.WithFermatRounds(l.Rounds))
 	if err != nil {
 		return fatal("[%s]: %v", brFermat.name, err)
 	}
-	return brFermat.report(c, checker)
+	return brFermat.report(c, key, checker, false)
 }
 
 // keySizeLint is e_br_rsa_key_size and its configuration.
@@ -173,14 +178,15 @@ func (l *keySizeLint) CheckApplies(*x509.Certificate) bool { return true }
 
 func (l *keySizeLint) Execute(c *x509.Certificate) *lint.LintResult {
 	var opts []weakkeys.Option
+	key := ""
 	if len(l.RSASizes) > 0 {
-		opts = append(opts, weakkeys.WithRSASizes(l.RSASizes...))
+		opts, key = append(opts, weakkeys.WithRSASizes(l.RSASizes...)), fmt.Sprint("sizes ", l.RSASizes)
 	}
-	checker, err := checkerFor(fmt.Sprint("sizes ", l.RSASizes), opts...)
+	checker, err := checkerFor(key, opts...)
 	if err != nil {
 		return fatal("[%s]: %v", brKeySize.name, err)
 	}
-	return brKeySize.report(c, checker)
+	return brKeySize.report(c, key, checker, false)
 }
 
 // ecKeyLint is e_br_ec_key and its configuration.
@@ -193,14 +199,15 @@ func (l *ecKeyLint) CheckApplies(*x509.Certificate) bool { return true }
 
 func (l *ecKeyLint) Execute(c *x509.Certificate) *lint.LintResult {
 	var opts []weakkeys.Option
+	key := ""
 	if len(l.Curves) > 0 {
-		opts = append(opts, weakkeys.WithCurves(l.Curves...))
+		opts, key = append(opts, weakkeys.WithCurves(l.Curves...)), fmt.Sprintf("curves %q", l.Curves)
 	}
-	checker, err := checkerFor(fmt.Sprintf("curves %q", l.Curves), opts...)
+	checker, err := checkerFor(key, opts...)
 	if err != nil {
 		return fatal("[%s]: %v", brECKey.name, err)
 	}
-	return brECKey.report(c, checker)
+	return brECKey.report(c, key, checker, false)
 }
 
 // debianLint is e_br_debian_weak_key and its configuration.
@@ -220,13 +227,14 @@ func (l *debianLint) Execute(c *x509.Certificate) *lint.LintResult {
 		return fatal("%v", err)
 	}
 	defer debianFiles.release(f)
-	return brDebian.report(c, f.checker)
+	return brDebian.report(c, "", f.checker, true)
 }
 
-// report checks the certificate's key and reports the findings of the
-// lint's family.
-func (l *brLint) report(c *x509.Certificate, checker *weakkeys.Checker) *lint.LintResult {
-	res, err := checker.Check(c.RawSubjectPublicKeyInfo)
+// report checks the certificate's key with checker, a Checker of the
+// options key describes ("" for the defaults), anew when fresh (see
+// checkCache), and reports the findings of the lint's family.
+func (l *brLint) report(c *x509.Certificate, key string, checker *weakkeys.Checker, fresh bool) *lint.LintResult {
+	res, err := checks.check(c.RawSubjectPublicKeyInfo, key, checker, fresh)
 	switch {
 	case errors.Is(err, weakkeys.ErrInvalidFile):
 		return fatal("%v", err)
@@ -255,8 +263,67 @@ func overCheckedSize(detail string) bool {
 	return err == nil && bits > maxCheckedRSABits
 }
 
-// The Checkers of the process, by their options' description: zlint makes
-// a lint, and configures it, for each certificate.
+// zlint runs the eight lints on a certificate one after another, each a
+// lint of its own, and each needs the same check of its key: the whole
+// weak-key check (a modulus's small factors, ROCA, Fermat) costs
+// microseconds, eight times as much were each to make it. checks keeps
+// the last checks made, by SPKI and options, for the lints after the
+// first. Every family of findings depends on its own option alone (the
+// Debian lists, the rounds, the sizes, the curves), so a check with the
+// default options serves every lint left at its defaults, one with a
+// Debian file too. The Debian lint, which zlint runs first (the order of
+// registration), checks anew each time: its file may have failed since.
+type checkCache struct {
+	mu      sync.Mutex
+	entries map[checkKey]*checked
+	order   []checkKey   // the oldest first
+	made    atomic.Int64 // checks made, for the tests
+}
+
+// checkKey names a check: the SPKI, and the options but the Debian file.
+type checkKey struct{ spki, options string }
+
+type checked struct {
+	res weakkeys.Result
+	err error
+}
+
+// checksKept bounds the checks kept: a few certificates' worth, for
+// zlint runs in parallel.
+const checksKept = 64
+
+var checks = checkCache{entries: map[checkKey]*checked{}}
+
+// check returns checker's result on spki, made by an earlier lint of the
+// same options, or now; when fresh (the Debian lint), always now.
+func (s *checkCache) check(spki []byte, options string, checker *weakkeys.Checker, fresh bool) (weakkeys.Result, error) {
+	k := checkKey{string(spki), options}
+	s.mu.Lock()
+	e := s.entries[k]
+	s.mu.Unlock()
+	if e != nil && !fresh {
+		return e.res, e.err
+	}
+	s.made.Add(1)
+	res, err := checker.Check(spki)
+	if errors.Is(err, weakkeys.ErrInvalidFile) {
+		return res, err // the file failed: nothing to keep
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.entries[k]; !ok {
+		if len(s.order) == checksKept {
+			delete(s.entries, s.order[0])
+			s.order = s.order[1:]
+		}
+		s.order = append(s.order, k)
+	}
+	s.entries[k] = &checked{res, err}
+	return res, err
+}
+
+// The Checkers of the process, by their options' description ("" for the
+// defaults): zlint makes a lint, and configures it, for each certificate.
 var (
 	checkersMu sync.Mutex
 	checkers   = map[string]*weakkeys.Checker{}

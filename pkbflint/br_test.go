@@ -409,3 +409,42 @@ func BenchmarkBRLints(b *testing.B) {
 		}
 	}
 }
+
+// TestBRLintsShareOneCheck: the eight lints share one weak-key check of a
+// certificate's key: with a Debian file and the default options, or
+// without one, linting a certificate makes one check, whatever the key;
+// a lint configured otherwise (Fermat's rounds) makes its own.
+func TestBRLintsShareOneCheck(t *testing.T) {
+	ca := newTestCA(t)
+	var b weakkeys.Builder
+	addRandom(t, &b, weakkeys.List{Name: "random", Key: "RSA-2048", Scheme: weakkeys.SHA256Modulus})
+	path := filepath.Join(t.TempDir(), "debian.pkwk")
+	if err := b.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	newRSA := func() any { k, _ := rsa.GenerateKey(rand.Reader, 2048); return &k.PublicKey }
+	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	for _, tc := range []struct {
+		name  string
+		pub   any
+		toml  string
+		want  int64
+		rules string // what the Debian lint says, so that it ran
+	}{
+		{"RSA, a Debian file", newRSA(), brConfig(path), 1, "pass"},
+		{"P-256, a Debian file", &ecKey.PublicKey, brConfig(path), 1, "no Debian weak-key list of this checker covers P-256 keys"},
+		{"RSA, no Debian file", newRSA(), "", 1, "no Debian weak-key file configured"},
+		{"RSA, 200 rounds", newRSA(), brConfig(path, "["+brFermat.name+"]\nRounds = 200"), 2, "pass"},
+	} {
+		spki, _ := x509.MarshalPKIXPublicKey(tc.pub)
+		der := ca.issue(t, spki, "share", false)
+		before := checks.made.Load()
+		got := results(lintBR(t, der, tc.toml))
+		if n := checks.made.Load() - before; n != tc.want {
+			t.Errorf("%s: %d checks for the eight lints, want %d", tc.name, n, tc.want)
+		}
+		if len(got) != 8 || !strings.Contains(got[brDebian.name], tc.rules) {
+			t.Errorf("%s: %v", tc.name, got)
+		}
+	}
+}

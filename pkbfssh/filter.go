@@ -44,11 +44,11 @@ type Report struct {
 func FilterLines(w io.Writer, f keycheck.KeyChecker, data []byte, offered *Key) (Report, error) {
 	var r Report
 	if offered != nil && f != nil {
-		switch held, err := offered.CompromisedKey(f); {
+		switch held, why, err := offered.refused(f); {
 		case err != nil:
 			return r, err
 		case held != nil:
-			return r, perr.Kind(ErrCompromised, perr.Errorf("the key offered, %s %s: probably compromised (SPKI SHA-256 %s)", offered.Type, offered.Fingerprint, held.PwnedkeysFingerprint()))
+			return r, perr.Kind(ErrCompromised, perr.Errorf("the key offered, %s %s: %s (SPKI SHA-256 %s)", offered.Type, offered.Fingerprint, why, held.PwnedkeysFingerprint()))
 		}
 	}
 	out := bufio.NewWriter(w)
@@ -61,12 +61,12 @@ func FilterLines(w io.Writer, f keycheck.KeyChecker, data []byte, offered *Key) 
 			r.Unreadable++
 			continue
 		case l.Key != nil && f != nil:
-			held, err := l.Key.CompromisedKey(f)
+			held, why, err := l.Key.refused(f)
 			if err != nil {
 				return r, err
 			}
 			if held != nil {
-				l.Held = held
+				l.Held, l.why = held, why
 				r.Compromised = append(r.Compromised, l)
 				continue
 			}

@@ -3,10 +3,12 @@ package pkbfssh
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/keycheck"
+	"github.com/pkbf/pkbf/weakkeys"
 )
 
 // F2 of the sshd gate review: a cert-authority line lets in every
@@ -58,5 +60,39 @@ func TestFilterLinesCertAuthority(t *testing.T) {
 		if _, err := FilterLines(&out, keycheck.New(w, keycheck.Options{}), l, badCert); !errors.Is(err, ErrCompromised) || out.Len() != 0 {
 			t.Errorf("%s, a compromised certificate offered: printed %q, %v; want nothing and ErrCompromised", c.name, out.String(), err)
 		}
+	}
+}
+
+// TestFilterLinesWeak: with a KeyChecker that makes the weak-key checks,
+// FilterLines leaves out a line whose key they refuse (an Ed25519 key: the
+// Baseline Requirements allow RSA and ECDSA only), saying why, and refuses
+// such a key offered; without the checks the line stays.
+func TestFilterLinesWeak(t *testing.T) {
+	w, err := pkbf.New(4, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weak, err := weakkeys.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := keycheck.New(w, keycheck.Options{Weak: weak})
+	typ, b64 := testLine(t, "ed25519.pub")
+	line := typ + " " + b64 + " alice"
+	var out bytes.Buffer
+	r, err := FilterLines(&out, kc, []byte(line+"\n"), nil)
+	if err != nil || out.Len() != 0 || len(r.Compromised) != 1 || r.Compromised[0].why != "algorithm: Ed25519 keys are not allowed (BR 6.1.5 allows RSA and ECDSA keys)" {
+		t.Fatalf("FilterLines: %q, %+v, %v", out.String(), r, err)
+	}
+	offered, err := ParseKey(typ, b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FilterLines(&out, kc, []byte(line+"\n"), offered); !errors.Is(err, ErrCompromised) || !strings.Contains(err.Error(), ": algorithm: Ed25519 keys are not allowed") {
+		t.Errorf("FilterLines, the key offered: %v", err)
+	}
+	// Without the weak-key checks the line stays.
+	if _, err := FilterLines(&out, keycheck.New(w, keycheck.Options{}), []byte(line+"\n"), nil); err != nil || out.String() != line+"\n" {
+		t.Errorf("without the weak-key checks: %q, %v", out.String(), err)
 	}
 }

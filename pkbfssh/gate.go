@@ -74,11 +74,12 @@ func (g *Gate) AuthorizedKeys(w io.Writer, name string, offered *Key) error {
 		// The offered key decides first: when the filter probably holds
 		// it, nothing is printed, whatever the files hold.
 		var held *Key
+		var why string
 		if offered != nil {
-			held, err = offered.CompromisedKey(kc)
+			held, why, err = offered.refused(kc)
 		}
 		if held != nil && err == nil {
-			g.logf(false, "refused login of user %s with %s key %s", name, offered.Type, g.why(offered, held, ""))
+			g.logf(false, "refused login of user %s with %s key %s", name, offered.Type, g.why(offered, held, "", why))
 			return nil
 		}
 		var out []byte
@@ -126,11 +127,12 @@ func (g *Gate) AuthorizedPrincipals(w io.Writer, name string, cert *Key) error {
 	if err == nil {
 		defer f.Close()
 		var held *Key
-		if held, err = cert.CompromisedKey(keycheck.New(f, keycheck.Options{})); err == nil {
+		var why string
+		if held, why, err = cert.refused(keycheck.New(f, keycheck.Options{})); err == nil {
 			err = f.FileChanged()
 		}
 		if err == nil && held != nil {
-			g.logf(false, "refused login of user %s with %s certificate %s", name, cert.Type, g.why(cert, held, ""))
+			g.logf(false, "refused login of user %s with %s certificate %s", name, cert.Type, g.why(cert, held, "", why))
 			return nil
 		}
 	}
@@ -167,7 +169,7 @@ func (g *Gate) filter(name string, kc keycheck.KeyChecker, files []File, offered
 			return nil, err
 		}
 		g.logLines(name, af.Path, r.Compromised, "whose key is probably compromised", func(l Line) string {
-			return g.why(l.Key, l.Held, l.Comment)
+			return g.why(l.Key, l.Held, l.Comment, l.why)
 		})
 		g.logLines(name, af.Path, r.CertAuthority, "of cert-authority", func(l Line) string {
 			return "cert-authority " + l.Key.Fingerprint + ": sshd gave no key, so pkbf cannot check the certificates it lets in (give the AuthorizedKeysCommand sshd's %t %k)"
@@ -193,9 +195,10 @@ func (g *Gate) logLines(name, path string, lines []Line, what string, why func(L
 	}
 }
 
-// why words which key of k (with its comment) the filter probably holds:
-// held, k itself or a certificate's CA key ([Key.CompromisedKey]).
-func (g *Gate) why(k, held *Key, comment string) string {
+// why words which key of k (with its comment) the filter probably holds
+// (or the weak-key checks refuse, as reason says): held, k itself or a
+// certificate's CA key ([Key.CompromisedKey]).
+func (g *Gate) why(k, held *Key, comment, reason string) string {
 	name := k.Fingerprint
 	if comment != "" {
 		name += " " + ShortComment(comment)
@@ -203,7 +206,7 @@ func (g *Gate) why(k, held *Key, comment string) string {
 	if held != k {
 		name += ": its CA key " + held.Fingerprint
 	}
-	return fmt.Sprintf("%s: probably compromised (filter %s; SPKI SHA-256 %s)", name, g.Filter, held.PwnedkeysFingerprint())
+	return fmt.Sprintf("%s: %s (filter %s; SPKI SHA-256 %s)", name, reason, g.Filter, held.PwnedkeysFingerprint())
 }
 
 // countLines gives "1 line", "2 lines".

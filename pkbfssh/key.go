@@ -43,22 +43,31 @@ func (k *Key) Compromised(f keycheck.KeyChecker) (probably bool, err error) {
 }
 
 // CompromisedKey returns the key of k that f finds probably compromised
-// (a [keycheck.Checker] over a filter: one the filter probably holds): k
-// itself (a plain key, or the key a certificate certifies), else, for a
+// (a [keycheck.Checker] over a filter: one the filter probably holds, or
+// the weak-key checks refuse: [keycheck.Verdict.Refuse]): k itself (a
+// plain key, or the key a certificate certifies), else, for a
 // certificate, its CA key k.CA; nil when f finds neither. When f cannot
 // answer (a filter file cut short under it: an error wrapping
 // pkbf.ErrFileChanged), it returns k with that error: a key that could
 // not be checked is no clean key.
 func (k *Key) CompromisedKey(f keycheck.KeyChecker) (*Key, error) {
+	held, _, err := k.refused(f)
+	return held, err
+}
+
+// refused is CompromisedKey, with why the key returned is refused.
+func (k *Key) refused(f keycheck.KeyChecker) (held *Key, why string, err error) {
 	for c := k; c != nil; c = c.CA {
 		switch v := f.CheckKey(c.SPKI); {
+		case v.Probably && len(v.Findings) == 0:
+			return c, "probably compromised", nil
+		case v.Refuse():
+			return c, v.Reason(), nil
 		case v.Err != nil:
-			return k, v.Err
-		case v.Probably:
-			return c, nil
+			return k, "", v.Err
 		}
 	}
-	return nil, nil
+	return nil, "", nil
 }
 
 // PwnedkeysFingerprint returns the pwnedkeys name of the key: the hex

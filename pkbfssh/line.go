@@ -26,6 +26,7 @@ type Line struct {
 	// the filter probably holds (see [Key.CompromisedKey]): Key, or a
 	// certificate's CA key Key.CA. Otherwise nil.
 	Held *Key
+	why  string // why Held is refused: "probably compromised", or more
 	// Err is nil for a blank or comment line and for a line with a key;
 	// otherwise it says why sshd would find no key on it (and wraps
 	// ErrNoKey).

@@ -100,11 +100,17 @@ import (
 // is Probably).
 var ErrCompromised = perr.New("probably compromised key")
 
+// ErrWeak is wrapped by the error of a handshake refused because the
+// weak-key checks (keycheck.Options.Weak) found a reason to refuse a
+// certificate's key that the filter does not hold (a [*KeyError] whose
+// verdict has Findings).
+var ErrWeak = perr.New("weak key")
+
 // A KeyError is the error [VerifyConnection]'s hook returns, and the
 // handshake with it: a certificate of the peer's has a key the filter
-// probably holds (it wraps [ErrCompromised]), or one the filter could not
-// answer for (it wraps the verdict's Err: [pkbf.ErrFileChanged], or
-// [keys.ErrInvalidKey]).
+// probably holds (it wraps [ErrCompromised]), one the weak-key checks
+// refuse (it wraps [ErrWeak]), or one that could not be checked (it wraps
+// the verdict's Err: [pkbf.ErrFileChanged], or [keys.ErrInvalidKey]).
 //
 // [keys.ErrInvalidKey]: https://pkg.go.dev/github.com/pkbf/pkbf/keys#ErrInvalidKey
 type KeyError struct {
@@ -115,27 +121,36 @@ type KeyError struct {
 	Where string
 	// Certificate is the certificate.
 	Certificate *x509.Certificate
-	// Verdict is the KeyChecker's on its key: Probably with the Key's
-	// Fingerprint (the lowercase hex SHA-256 of its canonical SPKI, as
-	// pwnedkeys and openssl name keys), or Err.
+	// Verdict is the KeyChecker's on its key: one to refuse
+	// ([keycheck.Verdict.Refuse]) with the Key's Fingerprint (the
+	// lowercase hex SHA-256 of its canonical SPKI, as pwnedkeys and
+	// openssl name keys), or Err.
 	Verdict keycheck.Verdict
 }
 
 func (e *KeyError) Error() string {
 	subject := subjectText(e.Certificate)
-	if e.Verdict.Err != nil {
-		return fmt.Sprintf("%s%s (%s): the key could not be checked, so the peer is refused: %s", perr.Prefix, e.Where, subject, perr.Text(e.Verdict.Err))
+	v := &e.Verdict
+	switch {
+	case v.Probably && len(v.Findings) == 0:
+		return fmt.Sprintf("%s%s (%s) has a %s (SHA-256 of its SPKI %s)", perr.Prefix, e.Where, subject, perr.Text(ErrCompromised), v.Key.Fingerprint)
+	case v.Refuse():
+		return fmt.Sprintf("%s%s (%s) has a key to refuse (SHA-256 of its SPKI %s): %s", perr.Prefix, e.Where, subject, v.Key.Fingerprint, v.Reason())
 	}
-	return fmt.Sprintf("%s%s (%s) has a %s (SHA-256 of its SPKI %s)", perr.Prefix, e.Where, subject, perr.Text(ErrCompromised), e.Verdict.Key.Fingerprint)
+	return fmt.Sprintf("%s%s (%s): the key could not be checked, so the peer is refused: %s", perr.Prefix, e.Where, subject, perr.Text(v.Err))
 }
 
-// Unwrap returns ErrCompromised for a key the filter probably holds, and
-// the verdict's Err otherwise.
+// Unwrap returns ErrCompromised for a key the filter probably holds,
+// ErrWeak for one the weak-key checks refuse, and the verdict's Err
+// otherwise.
 func (e *KeyError) Unwrap() error {
-	if e.Verdict.Err != nil {
-		return e.Verdict.Err
+	switch {
+	case e.Verdict.Probably:
+		return ErrCompromised
+	case e.Verdict.Refuse():
+		return ErrWeak
 	}
-	return ErrCompromised
+	return e.Verdict.Err
 }
 
 // maxSubject bounds the subject a KeyError quotes: it is the peer's text.
@@ -252,7 +267,7 @@ func inChains(chains [][]*x509.Certificate, c *x509.Certificate) bool {
 // read passes: the certificate certifies nothing in this handshake.
 func checkKey(f keycheck.KeyChecker, cs *tls.ConnectionState, c *x509.Certificate, n, i int, strict bool) error {
 	v := verdict(f, c)
-	if !v.Probably && (v.Err == nil || !strict && errors.Is(v.Err, keys.ErrInvalidKey)) {
+	if !v.Refuse() && (v.Err == nil || !strict && errors.Is(v.Err, keys.ErrInvalidKey)) {
 		return nil
 	}
 	if n >= 0 {
@@ -284,8 +299,8 @@ func verdict(f keycheck.KeyChecker, c *x509.Certificate) keycheck.Verdict {
 	if err != nil || bytes.Equal(der, c.RawSubjectPublicKeyInfo) {
 		return v
 	}
-	if read := f.CheckKey(der); read.Probably || read.Err != nil && !errors.Is(read.Err, keys.ErrInvalidKey) {
-		return read // compromised, or the filter could not answer
+	if read := f.CheckKey(der); read.Refuse() || read.Err != nil && !errors.Is(read.Err, keys.ErrInvalidKey) {
+		return read // compromised or weak, or the checker could not answer
 	}
 	return v
 }

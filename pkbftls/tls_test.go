@@ -21,6 +21,7 @@ import (
 	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/pkbftls"
+	"github.com/pkbf/pkbf/weakkeys"
 )
 
 // serverConfig is a Go server's config for id, asking for a client
@@ -487,5 +488,37 @@ func TestErrorSubject(t *testing.T) {
 				t.Errorf("%q, want it to contain %q", msg, c.want)
 			}
 		})
+	}
+}
+
+// TestHandshakeWeak: with a KeyChecker that makes the weak-key checks, a
+// server refuses a client whose key the filter does not hold but the
+// checks refuse (Ed25519, which the Baseline Requirements do not allow):
+// a *KeyError wrapping ErrWeak, not ErrCompromised, whose message gives
+// the finding; a compromised key is still ErrCompromised.
+func TestHandshakeWeak(t *testing.T) {
+	p := pki(t)
+	live, _ := openFilters(t)
+	weak, err := weakkeys.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		client *identity
+		want   error
+		msg    string
+	}{
+		{p.clean["ed25519"], pkbftls.ErrWeak, ") has a key to refuse (SHA-256 of its SPKI " + p.clean["ed25519"].fingerprint() + "): algorithm: Ed25519 keys are not allowed"},
+		{p.bad["ed25519"], pkbftls.ErrCompromised, "probably compromised: a filter of compromised keys holds it; algorithm: Ed25519"},
+	} {
+		scfg := serverConfig(p, p.clean["p256"], tls.VersionTLS13)
+		pkbftls.Install(scfg, keycheck.New(live, keycheck.Options{Weak: weak}))
+		o := goHandshake(t, scfg, clientConfig(p, tc.client, tls.VersionTLS13))
+		var ke *pkbftls.KeyError
+		if !errors.As(o.server, &ke) || !errors.Is(o.server, tc.want) || errors.Is(o.server, pkbftls.ErrWeak) == errors.Is(o.server, pkbftls.ErrCompromised) ||
+			!strings.Contains(o.server.Error(), tc.msg) || ke.Where != "peer certificate 0" {
+			t.Errorf("server: %v, want a *KeyError wrapping %v with %q", o.server, tc.want, tc.msg)
+		}
+		wantAlert(t, "client", o.client)
 	}
 }

@@ -23,7 +23,9 @@
 // [keycheck.Checker] over a filter: every encoding of the key) and answers
 // {"allow": true} only for a key it finds clean. Everything else is {"allow": false} with an
 // error object, whose message step-ca passes to ACME clients: a key the
-// filter holds (code [CodeCompromised]), a request that is not
+// filter holds (code [CodeCompromised]), a key the weak-key checks refuse
+// (a Checker with keycheck.Options.Weak: code [CodeWeak], the message
+// giving every finding), a request that is not
 // authenticated as step-ca's own, a body it cannot parse or that carries
 // no key, a key it cannot read, and a filter whose file failed (answered
 // 503, so that step-ca tries once more a second later).
@@ -57,6 +59,10 @@ const (
 	// CodeCompromised: the filter holds the key (probably: a filter can
 	// answer yes for a key it does not hold, at its false-positive rate).
 	CodeCompromised = "pkbf-compromised-key"
+	// CodeWeak: the weak-key checks (keycheck.Options.Weak) found a
+	// reason to refuse the key, which the message gives (and the filter
+	// does not hold it: that is CodeCompromised, with those reasons too).
+	CodeWeak = "pkbf-weak-key"
 	// CodeInvalidKey: the key in the request cannot be read.
 	CodeInvalidKey = "pkbf-invalid-key"
 	// CodeBadRequest: the request is not a webhook call the handler can
@@ -141,7 +147,7 @@ type Handler struct {
 	opts     Options
 	disabled *refusal // Disabled's refusal, or nil
 
-	allowed, refused, compromised, failed atomic.Int64
+	allowed, refused, compromised, weak, failed atomic.Int64
 }
 
 // Stats counts a Handler's answers.
@@ -149,6 +155,7 @@ type Stats struct {
 	Allowed     int64 // {"allow": true}
 	Refused     int64 // {"allow": false}, for any reason
 	Compromised int64 // of Refused, for a key the filter holds
+	Weak        int64 // of Refused, for a weak key the filter does not hold
 	FilterErrs  int64 // of Refused, because the filter's file failed
 }
 
@@ -178,7 +185,7 @@ func Disabled(message string) *Handler {
 
 // Stats returns the counts of the handler's answers so far.
 func (h *Handler) Stats() Stats {
-	return Stats{Allowed: h.allowed.Load(), Refused: h.refused.Load(), Compromised: h.compromised.Load(), FilterErrs: h.failed.Load()}
+	return Stats{Allowed: h.allowed.Load(), Refused: h.refused.Load(), Compromised: h.compromised.Load(), Weak: h.weak.Load(), FilterErrs: h.failed.Load()}
 }
 
 // request is what the handler reads of step-ca's webhook request body
@@ -283,6 +290,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch ref.Code {
 	case CodeCompromised:
 		h.compromised.Add(1)
+	case CodeWeak:
+		h.weak.Add(1)
 	case CodeFilterError:
 		h.failed.Add(1)
 	}
@@ -352,10 +361,16 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) *refusal {
 	switch {
 	case errors.Is(v.Err, pkbf.ErrFileChanged):
 		return refuse(http.StatusServiceUnavailable, CodeFilterError, "the compromised-key filter cannot answer: %v", v.Err)
+	case v.Probably && len(v.Findings) == 0:
+		return refuse(http.StatusOK, CodeCompromised, "the %s's public key is reported as compromised (pwnedkeys fingerprint %s): make a new key", what, v.Key.Fingerprint)
+	case v.Refuse():
+		code := CodeWeak
+		if v.Probably {
+			code = CodeCompromised
+		}
+		return refuse(http.StatusOK, code, "the %s's public key is refused (pwnedkeys fingerprint %s): %s: make a new key", what, v.Key.Fingerprint, v.Reason())
 	case v.Err != nil:
 		return refuse(http.StatusOK, CodeInvalidKey, "the %s's public key cannot be checked: %v", what, v.Err)
-	case v.Probably:
-		return refuse(http.StatusOK, CodeCompromised, "the %s's public key is reported as compromised (pwnedkeys fingerprint %s): make a new key", what, v.Key.Fingerprint)
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
+	"github.com/pkbf/pkbf/weakkeys"
 )
 
 // fixture is a filter holding the compromised keys, and keys it does not
@@ -489,5 +490,65 @@ func TestParseSecret(t *testing.T) {
 		if string(got) != tc.want || (tc.err == "") != (err == nil) || err != nil && (!strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), "pkbf: ")) {
 			t.Errorf("%s: %q, %v; want %q, %q", tc.name, got, err, tc.want, tc.err)
 		}
+	}
+}
+
+// TestHandlerWeak: with a KeyChecker that makes the weak-key checks, the
+// handler refuses a weak key the filter does not hold (CodeWeak) and one
+// it holds (CodeCompromised), X.509 and SSH, with every finding's rule and
+// reason in the message step-ca logs; without a filter, the weak-key
+// checks alone refuse.
+func TestHandlerWeak(t *testing.T) {
+	fx := newFixture(t)
+	live := openLive(t, fx)
+	weak, err := weakkeys.New(weakkeys.WithRSASizes(3072)) // every 2048-bit key is weak
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	h := NewHandler(keycheck.New(live, keycheck.Options{Weak: weak}), Options{ClientName: testClient, Logger: log.New(&logs, "", 0)})
+	for _, tc := range []struct {
+		name, code string
+		body       []byte
+		message    []string
+	}{
+		{"weak x509 RSA", CodeWeak, x509Body("x509Certificate", spkiOf(t, fx.cleanRSA)),
+			[]string{"the certificate's public key is refused (pwnedkeys fingerprint " + keys.Fingerprint(spkiOf(t, fx.cleanRSA)) + "): rsa-size: RSA-2048 is not among the sizes this checker allows (3072); debian-not-covered: "}},
+		{"weak SSH RSA", CodeWeak, sshBody(t, "sshCertificate", fx.cleanRSA), []string{"the SSH certificate's public key is refused", "rsa-size: RSA-2048"}},
+		{"weak Ed25519", CodeWeak, x509Body("x509Certificate", spkiOf(t, fx.cleanEd25519)), []string{"algorithm: Ed25519 keys are not allowed"}},
+		{"compromised and weak", CodeCompromised, x509Body("x509Certificate", spkiOf(t, fx.pwnedRSA)),
+			[]string{"(pwnedkeys fingerprint " + fx.pwnedRSAFinger + "): probably compromised: a filter of compromised keys holds it; rsa-size: "}},
+		{"P-256 without Debian lists", CodeWeak, x509Body("x509Certificate", spkiOf(t, fx.cleanP256)), []string{"debian-not-covered: no Debian weak-key list of this checker covers P-256 keys"}},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/v1/step-ca/authorize", bytes.NewReader(tc.body))
+		r.TLS = verified
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		var a answer
+		if err := json.Unmarshal(w.Body.Bytes(), &a); err != nil || a.Allow || a.Error == nil || a.Error.Code != tc.code {
+			t.Errorf("%s: %s, want %s", tc.name, w.Body, tc.code)
+			continue
+		}
+		for _, m := range tc.message {
+			if !strings.Contains(a.Error.Message, m) || !strings.Contains(logs.String(), m) {
+				t.Errorf("%s: message %q (logged: %v), want %q", tc.name, a.Error.Message, strings.Contains(logs.String(), m), m)
+			}
+		}
+	}
+	if s := h.Stats(); s.Weak != 4 || s.Compromised != 1 || s.Allowed != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	// The weak-key checks alone, without a filter.
+	ok, err := weakkeys.New(weakkeys.WithRSASizes(2048, 3072))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = NewHandler(keycheck.New(nil, keycheck.Options{Weak: ok}), Options{ClientName: testClient})
+	r := httptest.NewRequest(http.MethodPost, "/v1/step-ca/authorize", bytes.NewReader(x509Body("x509Certificate", spkiOf(t, fx.pwnedRSA))))
+	r.TLS = verified
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if !strings.Contains(w.Body.String(), `"code":"pkbf-weak-key"`) || !strings.Contains(w.Body.String(), "debian-not-covered") || strings.Contains(w.Body.String(), "compromised") {
+		t.Errorf("no filter, RSA-2048 without Debian lists: %s", w.Body)
 	}
 }

@@ -136,6 +136,27 @@ func (b *Builder) ReadFile(path string) error {
 	return nil
 }
 
+// AddSource adds what is at path, as pkbf weak build reads its sources:
+// a directory's key files as [Builder.AddKeyTree] does, in the list
+// named name (the directory's own name when name is ""), or else a
+// published list file, as [Builder.ReadFile] does.
+func (b *Builder) AddSource(path, name string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return b.ReadFile(path)
+	case name == "":
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return err
+		}
+		name = filepath.Base(abs)
+	}
+	return b.AddKeyTree(name, path)
+}
+
 // curveAliases are the names of the allowed curves in file names.
 var curveAliases = map[string]string{
 	"p-256": "P-256", "p256": "P-256", "secp256r1": "P-256", "prime256v1": "P-256", "nistp256": "P-256", "256": "P-256",

@@ -111,6 +111,9 @@ func (s Scheme) String() string {
 	return "scheme " + strconv.Itoa(int(s))
 }
 
+// MarshalText returns String's name, as JSON shows a List's scheme.
+func (s Scheme) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
 // width is the size of the scheme's entries, or 0 for an unknown scheme.
 func (s Scheme) width() int {
 	switch s {
@@ -178,15 +181,15 @@ func (c coverage) check() error {
 type List struct {
 	// Name says where the list came from: 1 to 64 printable ASCII
 	// characters.
-	Name string
+	Name string `json:"name"`
 	// Key is the keys the list covers: "RSA-<bits>" (RSA moduli of that
 	// size), "P-256", "P-384" or "P-521".
-	Key string
+	Key string `json:"key"`
 	// Scheme is how its entries are computed from a key.
-	Scheme Scheme
+	Scheme Scheme `json:"scheme"`
 	// Entries is the number of keys it holds: set by [Debian.Lists],
 	// ignored by [Builder.ReadList].
-	Entries int
+	Entries int `json:"entries"`
 }
 
 // ErrInvalidFile is wrapped by the errors of [OpenDebian] for a file that

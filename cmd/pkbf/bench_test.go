@@ -32,6 +32,7 @@ import (
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/keys"
+	"github.com/pkbf/pkbf/weakkeys"
 )
 
 // certCorpus makes n distinct certificates shaped like web server ones:
@@ -319,6 +320,22 @@ func checkProcess(b *testing.B, procs int, filter, input string, flags ...string
 	}
 }
 
+// checkProcessCode runs "pkbf check --quiet args" as a process and
+// returns its exit status.
+func checkProcessCode(b *testing.B, args ...string) int {
+	cmd := exec.Command(os.Args[0], append([]string{"--", "check", "--quiet"}, args...)...)
+	cmd.Env = append(os.Environ(), "PKBF_RUN_AS_COMMAND=1")
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	case err != nil:
+		b.Fatal(err)
+	}
+	return 0
+}
+
 // floorPerObject times floor on every object (each try over all of them,
 // the fastest of three) and returns ns per object. It fails the benchmark
 // if floor rejects an object.
@@ -485,4 +502,124 @@ func authorizedKeys(b *testing.B, n int) [][]byte {
 		out[i] = append(bytes.TrimSpace(ssh.MarshalAuthorizedKey(sp)), fmt.Sprintf(" user%d@example.com\n", i)...)
 	}
 	return out
+}
+
+// BenchmarkCheckBR runs check as a process (as BenchmarkCheck does) on a
+// stream of 200 000 distinct PEM certificates of RSA-2048 keys, against
+// half-full 1 MiB and 256 MiB filters, without the weak-key checks and
+// with them (--br, with a Debian file of the published RSA-2048 lists'
+// size: 294 912 SHA-256 moduli and 294 912 openssl-vulnkey lines), the
+// two timed in turns in the same run. It reports both runs' seconds and
+// x-plain, the run with --br over the run without.
+//
+// The keys are one real modulus N plus 2iM, M the product of the primes
+// below 752: distinct, of the same size, and with no small factor, as a
+// real modulus has none (N plus a multiple of M has N's remainders), so
+// that every key is clean and the checks do all their work (the small
+// primes, ROCA, 100 rounds of Fermat, the Debian lists) as for the keys a
+// CA sees.
+func BenchmarkCheckBR(b *testing.B) {
+	const n = 200_000
+	input := brCertificates(b, n)
+	debian := benchDebianFile(b)
+	if code := checkProcessCode(b, "--br", "--debian", debian, "--no-filter", input); code != exitOK {
+		b.Fatalf("check --br --no-filter of the certificates: exit %d, want 0: every key clean", code)
+	}
+	for _, l := range []uint8{23, 31} {
+		b.Run(fmt.Sprintf("%dMiB", (1<<l)>>23), func(b *testing.B) {
+			filter := benchFilterFile(b, l)
+			var plain, br time.Duration
+			for b.Loop() {
+				t := time.Now()
+				checkProcess(b, runtime.NumCPU(), filter, input)
+				plain += time.Since(t)
+				t = time.Now()
+				checkProcess(b, runtime.NumCPU(), filter, input, "--br", "--debian", debian)
+				br += time.Since(t)
+			}
+			b.ReportMetric(plain.Seconds()/float64(b.N), "plain-s")
+			b.ReportMetric(br.Seconds()/float64(b.N), "br-s")
+			b.ReportMetric(float64(br)/float64(plain), "x-plain")
+			b.ReportMetric(n*float64(b.N)/br.Seconds(), "br-keys/s")
+		})
+	}
+}
+
+// brCertificates writes n distinct PEM certificates of clean RSA-2048
+// keys (see BenchmarkCheckBR), signed by a P-256 CA, and returns the
+// file's path.
+func brCertificates(b *testing.B, n int) string {
+	if path, ok := benchInputs["br-certificates"]; ok {
+		return path
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		b.Fatal(err)
+	}
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "pkbf bench CA"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "host.example.com"}, DNSNames: []string{"host.example.com"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := big.NewInt(2)
+	for p := int64(3); p < 752; p += 2 {
+		if big.NewInt(p).ProbablyPrime(0) {
+			m.Mul(m, big.NewInt(p))
+		}
+	}
+	n0 := key.N.FillBytes(make([]byte, 256))
+	at := bytes.Index(der, n0)
+	var buf bytes.Buffer
+	nk := new(big.Int)
+	for i := range n {
+		nk.Add(key.N, new(big.Int).Mul(m, big.NewInt(int64(i)))) // m is even: N's remainders
+		if nk.BitLen() != 2048 {
+			b.Fatalf("modulus %d is %d bits", i, nk.BitLen())
+		}
+		c := bytes.Clone(der)
+		nk.FillBytes(c[at : at+256])
+		pem.Encode(&buf, &pem.Block{Type: "CERTIFICATE", Bytes: c})
+	}
+	path := writeInput(b, [][]byte{buf.Bytes()})
+	benchInputs["br-certificates"] = path
+	return path
+}
+
+// benchDebianFile writes a Debian weak-key file of the published RSA-2048
+// lists' size, of random hashes, and returns its path.
+func benchDebianFile(b *testing.B) string {
+	if path, ok := benchInputs["debian"]; ok {
+		return path
+	}
+	r := mrand.New(mrand.NewPCG(9, 10))
+	var builder weakkeys.Builder
+	for _, l := range []weakkeys.List{
+		{Name: "sha256_modulus_2048.csv", Key: "RSA-2048", Scheme: weakkeys.SHA256Modulus},
+		{Name: "blacklist.RSA-2048", Key: "RSA-2048", Scheme: weakkeys.VulnKey},
+	} {
+		digits := 64
+		if l.Scheme == weakkeys.VulnKey {
+			digits = 20
+		}
+		var text bytes.Buffer
+		for range 294_912 {
+			for range digits {
+				text.WriteByte("0123456789abcdef"[r.IntN(16)])
+			}
+			text.WriteByte('\n')
+		}
+		if err := builder.ReadList(l, &text); err != nil {
+			b.Fatal(err)
+		}
+	}
+	path := filepath.Join(filepath.Dir(writeInput(b, nil)), "debian.pkwk")
+	if err := builder.WriteFile(path); err != nil {
+		b.Fatal(err)
+	}
+	benchInputs["debian"] = path
+	return path
 }

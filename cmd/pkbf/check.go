@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -28,13 +27,14 @@ const defaultConfirmTimeout = 2 * time.Minute
 
 // checkFlags are check's options.
 type checkFlags struct {
-	json, confirm, allowEmpty, strict, quiet, recursive bool
-	api, passphraseFile                                 string
-	timeout                                             time.Duration
+	json, confirm, allowEmpty, strict, quiet, recursive, noFilter bool
+	api, passphraseFile                                           string
+	timeout                                                       time.Duration
+	br                                                            brFlags
 }
 
 func (fl *checkFlags) command(stdout, stderr io.Writer) *command {
-	c := newCommand("check", "check [--json] [--confirm [--api URL] [--timeout D]] [flags] FILTER [FILE...]", stdout, stderr)
+	c := newCommand("check", "check [--json] [--confirm [--api URL] [--timeout D]] [--br [--debian FILE]] [flags] FILTER [FILE...]\n       pkbf check --br --no-filter [flags] [FILE...]", stdout, stderr)
 	c.BoolVar(&fl.json, "json", false, "print one JSON object per key: source, offset, fingerprint, probably (or error)")
 	c.BoolVar(&fl.confirm, "confirm", false, "confirm every probably with the pwnedkeys API, verifying its proof")
 	c.StringVar(&fl.api, "api", pwnedkeys.DefaultBaseURL, "the pwnedkeys API `URL` (http or https), for --confirm")
@@ -44,6 +44,8 @@ func (fl *checkFlags) command(stdout, stderr io.Writer) *command {
 	c.BoolVar(&fl.strict, "strict", false, "accepted for scripts that give it: every object not checked exits 2 anyway")
 	c.BoolVar(&fl.quiet, "quiet", false, "no summary on standard error; errors still")
 	c.BoolVar(&fl.recursive, "recursive", false, "check every file under the directories given (as grep -r: links inside them are not followed)")
+	fl.br.register(c)
+	c.BoolVar(&fl.noFilter, "no-filter", false, "with --br: no FILTER argument, the weak-key checks alone")
 	c.alias("j", "json")
 	c.alias("c", "confirm")
 	c.alias("q", "quiet")
@@ -57,16 +59,24 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if ok, code := parseCheck(c, fl, args); !ok {
 		return code
 	}
-	names := c.Args()[1:]
-	if (c.Arg(0) == "-" || c.Arg(0) == "/dev/stdin") && (len(names) == 0 || slices.Contains(names, "-")) {
-		return c.fail("the filter is read from standard input: name the key files")
-	}
-	f, err := openFilter(c.Arg(0), stdin)
+	weak, closeWeak, err := fl.br.checker(c)
 	if err != nil {
-		errorf(stderr, "%s%s", message(err), filterHint("check", c.Arg(0), err, names))
-		return exitTrouble
+		return c.fail(message(err))
 	}
-	defer f.Close()
+	defer closeWeak()
+	names := c.Args()
+	var f *pkbf.Filter
+	if !fl.noFilter {
+		names = names[1:]
+		if (c.Arg(0) == "-" || c.Arg(0) == "/dev/stdin") && (len(names) == 0 || slices.Contains(names, "-")) {
+			return c.fail("the filter is read from standard input: name the key files")
+		}
+		if f, err = openFilter(c.Arg(0), stdin); err != nil {
+			errorf(stderr, "%s%s", message(err), filterHint("check", c.Arg(0), err, names))
+			return exitTrouble
+		}
+		defer f.Close()
+	}
 	pws, err := passphrases(fl.passphraseFile)
 	if err != nil {
 		return trouble(stderr, err)
@@ -79,13 +89,17 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	scr := newScreen(stdout, stderr)
 	p := &checkPrinter{fl: fl, scr: scr}
 	prog := startProgress(scr, names)
-	opts := keycheck.Options{Passphrases: pws, Idle: func() { scr.flush() }}
+	opts := keycheck.Options{Passphrases: pws, Idle: func() { scr.flush() }, Weak: weak}
 	if fl.confirm {
 		confirm, cancel := confirmer(ctx, fl)
 		defer cancel()
 		opts.Confirm = confirm
 	}
-	for v := range keycheck.New(f, opts).Check(ctx, inputs(names, stdin, fl.recursive, &prog.bytes)) {
+	var q keycheck.Querier
+	if f != nil {
+		q = f
+	}
+	for v := range keycheck.New(q, opts).Check(ctx, inputs(names, stdin, fl.recursive, &prog.bytes)) {
 		prog.keys.Add(1)
 		if !p.emit(&v) {
 			break
@@ -94,18 +108,20 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog.stop()
 	if err := scr.flush(); err != nil {
 		errorf(stderr, "writing output: %v", err)
-		p.sum.unreadable++
+		p.sum.Unreadable++
 	}
 	if ctx.Err() != nil {
 		if !fl.quiet {
-			p.sum.print(stderr, "interrupted: ")
+			fmt.Fprintf(stderr, "pkbf: interrupted: checked %s\n", &p.sum)
 		}
 		return exitSignaled
 	}
-	if err := f.FileChanged(); err != nil && !p.filterFailed {
-		// Answers may have come from another file than the one opened.
-		errorf(stderr, "%s", message(err))
-		p.filterFailed = true
+	if f != nil && !p.filterFailed {
+		if err := f.FileChanged(); err != nil {
+			// Answers may have come from another file than the one opened.
+			errorf(stderr, "%s", message(err))
+			p.filterFailed = true
+		}
 	}
 	return p.finish(stderr)
 }
@@ -128,11 +144,19 @@ func confirmer(ctx context.Context, fl *checkFlags) (confirm func(context.Contex
 // parseCheck parses check's arguments and checks the flags that go
 // together.
 func parseCheck(c *command, fl *checkFlags, args []string) (ok bool, code int) {
-	if ok, code := c.parse(args, 1, -1); !ok {
+	if ok, code := c.parse(args, 0, -1); !ok {
 		return false, code
 	}
 	set := map[string]bool{}
 	c.Visit(func(f *flag.Flag) { set[c.longName(f.Name)] = true })
+	switch {
+	case fl.noFilter && !fl.br.on:
+		return false, c.fail("--no-filter goes with --br: without a filter, the weak-key checks are all there is")
+	case fl.noFilter && fl.confirm:
+		return false, c.fail("--confirm asks the API about keys a filter holds: it needs a FILTER, not --no-filter")
+	case !fl.noFilter && c.NArg() == 0:
+		return false, c.fail("missing arguments")
+	}
 	if fl.confirm {
 		if u, err := url.Parse(fl.api); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return false, c.fail(fmt.Sprintf("--api %q is not an http or https URL", fl.api))
@@ -148,7 +172,7 @@ func parseCheck(c *command, fl *checkFlags, args []string) (ok bool, code int) {
 type checkPrinter struct {
 	fl                  *checkFlags
 	scr                 *screen
-	sum                 summary
+	sum                 keycheck.Tally
 	found, filterFailed bool
 	line                []byte
 }
@@ -166,28 +190,16 @@ func (p *checkPrinter) emit(v *keycheck.Verdict) bool {
 		p.scr.errorf("%s", message(v.Err))
 		return false
 	case v.Err != nil:
-		p.sum.addError(v.Err)
 		p.scr.errorf("%s%s", verdictError(v), passphraseHint(v.Err))
-	default:
-		p.sum.keys++
-		if v.Confirmation.Err != nil {
-			p.sum.unconfirmed++
-			p.scr.errorf("%s: confirming %s: %s", v.Source, v.Key.Fingerprint, message(v.Confirmation.Err))
-		}
-		if v.Probably {
-			p.sum.probably++
-		}
-		if fl.confirm {
-			p.found = p.found || v.Confirmation.Pwned
-		} else {
-			p.found = p.found || v.Probably
-		}
+	case v.Confirmation.Err != nil:
+		p.scr.errorf("%s: confirming %s: %s", v.Source, v.Key.Fingerprint, message(v.Confirmation.Err))
 	}
-	switch {
-	case fl.json:
+	p.sum.Add(v)
+	p.found = p.found || v.Refuse()
+	if fl.json {
 		p.line = v.AppendJSON(p.line)
-	case v.Err == nil:
-		p.line = appendTextVerdict(p.line, v, fl.confirm, p.scr.perLine)
+	} else {
+		p.line = v.AppendText(p.line, p.scr.perLine)
 	}
 	if len(p.line) > 0 {
 		if err := p.scr.write(p.line); err != nil {
@@ -214,14 +226,14 @@ var checkExitTable = helpFile("check-exit")
 // of checkExitTable that applies.
 func (p *checkPrinter) finish(stderr io.Writer) int {
 	fl, sum := p.fl, &p.sum
-	empty := sum.keys == 0 && sum.errors() == 0
+	empty := sum.Keys == 0 && sum.NotChecked() == 0
 	if !fl.quiet || empty {
-		sum.print(stderr, "")
+		fmt.Fprintf(stderr, "pkbf: checked %s\n", sum)
 	}
 	switch {
 	case p.found:
 		return exitFound
-	case p.filterFailed || sum.errors() > 0 || sum.unconfirmed > 0:
+	case p.filterFailed || sum.NotChecked() > 0 || sum.Unconfirmed > 0:
 		return exitTrouble
 	case empty && !fl.allowEmpty:
 		errorf(stderr, "no key, certificate or request in the input (--allow-empty accepts that)")
@@ -310,47 +322,4 @@ func filterFirstHint(verb string, err error, others []string) string {
 		}
 	}
 	return ""
-}
-
-// summary counts what check saw, for the line it prints at the end.
-type summary struct {
-	keys, probably, unconfirmed        int
-	unreadable, unsupported, encrypted int
-}
-
-func (s *summary) errors() int { return s.unreadable + s.unsupported + s.encrypted }
-
-// addError counts an item's error by kind and returns the kind.
-func (s *summary) addError(err error) string {
-	switch {
-	case errors.Is(err, keys.ErrUnsupportedKey):
-		s.unsupported++
-		return "unsupported"
-	case errors.Is(err, keys.ErrEncryptedKey):
-		s.encrypted++
-		return "encrypted"
-	}
-	s.unreadable++
-	return "unreadable"
-}
-
-// print writes "pkbf: checked 12 keys: 1 probably, 11 no; 2 errors: ..."
-func (s *summary) print(w io.Writer, prefix string) {
-	msg := fmt.Sprintf("pkbf: %schecked %s: %d probably, %d no", prefix, plural(s.keys, "key", "keys"), s.probably, s.keys-s.probably)
-	if s.unconfirmed > 0 {
-		msg += fmt.Sprintf(" (%d unconfirmed)", s.unconfirmed)
-	}
-	if n := s.errors(); n > 0 {
-		var kinds []string
-		for _, k := range []struct {
-			n    int
-			what string
-		}{{s.unreadable, "unreadable"}, {s.unsupported, "unsupported"}, {s.encrypted, "encrypted"}} {
-			if k.n > 0 {
-				kinds = append(kinds, fmt.Sprintf("%d %s", k.n, k.what))
-			}
-		}
-		msg += fmt.Sprintf("; %s not checked: %s", plural(n, "object", "objects"), strings.Join(kinds, ", "))
-	}
-	fmt.Fprintln(w, msg)
 }

@@ -358,7 +358,7 @@ func TestDocsStepCA(t *testing.T) {
 	if code, body := ca.sshSign(t, bad, "jwk"); code != http.StatusForbidden || strings.Contains(body, "compromised") {
 		t.Errorf("/1.0/ssh/sign through the page's JWK provisioner, compromised key: %d %s, want 403 without the reason", code, body)
 	}
-	caLine := docBlocks(t, "stepca.md", 1, `level=warning`, "path=/1.0/ssh/sign")[0]
+	caLine := docBlocks(t, "stepca.md", 1, `level=warning`, "path=/1.0/ssh/sign", "(pkbf-compromised-key)")[0]
 	if len(caLine.Text) != 1 {
 		t.Fatalf("%s: %d lines, want one", caLine.Where(), len(caLine.Text))
 	}

@@ -34,6 +34,7 @@ type serveFlags struct {
 	tlsCert, tlsKey, clientCA, clientName string
 	webhookSecretFile                     string
 	webhookInsecure                       bool
+	br                                    brFlags
 }
 
 func (fl *serveFlags) command(stdout, stderr io.Writer) *command {
@@ -53,6 +54,7 @@ func (fl *serveFlags) command(stdout, stderr io.Writer) *command {
 	c.BoolVar(&fl.webhookInsecure, "webhook-insecure", false, "answer step-ca's webhook without a client certificate, over plain HTTP too: local tests only")
 	c.Var(&fl.maxBody, "max-body", "refuse request bodies over `SIZE` (413, before reading them)")
 	c.Var(&fl.maxMemory, "max-body-memory", "hold at most `SIZE` of request bodies and answers at once, all connections together; a request over it gets 503 (before its body is read when its length is declared)")
+	fl.br.register(c)
 	c.alias("l", "listen")
 	return c
 }
@@ -96,6 +98,11 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(message(err))
 	}
+	weak, closeWeak, err := fl.br.checker(c)
+	if err != nil {
+		return c.fail(message(err))
+	}
+	defer closeWeak()
 	logger := log.New(stderr, "pkbf: serve: ", log.LstdFlags)
 	webhook.Logger = logger
 	path := c.Arg(0)
@@ -104,9 +111,9 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return trouble(stderr, err)
 	}
 	defer live.Close()
-	opts := pkbfhttp.Options{Limits: l}
+	opts := pkbfhttp.Options{Limits: l, Weak: weak}
 	if fl.clientCA != "" || fl.webhookInsecure {
-		opts.StepCA = stepca.NewHandler(keycheck.New(live, keycheck.Options{}), webhook)
+		opts.StepCA = stepca.NewHandler(keycheck.New(live, keycheck.Options{Weak: weak}), webhook)
 	}
 	svc, err := pkbfhttp.New(live, opts)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -67,7 +66,7 @@ func runWeakBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var b weakkeys.Builder
 	for i, source := range sources {
 		current.Store(int64(i))
-		if err := addWeakSource(&b, source, fl.name); err != nil {
+		if err := b.AddSource(source, fl.name); err != nil {
 			prog.stop()
 			errorf(stderr, "%s; nothing written", message(err))
 			return exitTrouble
@@ -89,24 +88,6 @@ func runWeakBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		plural(weakEntries(lists), "entry", "entries"), plural(len(sources), "source", "sources"), time.Since(start).Round(time.Millisecond))
 	printWeakLists(stdout, lists)
 	return exitOK
-}
-
-// addWeakSource adds a directory of key files as one list named name (or
-// the directory's name), or a published list file, telling what it holds
-// from its name.
-func addWeakSource(b *weakkeys.Builder, source, name string) error {
-	fi, err := os.Stat(source)
-	switch {
-	case err != nil:
-		return err
-	case fi.IsDir():
-		if name == "" {
-			abs, _ := filepath.Abs(source)
-			name = filepath.Base(abs)
-		}
-		return b.AddKeyTree(name, source)
-	}
-	return b.ReadFile(source)
 }
 
 // refuseExistingWeak refuses an existing out that is not a Debian
@@ -133,14 +114,6 @@ func (fl *weakInfoFlags) command(stdout, stderr io.Writer) *command {
 	return c
 }
 
-// weakList is one list, as weak info --json prints it.
-type weakList struct {
-	Name    string `json:"name"`
-	Key     string `json:"key"`
-	Scheme  string `json:"scheme"`
-	Entries int    `json:"entries"`
-}
-
 func runWeakInfo(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var fl weakInfoFlags
 	c := fl.command(stdout, stderr)
@@ -159,16 +132,12 @@ func runWeakInfo(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	lists := d.Lists()
 	if fl.json {
-		info := struct {
-			File    string     `json:"file"`
-			Size    int64      `json:"size"`
-			Entries int        `json:"entries"`
-			Lists   []weakList `json:"lists"`
-		}{path, fi.Size(), weakEntries(lists), []weakList{}}
-		for _, l := range lists {
-			info.Lists = append(info.Lists, weakList{l.Name, l.Key, l.Scheme.String(), l.Entries})
-		}
-		b, _ := json.Marshal(info)
+		b, _ := json.Marshal(struct {
+			File    string          `json:"file"`
+			Size    int64           `json:"size"`
+			Entries int             `json:"entries"`
+			Lists   []weakkeys.List `json:"lists"`
+		}{path, fi.Size(), weakEntries(lists), lists})
 		fmt.Fprintf(stdout, "%s\n", b)
 		return exitOK
 	}

@@ -289,3 +289,9 @@ func TestWeakInfoErrors(t *testing.T) {
 		t.Errorf("weak alone: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// weakList is one list as weak info --json prints it.
+type weakList struct {
+	Name, Key, Scheme string
+	Entries           int
+}
