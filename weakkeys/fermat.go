@@ -68,27 +68,25 @@ var one = big.NewInt(1)
 // non-trivial factorization of n > 0, or 0 if none of the first rounds
 // does. It uses s's numbers as scratch.
 func fermatRound(n *big.Int, rounds int, s *scratch) int {
-	a, sq := &s.a, &s.sq
-	isqrt(a, sq, n, &s.sqrt)
-	if sq.Cmp(n) == 0 { // a square: p = q, found in round 1
+	a, r := &s.a, &s.r
+	sqrtRem(a, r, n, &s.sqrt)
+	if r.Sign() == 0 { // a square: p = q, found in round 1
 		if a.Cmp(one) > 0 {
 			return 1
 		}
 		return 0
 	}
-	// a0 = floor(sqrt n) + 1, R = a0² - n = floor(sqrt n)² + 2·floor(sqrt n) + 1 - n.
-	r := &s.r
-	r.Lsh(a, 1)
-	r.Add(r, sq)
-	r.Add(r, one)
-	r.Sub(r, n)
+	// a0 = floor(sqrt n) + 1, R = a0² - n = 2·floor(sqrt n) + 1 - (n - floor(sqrt n)²).
+	r.Sub(one, r)
+	r.Add(r, a)
+	r.Add(r, a)
 	a.Add(a, one)
-	var aRem, rRem [3]uint32
+	var aRem, rRem [3]uint64
 	fermatSet.remainders(aRem[:], a.Bits())
 	fermatSet.remainders(rRem[:], r.Bits())
 	var aF, rF [16]uint32
 	for i, f := range fermatFilters {
-		aF[i], rF[i] = f.of(aRem[f.group]), f.of(rRem[f.group])
+		aF[i], rF[i] = f.of(uint32(aRem[f.group])), f.of(uint32(rRem[f.group])) // below 2^32
 	}
 	a64, r64 := uint64(a.Bits()[0])&63, uint64(r.Bits()[0])&63
 rounds:
@@ -113,14 +111,14 @@ rounds:
 // fermatExact reports whether round j+1 (a = a0 + j) factors n:
 // whether R + j(2·a0 + j) is a square b² with a - b > 1.
 func fermatExact(n, a0, r *big.Int, j uint64, s *scratch) bool {
-	c, b, b2 := &s.v, &s.w, &s.q
+	c, b, rem := &s.v, &s.w, &s.q
 	c.SetUint64(j)
 	b.Lsh(a0, 1)
 	b.Add(b, c)
 	c.Mul(c, b)
 	c.Add(c, r)
-	isqrt(b, b2, c, &s.sqrt)
-	if b2.Cmp(c) != 0 {
+	sqrtRem(b, rem, c, &s.sqrt)
+	if rem.Sign() != 0 {
 		return false
 	}
 	c.SetUint64(j)
@@ -129,50 +127,69 @@ func fermatExact(n, a0, r *big.Int, j uint64, s *scratch) bool {
 	return c.Cmp(one) > 0
 }
 
-// sqrtScratch is isqrt's working numbers.
-type sqrtScratch struct{ t, q, r big.Int }
+// sqrtScratch is sqrtRem's working numbers.
+type sqrtScratch struct{ t, d, q, u big.Int }
 
-// isqrt sets z to floor(sqrt(n)) and sq to z², for n >= 0; z, sq and n
-// are distinct and not in s.
+// sqrtRem sets z to floor(sqrt(n)) and rem to n - z², for n >= 0; z, rem
+// and n are distinct and not in s.
 //
-// It recurses on the top half of n's bits: with y = floor(sqrt(n >> 2s)),
-// x = (y+1)·2^s exceeds sqrt(n) by at most 2^s, and one Newton step
-// floor((x + floor(n/x))/2) lands within 2^(2s)/(2x) < 1 of sqrt(n) when
-// 4s <= bitlen(n) - 1, never below floor(sqrt(n)): on it or one above,
-// which its square tells. So each level costs one division of its size,
-// and the whole about two divisions of n by a number of half its size.
-func isqrt(z, sq, n *big.Int, s *sqrtScratch) {
-	t := &s.t
-	var shifts [64]uint
-	levels := 0
-	total := uint(0)
+// It is Zimmermann's Karatsuba square root ("Karatsuba Square Root", INRIA
+// RR-3805, 1999) on the bits of n, bottom up: write n = h·b² + a1·b + a0
+// with b = 2^k, a1 and a0 below b, and h at least b²/4; from the root s'
+// of h and its remainder r', q = floor((r'·b + a1) / 2s') gives
+// s = s'·b + q, with remainder u·b + a0 - q² (u the division's), which is
+// the root or one above it, as the remainder's sign tells. So each level
+// costs a division of half its size by a quarter and a square of a
+// quarter, the whole about two of those of n's size: less than the one
+// division of n by its root that a Newton step ends with.
+func sqrtRem(z, rem, n *big.Int, s *sqrtScratch) {
+	var ks [64]uint // each level's k, the top level's first
+	levels, shift := 0, uint(0)
 	for b := n.BitLen(); b > 64; levels++ {
-		shift := uint(b-1) / 4
-		shifts[levels] = shift
-		total += shift
-		b -= int(2 * shift)
+		k := uint(b+1) / 4 // h has b-2k >= 2k-1 bits: h >= b²/4
+		ks[levels] = k
+		shift += 2 * k
+		b -= int(2 * k)
 	}
-	t.Rsh(n, 2*total)
-	z.SetUint64(isqrt64(t.Uint64()))
-	sq.Mul(z, z)
+	v := s.t.Rsh(n, shift).Uint64()
+	r := isqrt64(v)
+	z.SetUint64(r)
+	rem.SetUint64(v - r*r)
+	t := &s.t
 	for l := levels - 1; l >= 0; l-- {
-		total -= shifts[l]
-		nl := n
-		if total > 0 {
-			nl = t.Rsh(n, 2*total)
-		}
-		z.Add(z, one)
-		z.Lsh(z, shifts[l])
-		s.q.QuoRem(nl, z, &s.r) // Quo would allocate the remainder
+		k := ks[l]
+		shift -= 2 * k
+		rem.Lsh(rem, k)
+		rem.Add(rem, bitField(t, n, shift+k, k)) // r'·b + a1
+		s.d.Lsh(z, 1)
+		s.q.QuoRem(rem, &s.d, &s.u) // Quo would allocate the remainder
+		z.Lsh(z, k)
 		z.Add(z, &s.q)
-		z.Rsh(z, 1)
-		sq.Mul(z, z)
-		if sq.Cmp(nl) > 0 { // (z-1)² = z² - 2z + 1
-			sq.Sub(sq, z)
+		rem.Lsh(&s.u, k)
+		rem.Add(rem, bitField(t, n, shift, k)) // u·b + a0
+		s.d.Mul(&s.q, &s.q)
+		rem.Sub(rem, &s.d)
+		if rem.Sign() < 0 { // the root is z-1: n - (z-1)² = rem + 2z - 1
+			rem.Add(rem, z)
 			z.Sub(z, one)
-			sq.Sub(sq, z)
+			rem.Add(rem, z)
 		}
 	}
+}
+
+// bitField sets z to the k bits of n from bit off up, (n >> off) mod 2^k,
+// and returns z.
+func bitField(z, n *big.Int, off, k uint) *big.Int {
+	z.Rsh(n, off)
+	w := z.Bits()
+	words := int((k + bits.UintSize - 1) / bits.UintSize)
+	if len(w) >= words {
+		w = w[:words]
+		if k%bits.UintSize != 0 {
+			w[words-1] &= 1<<(k%bits.UintSize) - 1
+		}
+	}
+	return z.SetBits(w)
 }
 
 // isqrt64 returns floor(sqrt(v)).
