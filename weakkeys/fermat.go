@@ -1,7 +1,6 @@
 package weakkeys
 
 import (
-	"math"
 	"math/big"
 	"math/bits"
 )
@@ -125,85 +124,4 @@ func fermatExact(n, a0, r *big.Int, j uint64, s *scratch) bool {
 	c.Add(c, a0)
 	c.Sub(c, b) // a - b, the smaller factor
 	return c.Cmp(one) > 0
-}
-
-// sqrtScratch is sqrtRem's working numbers.
-type sqrtScratch struct{ t, d, q, u big.Int }
-
-// sqrtRem sets z to floor(sqrt(n)) and rem to n - z², for n >= 0; z, rem
-// and n are distinct and not in s.
-//
-// It is Zimmermann's Karatsuba square root ("Karatsuba Square Root", INRIA
-// RR-3805, 1999) on the bits of n, bottom up: write n = h·b² + a1·b + a0
-// with b = 2^k, a1 and a0 below b, and h at least b²/4; from the root s'
-// of h and its remainder r', q = floor((r'·b + a1) / 2s') gives
-// s = s'·b + q, with remainder u·b + a0 - q² (u the division's), which is
-// the root or one above it, as the remainder's sign tells. So each level
-// costs a division of half its size by a quarter and a square of a
-// quarter, the whole about two of those of n's size: less than the one
-// division of n by its root that a Newton step ends with.
-func sqrtRem(z, rem, n *big.Int, s *sqrtScratch) {
-	var ks [64]uint // each level's k, the top level's first
-	levels, shift := 0, uint(0)
-	for b := n.BitLen(); b > 64; levels++ {
-		k := uint(b+1) / 4 // h has b-2k >= 2k-1 bits: h >= b²/4
-		ks[levels] = k
-		shift += 2 * k
-		b -= int(2 * k)
-	}
-	v := s.t.Rsh(n, shift).Uint64()
-	r := isqrt64(v)
-	z.SetUint64(r)
-	rem.SetUint64(v - r*r)
-	t := &s.t
-	for l := levels - 1; l >= 0; l-- {
-		k := ks[l]
-		shift -= 2 * k
-		rem.Lsh(rem, k)
-		rem.Add(rem, bitField(t, n, shift+k, k)) // r'·b + a1
-		s.d.Lsh(z, 1)
-		s.q.QuoRem(rem, &s.d, &s.u) // Quo would allocate the remainder
-		z.Lsh(z, k)
-		z.Add(z, &s.q)
-		rem.Lsh(&s.u, k)
-		rem.Add(rem, bitField(t, n, shift, k)) // u·b + a0
-		s.d.Mul(&s.q, &s.q)
-		rem.Sub(rem, &s.d)
-		if rem.Sign() < 0 { // the root is z-1: n - (z-1)² = rem + 2z - 1
-			rem.Add(rem, z)
-			z.Sub(z, one)
-			rem.Add(rem, z)
-		}
-	}
-}
-
-// bitField sets z to the k bits of n from bit off up, (n >> off) mod 2^k,
-// and returns z.
-func bitField(z, n *big.Int, off, k uint) *big.Int {
-	z.Rsh(n, off)
-	w := z.Bits()
-	words := int((k + bits.UintSize - 1) / bits.UintSize)
-	if len(w) >= words {
-		w = w[:words]
-		if k%bits.UintSize != 0 {
-			w[words-1] &= 1<<(k%bits.UintSize) - 1
-		}
-	}
-	return z.SetBits(w)
-}
-
-// isqrt64 returns floor(sqrt(v)).
-func isqrt64(v uint64) uint64 {
-	r := uint64(math.Sqrt(float64(v)))
-	for r > math.MaxUint32 || r*r > v {
-		r--
-	}
-	for r < math.MaxUint32 {
-		hi, lo := bits.Mul64(r+1, r+1)
-		if hi != 0 || lo > v {
-			break
-		}
-		r++
-	}
-	return r
 }

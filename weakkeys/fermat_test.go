@@ -7,51 +7,6 @@ import (
 	"testing"
 )
 
-// TestSqrtRem compares sqrtRem with math/big's Sqrt on numbers of every
-// size to 16384 bits (so every number of levels, each level's split), and
-// for roots a of every size to 1100 bits and those just below and above
-// a multiple of the word size, on a², a²-1 and a²+1 (the remainder's
-// largest value 2a, zero, and 1), powers of two and all-ones.
-func TestSqrtRem(t *testing.T) {
-	r := mrand.New(mrand.NewSource(3))
-	var z, rem big.Int
-	var s sqrtScratch
-	check := func(n *big.Int) {
-		t.Helper()
-		sqrtRem(&z, &rem, n, &s)
-		want := new(big.Int).Sqrt(n)
-		wantRem := new(big.Int).Sub(n, new(big.Int).Mul(want, want))
-		if z.Cmp(want) != 0 || rem.Cmp(wantRem) != 0 {
-			t.Fatalf("sqrtRem(%x) = %x, %x; want %x, %x", n, &z, &rem, want, wantRem)
-		}
-	}
-	for _, v := range []int64{0, 1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 1 << 62, 1<<63 - 1} {
-		check(big.NewInt(v))
-	}
-	square := func(a *big.Int) {
-		t.Helper()
-		a2 := new(big.Int).Mul(a, a)
-		check(a2)
-		check(new(big.Int).Add(a2, one))
-		if a2.Sign() > 0 {
-			check(new(big.Int).Sub(a2, one))
-		}
-	}
-	for b := 1; b <= 16384; b += 1 + b/64 {
-		limit := new(big.Int).Lsh(one, uint(b))
-		check(new(big.Int).Sub(limit, one)) // all ones
-		check(new(big.Int).Rsh(limit, 1))   // a power of two
-		check(new(big.Int).Rand(r, limit))
-		square(new(big.Int).Rand(r, new(big.Int).Lsh(one, uint(b/2+1))))
-	}
-	for b := 1; b <= 1100; b++ {
-		limit := new(big.Int).Lsh(one, uint(b))
-		a := new(big.Int).Rand(r, limit)
-		square(a.SetBit(a, b-1, 1))
-		square(new(big.Int).Sub(limit, one))
-	}
-}
-
 // naiveFermat is Fermat's method as the BR states it, with math/big:
 // round k tests a = ceil(sqrt N) + k - 1.
 func naiveFermat(n *big.Int, rounds int) int {

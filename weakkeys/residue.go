@@ -12,14 +12,14 @@ import (
 // the modulus, independent multiplications the CPU overlaps, and a
 // remainder by a product of primes gives the remainders by its primes.
 // Products of up to 56 bits make few of them, so few passes over the
-// number: the sum of 256 products of a word and a power below 2^56 fits
-// in 128 bits.
+// number: the sum of 256 products of a 64-bit word and a power below 2^56
+// fits in 128 bits.
 
 // maxModSetBits bounds the moduli of a modSet and maxModSetWords the
-// numbers it sums the words of: maxModSetWords·2^maxModSetBits <= 2^64.
+// numbers it sums the words of, 16384 bits: 256·2^maxModSetBits <= 2^64.
 const (
 	maxModSetBits  = 56
-	maxModSetWords = 256
+	maxModSetWords = 16384 / bits.UintSize
 )
 
 // wordMod is a modulus m with 1 < m < 2^63 and its Barrett constant.
@@ -97,7 +97,7 @@ func (s *modSet) remainders(out []uint64, x []big.Word) {
 		}
 		pw = pw[:len(x)]
 		// Each product's high word is at most m-2: the sum's, with the
-		// carries, below len(x)·m <= 2^64.
+		// carries, below 256·m <= 2^64 (with 32-bit words, far below).
 		var hi, lo, carry uint64
 		for j, w := range x {
 			h, l := bits.Mul64(uint64(w), pw[j])

@@ -76,7 +76,7 @@ func TestModSetBounds(t *testing.T) {
 		words int
 	}{
 		{"modulus 2^56 + 1", 1<<maxModSetBits + 1, 1},
-		{"257 words", 3, maxModSetWords + 1},
+		{"a word more than 16384 bits", 3, maxModSetWords + 1},
 	} {
 		func() {
 			defer func() {
