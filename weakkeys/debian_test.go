@@ -112,7 +112,7 @@ func TestDebianLookup(t *testing.T) {
 }
 
 // TestDebianLookupEqualPrefixes: entries that share their first 8 bytes,
-// where interpolation has nothing to go by.
+// which all fall in one bucket of the index: the bisection decides.
 func TestDebianLookupEqualPrefixes(t *testing.T) {
 	var b Builder
 	var s strings.Builder
