@@ -3,6 +3,7 @@ package weakkeys
 import (
 	"fmt"
 	"math/big"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,12 +186,12 @@ func New(opts ...Option) (*Checker, error) {
 
 // scratch is one check's working memory, kept between checks.
 type scratch struct {
-	n, q, r, a, sq, v, w big.Int
-	sqrt                 sqrtScratch
-	groupRem             [133]uint32 // one per modulus of smallPrimeSet, fewer than the primes
-	primeRem             [133]uint32
-	hashes               keyHashes
-	found                []int
+	n, q, r, a, v, w big.Int
+	sqrt             sqrtScratch
+	groupRem         [133]uint64 // one per modulus of smallPrimeSet, fewer than the primes
+	primeRem         [133]uint32
+	hashes           keyHashes
+	found            []int
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -316,13 +317,12 @@ func (c *Checker) checkModulus(res *Result, n *big.Int, s *scratch) {
 }
 
 // smallPrimeRemainders returns n's remainders by the small primes, in
-// s.primeRem: n is reduced by their product with math/big, then the
-// remainder word by word by products of them below 2^32.
+// s.primeRem: n is reduced by products of them, then each of those
+// remainders by its primes.
 func smallPrimeRemainders(n *big.Int, s *scratch) []uint32 {
-	s.q.QuoRem(n, smallPrimeProduct, &s.r)
-	smallPrimeSet.remainders(s.groupRem[:], s.r.Bits())
+	smallPrimeSet.remainders(s.groupRem[:], n.Bits())
 	for i, m := range smallPrimeRems {
-		s.primeRem[i] = m.of(s.groupRem[smallPrimeGroup[i]])
+		s.primeRem[i] = uint32(m.reduce(s.groupRem[smallPrimeGroup[i]]))
 	}
 	return s.primeRem[:]
 }
@@ -413,26 +413,19 @@ func leadingZeros(b byte) int {
 }
 
 // Small primes: the 133 primes below 752 (BR 6.1.6: "no factors smaller
-// than 752"), their product, and their remainders' moduli.
+// than 752"), their groups and their remainders' moduli.
 var (
 	smallPrimes                     = primesBelow(752)
 	smallPrimeMods, smallPrimeGroup = primeGroups(smallPrimes)
-	smallPrimeRems                  = func() []smallMod {
-		out := make([]smallMod, len(smallPrimes))
+	smallPrimeRems                  = func() []wordMod {
+		out := make([]wordMod, len(smallPrimes))
 		for i, p := range smallPrimes {
-			out[i] = newSmallMod(p)
+			out[i] = newWordMod(uint64(p))
 		}
 		return out
 	}()
-	smallPrimeProduct = func() *big.Int {
-		p := big.NewInt(1)
-		for _, q := range smallPrimes {
-			p.Mul(p, big.NewInt(int64(q)))
-		}
-		return p
-	}()
-	// smallPrimeSet reduces what is left of a number modulo the product.
-	smallPrimeSet = newModSet(smallPrimeMods, len(smallPrimeProduct.Bits()))
+	// smallPrimeSet reduces a modulus by the primes' groups.
+	smallPrimeSet = newModSet(smallPrimeMods, maxRSABits/bits.UintSize)
 )
 
 // explicitCurve returns the allowed curve an EC key's explicit parameters

@@ -53,6 +53,15 @@ func spkiOf(oid, params, key []byte) []byte {
 	return append(der.AppendHeader(nil, der.TagSequence, len(algSeq)+len(bits)), append(algSeq, bits...)...)
 }
 
+// smallPrimeProduct is the product of the primes below 752.
+var smallPrimeProduct = func() *big.Int {
+	p := big.NewInt(1)
+	for _, q := range smallPrimes {
+		p.Mul(p, big.NewInt(int64(q)))
+	}
+	return p
+}()
+
 // roughModulus returns an odd number of the given size with no factor
 // below 752: no finding of a product of two primes, without making them.
 func roughModulus(r *mrand.Rand, bits int) *big.Int {

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/bits"
+	mrand "math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,7 +112,7 @@ func TestDebianLookup(t *testing.T) {
 }
 
 // TestDebianLookupEqualPrefixes: entries that share their first 8 bytes,
-// where interpolation has nothing to go by.
+// which all fall in one bucket of the index: the bisection decides.
 func TestDebianLookupEqualPrefixes(t *testing.T) {
 	var b Builder
 	var s strings.Builder
@@ -130,6 +132,136 @@ func TestDebianLookupEqualPrefixes(t *testing.T) {
 		h[15]++
 		if d.lists[0].contains(h) != strings.Contains(s.String(), hex.EncodeToString(h)) {
 			t.Fatalf("%x: found %v", h, !d.lists[0].contains(h))
+		}
+	}
+}
+
+// listOf builds a one-list file in memory of the given entries (their
+// width is the scheme's) and returns its list, as OpenDebian reads it.
+func listOf(t *testing.T, scheme Scheme, entries [][]byte) *debianList {
+	t.Helper()
+	var text strings.Builder
+	for _, e := range entries {
+		h := hex.EncodeToString(e)
+		text.WriteString(h + strings.Repeat("0", hashDigits(scheme)-len(h)) + "\n")
+	}
+	var b Builder
+	if err := b.ReadList(List{Name: "l", Key: "RSA-2048", Scheme: scheme}, strings.NewReader(text.String())); err != nil {
+		t.Fatal(err)
+	}
+	var file bytes.Buffer
+	if _, err := b.WriteTo(&file); err != nil {
+		t.Fatal(err)
+	}
+	lists, err := parseDebian(file.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lists[0]
+}
+
+// plusOne returns e + d (d is 1 or -1) as a number of len(e) bytes,
+// wrapping.
+func plusOne(e []byte, d int) []byte {
+	out := bytes.Clone(e)
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] += byte(d)
+		if (d > 0 && out[i] != 0) || (d < 0 && out[i] != 0xff) {
+			break
+		}
+	}
+	return out
+}
+
+// TestDebianIndex: the index of a list sends each lookup to the bucket of
+// entries that share its top bits, whatever the list's size (so the
+// index's bits) and however its entries spread: at random, on both sides
+// of every bucket boundary (the first and last values a bucket holds),
+// all in one bucket (every other empty), at the two ends of the range.
+// Every entry and nothing else is found: its neighbours, zero, all ones.
+func TestDebianIndex(t *testing.T) {
+	r := mrand.New(mrand.NewSource(20))
+	layouts := map[string]func(n, w int) [][]byte{
+		"random": func(n, w int) [][]byte {
+			out := make([][]byte, n)
+			for i := range out {
+				out[i] = make([]byte, w)
+				r.Read(out[i])
+			}
+			return out
+		},
+		"bucket edges": func(n, w int) [][]byte {
+			k := max(bits.Len(uint(n))-3, 0) // the index's bits
+			var out [][]byte
+			for i := 0; len(out) < n; i++ {
+				e := make([]byte, w)
+				r.Read(e[8:])
+				top := uint64(r.Intn(1<<k)) << (64 - k)
+				if i%2 == 1 {
+					top-- // the top bits of the last values of the bucket before
+				}
+				binary.BigEndian.PutUint64(e, top)
+				out = append(out, e)
+			}
+			return out
+		},
+		"one bucket": func(n, w int) [][]byte {
+			out := make([][]byte, n)
+			for i := range out {
+				out[i] = make([]byte, w)
+				r.Read(out[i])
+				out[i][0], out[i][1], out[i][2], out[i][3] = 0x5a, 0x5a, 0x5a, 0x5a
+			}
+			return out
+		},
+		"ends": func(n, w int) [][]byte {
+			out := make([][]byte, n)
+			for i := range out {
+				out[i] = make([]byte, w)
+				r.Read(out[i][4:])
+				if i%2 == 1 {
+					out[i][0], out[i][1], out[i][2], out[i][3] = 0xff, 0xff, 0xff, 0xff
+				}
+			}
+			return out
+		},
+	}
+	for _, scheme := range []Scheme{SHA256Modulus, VulnKey} {
+		for name, layout := range layouts {
+			for _, n := range []int{1, 2, 7, 8, 9, 15, 16, 17, 100, 4096, 5000} {
+				entries := layout(n, scheme.width())
+				in := map[string]bool{}
+				for _, e := range entries {
+					in[string(e)] = true
+				}
+				l := listOf(t, scheme, entries)
+				if k := max(bits.Len(uint(len(in)))-3, 0); l.Entries != len(in) || l.shift != uint(64-k) {
+					t.Fatalf("%s, %s, %d entries: %d entries, index of %d bits; want %d, %d", scheme, name, n, l.Entries, 64-l.shift, len(in), k)
+				}
+				for b := range l.index {
+					below := 0
+					for i := 0; i < l.Entries; i++ {
+						if binary.BigEndian.Uint64(l.entries[i*l.width:])>>l.shift < uint64(b) {
+							below++
+						}
+					}
+					if b == len(l.index)-1 {
+						below = l.Entries
+					}
+					if int(l.index[b]) != below {
+						t.Fatalf("%s, %s, %d entries: index[%d] = %d, want %d", scheme, name, n, b, l.index[b], below)
+					}
+				}
+				probes := [][]byte{make([]byte, l.width), bytes.Repeat([]byte{0xff}, l.width)}
+				for _, e := range entries {
+					probes = append(probes, e, plusOne(e, 1), plusOne(e, -1))
+				}
+				for _, h := range probes {
+					if got := l.contains(append(bytes.Clone(h), 0xee, 0xee)); got != in[string(h)] {
+						t.Fatalf("%s, %s, %d entries: %x found %v, want %v", scheme, name, n, h, got, in[string(h)])
+					}
+				}
+			}
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package weakkeys
 
 import (
-	"math"
 	"math/big"
 	"math/bits"
 )
@@ -68,27 +67,25 @@ var one = big.NewInt(1)
 // non-trivial factorization of n > 0, or 0 if none of the first rounds
 // does. It uses s's numbers as scratch.
 func fermatRound(n *big.Int, rounds int, s *scratch) int {
-	a, sq := &s.a, &s.sq
-	isqrt(a, sq, n, &s.sqrt)
-	if sq.Cmp(n) == 0 { // a square: p = q, found in round 1
+	a, r := &s.a, &s.r
+	sqrtRem(a, r, n, &s.sqrt)
+	if r.Sign() == 0 { // a square: p = q, found in round 1
 		if a.Cmp(one) > 0 {
 			return 1
 		}
 		return 0
 	}
-	// a0 = floor(sqrt n) + 1, R = a0² - n = floor(sqrt n)² + 2·floor(sqrt n) + 1 - n.
-	r := &s.r
-	r.Lsh(a, 1)
-	r.Add(r, sq)
-	r.Add(r, one)
-	r.Sub(r, n)
+	// a0 = floor(sqrt n) + 1, R = a0² - n = 2·floor(sqrt n) + 1 - (n - floor(sqrt n)²).
+	r.Sub(one, r)
+	r.Add(r, a)
+	r.Add(r, a)
 	a.Add(a, one)
-	var aRem, rRem [3]uint32
+	var aRem, rRem [3]uint64
 	fermatSet.remainders(aRem[:], a.Bits())
 	fermatSet.remainders(rRem[:], r.Bits())
 	var aF, rF [16]uint32
 	for i, f := range fermatFilters {
-		aF[i], rF[i] = f.of(aRem[f.group]), f.of(rRem[f.group])
+		aF[i], rF[i] = f.of(uint32(aRem[f.group])), f.of(uint32(rRem[f.group])) // below 2^32
 	}
 	a64, r64 := uint64(a.Bits()[0])&63, uint64(r.Bits()[0])&63
 rounds:
@@ -113,80 +110,18 @@ rounds:
 // fermatExact reports whether round j+1 (a = a0 + j) factors n:
 // whether R + j(2·a0 + j) is a square b² with a - b > 1.
 func fermatExact(n, a0, r *big.Int, j uint64, s *scratch) bool {
-	c, b, b2 := &s.v, &s.w, &s.q
+	c, b, rem := &s.v, &s.w, &s.q
 	c.SetUint64(j)
 	b.Lsh(a0, 1)
 	b.Add(b, c)
 	c.Mul(c, b)
 	c.Add(c, r)
-	isqrt(b, b2, c, &s.sqrt)
-	if b2.Cmp(c) != 0 {
+	sqrtRem(b, rem, c, &s.sqrt)
+	if rem.Sign() != 0 {
 		return false
 	}
 	c.SetUint64(j)
 	c.Add(c, a0)
 	c.Sub(c, b) // a - b, the smaller factor
 	return c.Cmp(one) > 0
-}
-
-// sqrtScratch is isqrt's working numbers.
-type sqrtScratch struct{ t, q, r big.Int }
-
-// isqrt sets z to floor(sqrt(n)) and sq to z², for n >= 0; z, sq and n
-// are distinct and not in s.
-//
-// It recurses on the top half of n's bits: with y = floor(sqrt(n >> 2s)),
-// x = (y+1)·2^s exceeds sqrt(n) by at most 2^s, and one Newton step
-// floor((x + floor(n/x))/2) lands within 2^(2s)/(2x) < 1 of sqrt(n) when
-// 4s <= bitlen(n) - 1, never below floor(sqrt(n)): on it or one above,
-// which its square tells. So each level costs one division of its size,
-// and the whole about two divisions of n by a number of half its size.
-func isqrt(z, sq, n *big.Int, s *sqrtScratch) {
-	t := &s.t
-	var shifts [64]uint
-	levels := 0
-	total := uint(0)
-	for b := n.BitLen(); b > 64; levels++ {
-		shift := uint(b-1) / 4
-		shifts[levels] = shift
-		total += shift
-		b -= int(2 * shift)
-	}
-	t.Rsh(n, 2*total)
-	z.SetUint64(isqrt64(t.Uint64()))
-	sq.Mul(z, z)
-	for l := levels - 1; l >= 0; l-- {
-		total -= shifts[l]
-		nl := n
-		if total > 0 {
-			nl = t.Rsh(n, 2*total)
-		}
-		z.Add(z, one)
-		z.Lsh(z, shifts[l])
-		s.q.QuoRem(nl, z, &s.r) // Quo would allocate the remainder
-		z.Add(z, &s.q)
-		z.Rsh(z, 1)
-		sq.Mul(z, z)
-		if sq.Cmp(nl) > 0 { // (z-1)² = z² - 2z + 1
-			sq.Sub(sq, z)
-			z.Sub(z, one)
-			sq.Sub(sq, z)
-		}
-	}
-}
-
-// isqrt64 returns floor(sqrt(v)).
-func isqrt64(v uint64) uint64 {
-	r := uint64(math.Sqrt(float64(v)))
-	for r > math.MaxUint32 || r*r > v {
-		r--
-	}
-	for r < math.MaxUint32 {
-		hi, lo := bits.Mul64(r+1, r+1)
-		if hi != 0 || lo > v {
-			break
-		}
-		r++
-	}
-	return r
 }

@@ -7,39 +7,6 @@ import (
 	"testing"
 )
 
-// TestIsqrt compares isqrt with math/big's Sqrt on numbers of every size
-// to 16384 bits, squares and their neighbours, powers of two and all-ones.
-func TestIsqrt(t *testing.T) {
-	r := mrand.New(mrand.NewSource(3))
-	var z, sq big.Int
-	var s sqrtScratch
-	check := func(n *big.Int) {
-		t.Helper()
-		isqrt(&z, &sq, n, &s)
-		want := new(big.Int).Sqrt(n)
-		if z.Cmp(want) != 0 || sq.Cmp(new(big.Int).Mul(want, want)) != 0 {
-			t.Fatalf("isqrt(%x) = %x, %x; want %x and its square", n, &z, &sq, want)
-		}
-	}
-	for _, v := range []int64{0, 1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 1 << 62, 1<<63 - 1} {
-		check(big.NewInt(v))
-	}
-	for b := 1; b <= 16384; b += 1 + b/16 {
-		limit := new(big.Int).Lsh(one, uint(b))
-		check(new(big.Int).Sub(limit, one)) // all ones
-		check(new(big.Int).Rsh(limit, 1))   // a power of two
-		x := new(big.Int).Rand(r, limit)
-		check(x)
-		s := new(big.Int).Rand(r, new(big.Int).Lsh(one, uint(b/2+1)))
-		s2 := new(big.Int).Mul(s, s)
-		check(s2)
-		check(new(big.Int).Add(s2, one))
-		if s2.Sign() > 0 {
-			check(new(big.Int).Sub(s2, one))
-		}
-	}
-}
-
 // naiveFermat is Fermat's method as the BR states it, with math/big:
 // round k tests a = ceil(sqrt N) + k - 1.
 func naiveFermat(n *big.Int, rounds int) int {

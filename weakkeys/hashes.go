@@ -3,6 +3,7 @@ package weakkeys
 import (
 	"crypto/sha1"
 	"crypto/sha256"
+	"encoding/binary"
 )
 
 // keyHashes computes a key's hashes under each scheme once, when a list
@@ -46,7 +47,11 @@ func (k *keyHashes) of(s Scheme) []byte {
 // "Modulus=", its uppercase hex as "openssl rsa -noout -modulus" prints it
 // (BN_print: no leading zero digit), and a newline.
 func appendVulnKeyText(dst, modulus []byte) []byte {
-	n := len(dst) + len("Modulus=") + 2*len(modulus) + 1
+	digits := 2 * len(modulus)
+	if len(modulus) > 0 && modulus[0] < 0x10 {
+		digits--
+	}
+	n := len(dst) + len("Modulus=") + digits + 1
 	if cap(dst) < n {
 		dst = append(make([]byte, 0, n), dst...)
 	}
@@ -56,10 +61,27 @@ func appendVulnKeyText(dst, modulus []byte) []byte {
 		modulus = modulus[1:]
 	}
 	b := dst[len(dst) : n-1]
-	for i, c := range modulus {
-		b[2*i], b[2*i+1] = upperHex[c][0], upperHex[c][1]
+	i := 0
+	for ; i+4 <= len(modulus); i += 4 {
+		binary.LittleEndian.PutUint64(b[2*i:], hexDigits4(binary.LittleEndian.Uint32(modulus[i:])))
+	}
+	for ; i < len(modulus); i++ {
+		b[2*i], b[2*i+1] = upperHex[modulus[i]][0], upperHex[modulus[i]][1]
 	}
 	return append(dst[:n-1], '\n')
+}
+
+// hexDigits4 returns the uppercase hex digits of the four bytes of v, its
+// low byte's first, as the bytes of a little-endian word: each byte's
+// nibbles spread to bytes of their own, then each made a digit, eight at
+// a time (a table costs a load and a store a digit).
+func hexDigits4(v uint32) uint64 {
+	x := uint64(v)
+	x = (x | x<<16) & 0x0000ffff0000ffff
+	x = (x | x<<8) & 0x00ff00ff00ff00ff
+	x = (x&0x000f000f000f000f)<<8 | (x&0x00f000f000f000f0)>>4     // high nibble first
+	letters := (x + 0x0606060606060606) >> 4 & 0x0101010101010101 // 1 where a nibble is 10 or more
+	return x + 0x3030303030303030 + letters*('A'-'0'-10)
 }
 
 // upperHex is each byte's two uppercase hex digits.

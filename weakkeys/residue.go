@@ -11,8 +11,18 @@ import (
 // a sum of the number's words times the powers of the word base modulo
 // the modulus, independent multiplications the CPU overlaps, and a
 // remainder by a product of primes gives the remainders by its primes.
+// Products of up to 56 bits make few of them, so few passes over the
+// number: the sum of 256 products of a 64-bit word and a power below 2^56
+// fits in 128 bits.
 
-// wordMod is a modulus m with 1 < m < 2^32 and its Barrett constant.
+// maxModSetBits bounds the moduli of a modSet and maxModSetWords the
+// numbers it sums the words of, 16384 bits: 256·2^maxModSetBits <= 2^64.
+const (
+	maxModSetBits  = 56
+	maxModSetWords = 16384 / bits.UintSize
+)
+
+// wordMod is a modulus m with 1 < m < 2^63 and its Barrett constant.
 type wordMod struct {
 	m  uint64
 	mu uint64 // floor(2^64 / m)
@@ -34,66 +44,75 @@ func (w wordMod) reduce(x uint64) uint64 {
 	return r
 }
 
-// modSet is moduli below 2^32 and, for each, the powers of the word base
-// modulo it, for numbers of up to len(powers[i]) words.
+// modSet is moduli of at most maxModSetBits bits and, for each, the
+// powers of the word base modulo it, for numbers of up to len(powers[i])
+// words.
 type modSet struct {
 	mods   []wordMod
-	two64  []uint64   // 2^64 mod m
 	powers [][]uint64 // powers[i][j] = 2^(j·bits.UintSize) mod mods[i].m
 }
 
+// newModSet returns the set of mods, for numbers of up to maxWords words
+// (at most maxModSetWords).
 func newModSet(mods []wordMod, maxWords int) *modSet {
-	s := &modSet{mods: mods, two64: make([]uint64, len(mods)), powers: make([][]uint64, len(mods))}
+	s := &modSet{mods: mods, powers: make([][]uint64, len(mods))}
 	for i, m := range mods {
-		_, s.two64[i] = bits.Div64(1%m.m, 0, m.m)
-		half := uint(bits.UintSize / 2)
+		if m.m > 1<<maxModSetBits || maxWords > maxModSetWords {
+			panic("weakkeys: modSet out of its bounds")
+		}
 		p := uint64(1) % m.m
 		for range maxWords {
 			s.powers[i] = append(s.powers[i], p)
-			p = (p << half % m.m) << half % m.m // p·2^UintSize mod m
+			p = shiftWord(p, m) // p·2^UintSize mod m
 		}
 	}
 	return s
 }
 
+// shiftWord returns r·2^bits.UintSize mod m, for r < m.
+func shiftWord(r uint64, m wordMod) uint64 {
+	return remainder(r, 0, m)
+}
+
+// remainder returns (r·2^bits.UintSize + w) mod m, for r < m and w below
+// 2^bits.UintSize.
+func remainder(r, w uint64, m wordMod) (rem uint64) {
+	if bits.UintSize == 64 {
+		_, rem = bits.Div64(r, w, m.m)
+	} else {
+		_, rem = bits.Div64(r>>32, r<<32|w, m.m)
+	}
+	return rem
+}
+
 // remainders sets out[i] to x mod s.mods[i], for x >= 0 given by its
 // words (big.Int.Bits). It does not allocate.
-func (s *modSet) remainders(out []uint32, x []big.Word) {
+func (s *modSet) remainders(out []uint64, x []big.Word) {
 	out = out[:len(s.mods)]
 	for i, m := range s.mods {
 		pw := s.powers[i]
 		if len(x) > len(pw) {
-			out[i] = uint32(hornerRemainder(x, m))
+			out[i] = hornerRemainder(x, m)
 			continue
 		}
 		pw = pw[:len(x)]
-		// Each product is below 2^(bits.UintSize+32): the sum of a few
-		// hundred fits in 128 bits.
+		// Each product's high word is at most m-2: the sum's, with the
+		// carries, below 256·m <= 2^64 (with 32-bit words, far below).
 		var hi, lo, carry uint64
 		for j, w := range x {
 			h, l := bits.Mul64(uint64(w), pw[j])
 			lo, carry = bits.Add64(lo, l, 0)
 			hi += h + carry
 		}
-		r := m.reduce(m.reduce(hi)*s.two64[i]) + m.reduce(lo)
-		if r >= m.m {
-			r -= m.m
-		}
-		out[i] = uint32(r)
+		_, out[i] = bits.Div64(m.reduce(hi), lo, m.m)
 	}
 }
 
-// hornerRemainder returns x mod m, reading x 32 bits at a time.
+// hornerRemainder returns x mod m, a word at a time from the top.
 func hornerRemainder(x []big.Word, m wordMod) uint64 {
 	var r uint64
 	for k := len(x) - 1; k >= 0; k-- {
-		w := uint64(x[k])
-		if bits.UintSize == 64 {
-			r = m.reduce(r<<32 | w>>32)
-			r = m.reduce(r<<32 | w&0xffffffff)
-		} else {
-			r = m.reduce(r<<32 | w)
-		}
+		r = remainder(r, uint64(x[k]), m)
 	}
 	return r
 }
@@ -132,12 +151,13 @@ func primesBelow(n int) []uint32 {
 	return out
 }
 
-// primeGroups packs primes, in order, into products below 2^32 and
-// returns those products as moduli, with the index of each prime's group.
+// primeGroups packs primes, in order, into products below 2^maxModSetBits
+// and returns those products as moduli, with the index of each prime's
+// group.
 func primeGroups(primes []uint32) (mods []wordMod, group []int) {
 	product := uint64(1)
 	for _, p := range primes {
-		if product*uint64(p) >= 1<<32 {
+		if hi, lo := bits.Mul64(product, uint64(p)); hi != 0 || lo >= 1<<maxModSetBits {
 			mods = append(mods, newWordMod(product))
 			product = 1
 		}
