@@ -151,28 +151,37 @@ func refusedForHeader(code int) bool {
 // current.
 
 // canProbe reports whether a run may start by asking for the server's
-// header: Update has a record of installing a filter there and, with
-// pins, the pins in force verified it. Else the server's file is fetched
-// whole, to be compared bit by bit (and verified).
+// header: Update has a record of installing a filter there, its bytes
+// are confirmed (state.Confirmed) and, with pins, the pins in force
+// verified it. Else the server's file is fetched whole, to be compared
+// bit by bit (and verified).
 func (up *updater) canProbe() bool {
-	return up.old != nil && up.state.Header != "" && (!up.pinned() || up.state.Verified == up.pinID())
+	return up.old != nil && up.state.Header != "" && up.state.Confirmed && (!up.pinned() || up.state.Verified == up.pinID())
 }
 
 // current reports whether the server's filter, whose header is h, is the
 // one Update installed (the header it recorded), and the installed filter
-// is still that file, or that filter with keys added in place since: its
-// parameters, a newer header. Then the server has nothing newer. A file
-// put there by other means (an older one restored, say) is not current:
-// the server's is fetched and judged.
+// is still that file, or that filter with keys added in place since.
+// Then the server has nothing newer. A file put there by other means (an
+// older one restored, say) is not current: the server's is fetched and
+// judged.
 func (up *updater) current(h pkbf.Header) bool {
 	if up.state.Header != headerHex(h) {
 		return false
 	}
-	old := *up.old
-	if headerHex(old) == up.state.Header {
+	if headerHex(*up.old) == up.state.Header {
 		return up.state.File == fileID(up.oldInfo)
 	}
-	return old.HashCount == h.HashCount && old.HashLength == h.HashLength && newer(old, h)
+	return up.addedTo(h)
+}
+
+// addedTo reports whether the installed filter is the one Update
+// installed, whose header it recorded and is h, with keys added in place
+// since: its parameters, a newer header.
+func (up *updater) addedTo(h pkbf.Header) bool {
+	old := *up.old
+	return up.state.Header == headerHex(h) && headerHex(old) != up.state.Header &&
+		old.HashCount == h.HashCount && old.HashLength == h.HashLength && newer(old, h)
 }
 
 // readProbe reads the header of the server's filter, parsed and as sent,
