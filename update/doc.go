@@ -133,7 +133,9 @@
 //   - .FILTER.download: the download in progress. An update stopped by a
 //     signal, a crash or a broken connection leaves it, and the next update
 //     resumes it (with an HTTP Range request, if the server's file is still
-//     the same and within Options.MaxSize) or starts again. It is renamed
+//     the same and within Options.MaxSize) or starts again. The server's
+//     file is the same when its validators (If-Range) are, and its header,
+//     asked for before the rest and again after it, is the download's. It is renamed
 //     to FILTER when complete and accepted, and removed when refused.
 //   - .FILTER.update.json: the header and file (size and modification
 //     time) Update installed, whether its bytes are confirmed, and the
