@@ -104,7 +104,7 @@ func (up *updater) attempt(ctx context.Context) error {
 		up.res.Resumed, resumed = true, true
 		resp.ContentLength = total // the whole file's (-1: not said), as a 200's would be
 	case code == http.StatusRequestedRangeNotSatisfiable && probe:
-		return up.errorf("%s to a request for the filter's first %d bytes: the server's file is empty", resp.Status, pkbf.HeaderSize)
+		return up.errorf("%s to a request for the filter's first %d bytes: %s", resp.Status, pkbf.HeaderSize, unsatisfiable(resp.Header.Get("Content-Range")))
 	case code == http.StatusRequestedRangeNotSatisfiable:
 		os.Remove(up.download)
 		return retry(up.errorf("the server cannot resume the download (416): starting again"))
@@ -375,6 +375,23 @@ func fitsHeader(path string, size, maxSize int64) bool {
 	}
 	h, err := pkbf.ParseHeader(b)
 	return err == nil && h.FileSize() <= uint64(maxSize) && uint64(size) <= h.FileSize()
+}
+
+// unsatisfiable says what a 416 to the request for the filter's header
+// tells of the server's file: its size, if its Content-Range says it
+// ("bytes */SIZE").
+func unsatisfiable(contentRange string) string {
+	size, ok := strings.CutPrefix(contentRange, "bytes */")
+	n, err := strconv.ParseInt(size, 10, 64)
+	switch {
+	case !ok || err != nil || n < 0:
+		return "the server did not say its file's size (Content-Range); the file is empty, or the server mishandles ranges"
+	case n == 0:
+		return "the server's file is empty"
+	case n < pkbf.HeaderSize:
+		return fmt.Sprintf("not a pkbfv1 filter: the server says its file is %d bytes, shorter than a header", n)
+	}
+	return fmt.Sprintf("the server says its file is %d bytes, yet refused its first %d: it mishandles ranges", n, pkbf.HeaderSize)
 }
 
 // contentRange parses "bytes START-END/TOTAL"; total is -1 for "*".

@@ -366,8 +366,21 @@ func TestHeaderRequestAnswers(t *testing.T) {
 			w.Write(installed[:10])
 		}, "the server's file is 10 bytes, shorter than a header"},
 		{"an empty file", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Range", "bytes */0") // as nginx answers
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+		}, "416 Requested Range Not Satisfiable to a request for the filter's first 24 bytes: the server's file is empty"},
+		// Red team 4: every 416 said "the server's file is empty".
+		{"416 of a file that is not empty", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", len(installed)))
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+		}, fmt.Sprintf("the server says its file is %d bytes, yet refused its first 24: it mishandles ranges", len(installed))},
+		{"416 of a file shorter than a header", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Range", "bytes */10")
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+		}, "not a pkbfv1 filter: the server says its file is 10 bytes, shorter than a header"},
+		{"416 without a size", func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "", http.StatusRequestedRangeNotSatisfiable)
-		}, "the server's file is empty"},
+		}, "the server did not say its file's size (Content-Range); the file is empty, or the server mishandles ranges"},
 		{"not a filter", func(w http.ResponseWriter, r *http.Request) {
 			http.ServeContent(w, r, "", time.Time{}, strings.NewReader("<html>"+strings.Repeat("x", 100)))
 		}, "not a pkbfv1 filter"},
