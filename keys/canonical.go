@@ -154,6 +154,9 @@ func formsFrom(spki []byte, info *spkiInfo, check, wantOther bool, dst []byte) (
 		// Domain parameters (a SEQUENCE of INTEGERs, for X9.42 with a
 		// nested SEQUENCE kept as it is) and the key, an INTEGER.
 		name := algorithmName(oid)
+		if bytes.Equal(oid, oidDSA) && !dsaParamsShape(params) {
+			return nil, nil, keyErrorf("DSA domain parameters are not a SEQUENCE of p, q and g")
+		}
 		canonParams, err := minimalParams(params, name)
 		if err != nil {
 			return nil, nil, err

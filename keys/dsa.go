@@ -90,3 +90,18 @@ func dsaSPKI(p, q, g, y []byte) []byte {
 	})
 	return buildSPKIRaw(oidDSA, b.BytesOrPanic(), intDER(y))
 }
+
+// dsaParamsShape reports whether DSA domain parameters are absent (the
+// key's issuer's, RFC 3279 section 2.3.2) or Dss-Parms: a SEQUENCE of
+// three INTEGERs, p, q and g, and nothing else, as OpenSSL reads them. With
+// more, pkbf would look the key up in a form no one writes, while
+// crypto/x509 reads the key from the first three.
+func dsaParamsShape(params []byte) bool {
+	if len(params) == 0 {
+		return true
+	}
+	s := cryptobyte.String(params)
+	var seq cryptobyte.String
+	return s.ReadASN1(&seq, cbasn1.SEQUENCE) && s.Empty() &&
+		seq.SkipASN1(cbasn1.INTEGER) && seq.SkipASN1(cbasn1.INTEGER) && seq.SkipASN1(cbasn1.INTEGER) && seq.Empty()
+}

@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"errors"
 	"math/big"
 	"strings"
 	"testing"
@@ -29,5 +30,41 @@ func TestModPPrivateValueLimit(t *testing.T) {
 	}
 	if _, err := modpSPKI(oidDHPKCS3, params.BytesOrPanic(), priv(513)); err == nil || !strings.Contains(err.Error(), "private value is 513 bits, longer than its 512-bit modulus") {
 		t.Errorf("DH private value one bit longer than its modulus: %v", err)
+	}
+}
+
+// Red team 4, finding E1: a DSA SPKI whose parameters hold more than p, q
+// and g (a NULL after g) was read, its canonical form keeping the extra
+// field: a form no one writes, so a compromised key so encoded was looked
+// up where it is not (crypto/x509, and crypto/tls with it, read the key
+// from the first three). Such parameters are refused, as OpenSSL refuses
+// them; p, q and g alone, or no parameters, are read.
+func TestDSAParamsOnlyPQG(t *testing.T) {
+	ints := func(extra []byte, vs ...int64) []byte {
+		var b cryptobyte.Builder
+		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+			for _, v := range vs {
+				b.AddASN1Int64(v)
+			}
+			b.AddBytes(extra)
+		})
+		return b.BytesOrPanic()
+	}
+	for _, c := range []struct {
+		name   string
+		params []byte
+		ok     bool
+	}{
+		{"p, q and g", ints(nil, 23, 11, 4), true},
+		{"absent", nil, true},
+		{"a NULL after g", ints(derNull, 23, 11, 4), false},
+		{"an INTEGER after g", ints(nil, 23, 11, 4, 5), false},
+		{"p and q", ints(nil, 23, 11), false},
+		{"p, q and a NULL", ints(derNull, 23, 11), false},
+	} {
+		canonical, err := Canonical(buildSPKIRaw(oidDSA, c.params, intDER([]byte{0x42})))
+		if c.ok && (err != nil || len(canonical) == 0) || !c.ok && !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("%s: %x, %v; want it read: %v", c.name, canonical, err, c.ok)
+		}
 	}
 }

@@ -41,6 +41,9 @@ func BenchmarkUpToDate(b *testing.B) {
 			if res, err := Update(context.Background(), c.url, path, opts); err != nil || !res.Updated {
 				b.Fatalf("the install: %+v, %v", res, err)
 			}
+			if res, err := Update(context.Background(), c.url, path, opts); err != nil || res.Received != res.Size {
+				b.Fatalf("the run that confirms the install: %+v, %v", res, err)
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			wire.Store(0)
@@ -58,6 +61,39 @@ func BenchmarkUpToDate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The run after an unpinned install, which downloads the filter whole to
+// confirm the bytes installed: the same publisher (ranges) and filter as
+// BenchmarkUpToDate, the install's record marked unconfirmed again before
+// each run. Figures: docs/performance.md.
+func BenchmarkConfirm(b *testing.B) {
+	body := makeFilterK(b, 7, 1, ago(time.Hour), 22, manyKeys("k", 1000)...)
+	pub := testkit.NewPublisher(b)
+	pub.Publish("f.pkbf", body, time.Now().Add(-time.Hour))
+	path := filepath.Join(b.TempDir(), "f.pkbf")
+	var wire atomic.Int64
+	opts := fastOpts(nil)
+	if res, err := Update(context.Background(), pub.FileURL("f.pkbf"), path, opts); err != nil || !res.Updated {
+		b.Fatalf("the install: %+v, %v", res, err)
+	}
+	up := &updater{statePath: filepath.Join(filepath.Dir(path), ".f.pkbf.update.json")}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		up.state = loadState(up.statePath, b.Logf)
+		up.state.Confirmed = false
+		up.saveState()
+		b.StartTimer()
+		opts.Client = countingClient(&wire)
+		res, err := Update(context.Background(), pub.FileURL("f.pkbf"), path, opts)
+		if err != nil || res.Updated || res.Received != int64(len(body)) {
+			b.Fatalf("%+v, %v; want it confirmed by a whole download", res, err)
+		}
+		opts.Client.CloseIdleConnections()
+	}
+	b.ReportMetric(float64(wire.Load())/float64(b.N), "wire-B/op")
 }
 
 // countingClient is testClient with a transport of its own (no

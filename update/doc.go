@@ -90,10 +90,28 @@
 // since) means the installed filter is current, and nothing more is
 // fetched; another header is a download of the whole file, judged by the
 // rule. A server that ignores the range sends the whole file, read no
-// further than its header when it is current. A server that answers
-// with the installed header keeps the installed filter for that call
-// only. Where Update has no record of the installed filter, or the pins
-// in force have not verified it, the whole file is fetched and compared.
+// further than its header when it is current. The header alone decides
+// only for an installed filter whose bytes are confirmed: a pin vouched
+// for them (a signature, a digest given, a digest file from another
+// source), or a later call downloaded the server's filter whole under
+// the recorded header and found every bit of it set in the installed
+// filter (the same bytes, or those with keys added in place since).
+// Until then (after each unpinned install, and where Update has no
+// record of the installed filter or the pins in force have not verified
+// it) each call downloads the whole file and compares it: other bits
+// under the recorded header are refused ([ErrSameHeader]). That is one
+// more download of the whole file after each unpinned install.
+//
+// So one interception of an unpinned update (every answer of one call
+// from someone other than the publisher) can have that call say "up to
+// date", or install what the rule admits: the publisher's next header,
+// which anyone can read, over the installed bits, say. It cannot make a
+// later call say "up to date": the next call that reaches the publisher
+// installs the publisher's filter, or refuses it, as every call after
+// does, until the publisher's next filter or [Options.AcceptRebuild].
+// Interceptions of two calls in a row, the install and the next, can
+// keep a filter's keys out under "up to date" until the publisher's
+// next filter.
 //
 // Validators. The ETag and Last-Modified of a download's response are
 // kept only to resume it (If-Range binds its parts to one file), and only
@@ -115,10 +133,13 @@
 //   - .FILTER.download: the download in progress. An update stopped by a
 //     signal, a crash or a broken connection leaves it, and the next update
 //     resumes it (with an HTTP Range request, if the server's file is still
-//     the same and within Options.MaxSize) or starts again. It is renamed
+//     the same and within Options.MaxSize) or starts again. The server's
+//     file is the same when its validators (If-Range) are, and its header,
+//     asked for before the rest and again after it, is the download's. It is renamed
 //     to FILTER when complete and accepted, and removed when refused.
 //   - .FILTER.update.json: the header and file (size and modification
-//     time) Update installed and the pins that verified it, and the URL
+//     time) Update installed, whether its bytes are confirmed, and the
+//     pins that verified it, and the URL
 //     and validators of the download in progress. Losing it costs one
 //     full download, and the next pinned filter must hold every bit of
 //     the installed one (keys may have been added in place). One that

@@ -22,14 +22,22 @@ import (
 func (up *updater) attempt(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	req, err := http.NewRequestWithContext(traceSource(ctx, &up.from), http.MethodGet, up.url.String(), nil)
+	req, err := up.newRequest(ctx)
 	if err != nil {
-		return up.errorf("%v", err)
+		return err
 	}
-	up.addHeader(req)
-	req.Header.Set("Accept-Encoding", "identity") // the bytes as they are: their count is checked
-	req.Header.Set("User-Agent", "pkbf-update")
 	have := up.partialSize()
+	if have > 0 {
+		same, err := up.serverHasPartial(ctx)
+		if err != nil {
+			return err
+		}
+		if !same {
+			up.logf("%s: the server's filter is no longer the one %s is part of: starting again", up.where(), up.download)
+			up.dropDownload()
+			have = 0
+		}
+	}
 	probe := have == 0 && !up.probed && up.canProbe()
 	switch {
 	case have > 0:
@@ -45,6 +53,7 @@ func (up *updater) attempt(ctx context.Context) error {
 	}
 	defer resp.Body.Close()
 	up.from.addChain(resp.Request)
+	resumed := false
 	switch code := resp.StatusCode; {
 	case code == http.StatusNotModified:
 		return up.errorf("%s to a request that was not conditional: the server did not send a filter", resp.Status)
@@ -92,10 +101,10 @@ func (up *updater) attempt(ctx context.Context) error {
 			os.Remove(up.download)
 			return retry(up.errorf("the server sent a part of another file than the download so far (its validators changed): starting again"))
 		}
-		up.res.Resumed = true
+		up.res.Resumed, resumed = true, true
 		resp.ContentLength = total // the whole file's (-1: not said), as a 200's would be
 	case code == http.StatusRequestedRangeNotSatisfiable && probe:
-		return up.errorf("%s to a request for the filter's first %d bytes: the server's file is empty", resp.Status, pkbf.HeaderSize)
+		return up.errorf("%s to a request for the filter's first %d bytes: %s", resp.Status, pkbf.HeaderSize, unsatisfiable(resp.Header.Get("Content-Range")))
 	case code == http.StatusRequestedRangeNotSatisfiable:
 		os.Remove(up.download)
 		return retry(up.errorf("the server cannot resume the download (416): starting again"))
@@ -132,7 +141,89 @@ func (up *updater) attempt(ctx context.Context) error {
 		}
 		return err
 	}
+	if resumed {
+		// The part just received is of the file whose header the server
+		// showed before it was asked for, unless a filter was published
+		// in between: the server's header, asked for again, tells.
+		same, err := up.serverHasPartial(ctx)
+		if err != nil {
+			return err
+		}
+		if !same {
+			up.dropDownload()
+			return retry(up.errorf("the server's filter changed while the download was resumed: starting again"))
+		}
+	}
 	return up.install(ctx)
+}
+
+// newRequest is a GET of the filter, with Options.Header.
+func (up *updater) newRequest(ctx context.Context) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(traceSource(ctx, &up.from), http.MethodGet, up.url.String(), nil)
+	if err != nil {
+		return nil, up.errorf("%v", err)
+	}
+	up.addHeader(req)
+	req.Header.Set("Accept-Encoding", "identity") // the bytes as they are: their count is checked
+	req.Header.Set("User-Agent", "pkbf-update")
+	return req, nil
+}
+
+// Resuming. A download's parts are kept together only when they provably
+// belong to one file: the server's header (which every add changes, and
+// which never returns to an earlier one) is the header of the download so
+// far both before the rest is asked for and after it arrived, and the
+// rest came under the validators of the first part (If-Range). Validators
+// alone do not prove it: a server can keep them across revisions of one
+// size (nginx serving from the Nix store: Last-Modified 1970-01-01
+// 00:00:01, ETag "1-<size>").
+
+// serverHasPartial reports whether the server's filter has the header the
+// download so far begins with: it asks for the server's first bytes. A
+// download too short to hold a header has not.
+func (up *updater) serverHasPartial(ctx context.Context) (bool, error) {
+	partial := make([]byte, pkbf.HeaderSize)
+	f, err := openRegular(up.download, os.O_RDONLY, 0)
+	if err != nil {
+		return false, perr.Errorf("update: %w", err)
+	}
+	_, err = io.ReadFull(f, partial)
+	f.Close()
+	if err != nil {
+		return false, nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	req, err := up.newRequest(ctx)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=0-%d", pkbf.HeaderSize-1))
+	resp, err := up.opts.Client.Do(req)
+	if err != nil {
+		return false, up.clientError(up.where(), err)
+	}
+	defer resp.Body.Close()
+	up.from.addChain(resp.Request)
+	switch code := resp.StatusCode; {
+	case code == http.StatusOK || code == http.StatusPartialContent:
+		_, raw, err := up.readProbe(ctx, cancel, resp)
+		if err != nil {
+			return false, err
+		}
+		return bytes.Equal(raw, partial), nil
+	case code == http.StatusTooManyRequests || code >= 500:
+		return false, &retryError{err: up.errorf("%s", resp.Status), after: retryafter.Parse(resp.Header.Get("Retry-After"), maxRetryAfter)}
+	default: // not shown to be the same file: the request for the filter says what is wrong
+		return false, nil
+	}
+}
+
+// dropDownload removes the download so far and its validators.
+func (up *updater) dropDownload() {
+	os.Remove(up.download)
+	up.state.dropPartial()
+	up.saveState()
 }
 
 // refusedForHeader reports whether a status says the request's header
@@ -151,28 +242,37 @@ func refusedForHeader(code int) bool {
 // current.
 
 // canProbe reports whether a run may start by asking for the server's
-// header: Update has a record of installing a filter there and, with
-// pins, the pins in force verified it. Else the server's file is fetched
-// whole, to be compared bit by bit (and verified).
+// header: Update has a record of installing a filter there, its bytes
+// are confirmed (state.Confirmed) and, with pins, the pins in force
+// verified it. Else the server's file is fetched whole, to be compared
+// bit by bit (and verified).
 func (up *updater) canProbe() bool {
-	return up.old != nil && up.state.Header != "" && (!up.pinned() || up.state.Verified == up.pinID())
+	return up.old != nil && up.state.Header != "" && up.state.Confirmed && (!up.pinned() || up.state.Verified == up.pinID())
 }
 
 // current reports whether the server's filter, whose header is h, is the
 // one Update installed (the header it recorded), and the installed filter
-// is still that file, or that filter with keys added in place since: its
-// parameters, a newer header. Then the server has nothing newer. A file
-// put there by other means (an older one restored, say) is not current:
-// the server's is fetched and judged.
+// is still that file, or that filter with keys added in place since.
+// Then the server has nothing newer. A file put there by other means (an
+// older one restored, say) is not current: the server's is fetched and
+// judged.
 func (up *updater) current(h pkbf.Header) bool {
 	if up.state.Header != headerHex(h) {
 		return false
 	}
-	old := *up.old
-	if headerHex(old) == up.state.Header {
+	if headerHex(*up.old) == up.state.Header {
 		return up.state.File == fileID(up.oldInfo)
 	}
-	return old.HashCount == h.HashCount && old.HashLength == h.HashLength && newer(old, h)
+	return up.addedTo(h)
+}
+
+// addedTo reports whether the installed filter is the one Update
+// installed, whose header it recorded and is h, with keys added in place
+// since: its parameters, a newer header.
+func (up *updater) addedTo(h pkbf.Header) bool {
+	old := *up.old
+	return up.state.Header == headerHex(h) && headerHex(old) != up.state.Header &&
+		old.HashCount == h.HashCount && old.HashLength == h.HashLength && newer(old, h)
 }
 
 // readProbe reads the header of the server's filter, parsed and as sent,
@@ -275,6 +375,23 @@ func fitsHeader(path string, size, maxSize int64) bool {
 	}
 	h, err := pkbf.ParseHeader(b)
 	return err == nil && h.FileSize() <= uint64(maxSize) && uint64(size) <= h.FileSize()
+}
+
+// unsatisfiable says what a 416 to the request for the filter's header
+// tells of the server's file: its size, if its Content-Range says it
+// ("bytes */SIZE").
+func unsatisfiable(contentRange string) string {
+	size, ok := strings.CutPrefix(contentRange, "bytes */")
+	n, err := strconv.ParseInt(size, 10, 64)
+	switch {
+	case !ok || err != nil || n < 0:
+		return "the server did not say its file's size (Content-Range); the file is empty, or the server mishandles ranges"
+	case n == 0:
+		return "the server's file is empty"
+	case n < pkbf.HeaderSize:
+		return fmt.Sprintf("not a pkbfv1 filter: the server says its file is %d bytes, shorter than a header", n)
+	}
+	return fmt.Sprintf("the server says its file is %d bytes, yet refused its first %d: it mishandles ranges", n, pkbf.HeaderSize)
 }
 
 // contentRange parses "bytes START-END/TOTAL"; total is -1 for "*".

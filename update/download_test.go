@@ -3,12 +3,16 @@ package update
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -362,8 +366,21 @@ func TestHeaderRequestAnswers(t *testing.T) {
 			w.Write(installed[:10])
 		}, "the server's file is 10 bytes, shorter than a header"},
 		{"an empty file", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Range", "bytes */0") // as nginx answers
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+		}, "416 Requested Range Not Satisfiable to a request for the filter's first 24 bytes: the server's file is empty"},
+		// Red team 4: every 416 said "the server's file is empty".
+		{"416 of a file that is not empty", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", len(installed)))
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+		}, fmt.Sprintf("the server says its file is %d bytes, yet refused its first 24: it mishandles ranges", len(installed))},
+		{"416 of a file shorter than a header", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Range", "bytes */10")
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+		}, "not a pkbfv1 filter: the server says its file is 10 bytes, shorter than a header"},
+		{"416 without a size", func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "", http.StatusRequestedRangeNotSatisfiable)
-		}, "the server's file is empty"},
+		}, "the server did not say its file's size (Content-Range); the file is empty, or the server mishandles ranges"},
 		{"not a filter", func(w http.ResponseWriter, r *http.Request) {
 			http.ServeContent(w, r, "", time.Time{}, strings.NewReader("<html>"+strings.Repeat("x", 100)))
 		}, "not a pkbfv1 filter"},
@@ -376,24 +393,26 @@ func TestHeaderRequestAnswers(t *testing.T) {
 			if _, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil {
 				t.Fatal(err)
 			}
+			confirm(t, ts.URL, path)
+			before := len(s.allRequests())
 			s.mu.Lock()
 			s.handler = c.handler
 			s.mu.Unlock()
 			opts := fastOpts(nil)
 			opts.Retries = -1
 			res, err := Update(context.Background(), ts.URL, path, opts)
-			reqs := s.allRequests()
-			if !askedForHeader(reqs[1]) {
-				t.Errorf("the first request of the run: %v, want one for the header", reqs[1])
+			reqs := s.allRequests()[before:]
+			if !askedForHeader(reqs[0]) {
+				t.Errorf("the first request of the run: %v, want one for the header", reqs[0])
 			}
 			switch c.want {
 			case "":
-				if err != nil || res.Updated || len(reqs) != 2 {
-					t.Fatalf("%+v, %v after %d requests; want it current after one", res, err, len(reqs)-1)
+				if err != nil || res.Updated || len(reqs) != 1 {
+					t.Fatalf("%+v, %v after %d requests; want it current after one", res, err, len(reqs))
 				}
 			case "installed":
-				if err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), newer) || len(reqs) != 2 {
-					t.Fatalf("%+v, %v after %d requests; want the newer filter installed from the one answer", res, err, len(reqs)-1)
+				if err != nil || !res.Updated || !bytes.Equal(testkit.ReadFile(t, path), newer) || len(reqs) != 1 {
+					t.Fatalf("%+v, %v after %d requests; want the newer filter installed from the one answer", res, err, len(reqs))
 				}
 			default:
 				if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -403,6 +422,82 @@ func TestHeaderRequestAnswers(t *testing.T) {
 					t.Fatal("the installed filter changed")
 				}
 			}
+		})
+	}
+}
+
+// Red team 4, finding D2: a server that keeps its validators across
+// revisions of one size (nginx serving from the Nix store: Last-Modified
+// 1970-01-01 00:00:01, ETag "1-<size>") answered the resumption of
+// revision A's download with revision B's rest, If-Range or not, and
+// update installed A's first part with B's rest (unpinned), or refused
+// B's digest as not matching (pinned). A download is resumed only when
+// the server's header is the one it begins with, before the rest is asked
+// for and after it arrived; else it starts again.
+func TestResumeSameValidatorsOtherRevision(t *testing.T) {
+	keys := manyKeys("k", 5000)
+	a := makeFilterK(t, 7, 2, ago(2*time.Hour), 20, keys...) // 128 KiB
+	b := makeFilterK(t, 7, 3, ago(time.Hour), 20, append(slices.Clone(keys), manyKeys("b", 20)...)...)
+	sumB := sha256.Sum256(b)
+	for _, c := range []struct {
+		name        string
+		published   string // when B is published: "" (never), "between the runs", "after the header"
+		pin         string
+		wantResumed bool
+	}{
+		{name: "not published: resumed", wantResumed: true},
+		{name: "published between the runs", published: "between the runs"},
+		{name: "published between the runs, pinned", published: "between the runs", pin: hex.EncodeToString(sumB[:])},
+		{name: "published once the header was sent", published: "after the header"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			cur, cut := a, 64<<10
+			var next []byte
+			var ranges []string
+			ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				body, left := cur, cut
+				cut = 0
+				if next != nil && r.Header.Get("Range") == "bytes=0-23" {
+					cur, next = next, nil
+				}
+				ranges = append(ranges, r.Header.Get("Range"))
+				mu.Unlock()
+				w.Header().Set("ETag", fmt.Sprintf(`"1-%x"`, len(body)))
+				if left > 0 {
+					w = &brokenWriter{ResponseWriter: w, left: left}
+				}
+				http.ServeContent(w, r, "", time.Unix(1, 0), bytes.NewReader(body))
+			}))
+			t.Cleanup(ts.Close)
+			dir := t.TempDir()
+			path := filepath.Join(dir, "filter.pkbf")
+			opts := fastOpts(nil)
+			opts.Retries = -1
+			if _, err := Update(context.Background(), ts.URL, path, opts); err == nil || !strings.Contains(err.Error(), "broke off") {
+				t.Fatalf("the run cut short: %v", err)
+			}
+			checkFiles(t, dir, true)
+			want, wantName := a, "A"
+			mu.Lock()
+			switch c.published {
+			case "between the runs":
+				cur, want, wantName = b, b, "B"
+			case "after the header":
+				next, want, wantName = b, b, "B"
+			}
+			ranges = nil
+			mu.Unlock()
+			opts = fastOpts(nil)
+			opts.SHA256 = c.pin
+			res, err := Update(context.Background(), ts.URL, path, opts)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || !res.Updated || res.Resumed != c.wantResumed || !bytes.Equal(testkit.ReadFile(t, path), want) {
+				t.Fatalf("%+v, %v (requests for %q); want revision %s installed, resumed: %v", res, err, ranges, wantName, c.wantResumed)
+			}
+			checkFiles(t, dir, false)
 		})
 	}
 }

@@ -345,3 +345,15 @@ func (f *feed) installed() pkbf.Header {
 
 // ago is a Unix time d before now.
 func ago(d time.Duration) int64 { return time.Now().Add(-d).Unix() }
+
+// confirm runs the update after an unpinned install, which downloads the
+// server's filter whole to confirm the bytes installed: it fails the test
+// unless that run finds the installed filter current after a whole
+// download.
+func confirm(t testing.TB, url, path string) {
+	t.Helper()
+	res, err := Update(context.Background(), url, path, fastOpts(nil))
+	if err != nil || res.Updated || res.Received != res.Size {
+		t.Fatalf("the run after an unpinned install: %+v, %v; want the installed filter confirmed by a whole download", res, err)
+	}
+}

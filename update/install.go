@@ -101,7 +101,7 @@ func (up *updater) install(ctx context.Context) error {
 	}
 	if current {
 		os.Remove(up.download)
-		up.remember(h, up.oldInfo) // verified now, if pinned
+		up.remember(h, up.oldInfo, true) // verified now, if pinned
 		return nil
 	}
 	installed, err := up.rename(ctx, h)
@@ -109,14 +109,17 @@ func (up *updater) install(ctx context.Context) error {
 		return err
 	}
 	up.res.Updated = true
-	up.remember(h, installed)
+	// Unpinned, the bytes installed are one answer's word: the next run
+	// downloads the server's filter whole to confirm them.
+	up.remember(h, installed, up.pinnedElsewhere())
 	return nil
 }
 
 // remember records the installed filter, whose header is h, and its
-// file: what Update installed, and the pins that verified it.
-func (up *updater) remember(h pkbf.Header, installed fs.FileInfo) {
-	up.state = state{Header: headerHex(h), File: fileID(installed)}
+// file: what Update installed, whether its bytes are confirmed (see
+// state.Confirmed), and the pins that verified it.
+func (up *updater) remember(h pkbf.Header, installed fs.FileInfo, confirmed bool) {
+	up.state = state{Header: headerHex(h), File: fileID(installed), Confirmed: confirmed}
 	if up.pinned() {
 		up.state.Verified = up.pinID()
 	}
@@ -147,6 +150,23 @@ func (up *updater) judge(h pkbf.Header, withPins bool) (current bool, err error)
 			// The installed file: current, once its pins verify it.
 			if _, err := up.verify(h, false, withPins); err != nil {
 				return false, perr.Errorf("%w (the installed filter %s holds the same bytes)", err, up.path)
+			}
+			return true, nil
+		}
+		if !up.refusalsLifted() {
+			return false, up.sameHeaderError(h)
+		}
+	case old != nil && up.addedTo(h):
+		// The server's filter has the header Update recorded, and the
+		// installed one is that filter with keys added in place: it is
+		// current when it holds every bit of the server's.
+		extra, err := up.bitsNotInstalled(h)
+		if err != nil {
+			return false, err
+		}
+		if extra == 0 {
+			if _, err := up.verify(h, false, withPins); err != nil {
+				return false, perr.Errorf("%w (the installed filter %s holds every bit of it)", err, up.path)
 			}
 			return true, nil
 		}

@@ -19,9 +19,11 @@ import (
 var ErrOlder = perr.New("the server's filter is older than the installed one")
 
 // ErrSameHeader is wrapped by the error Update returns when the server's
-// filter has the installed one's header but other bits, and neither
-// Options.AcceptRebuild nor Force is set: one of them was changed without
-// a new revision.
+// filter has the installed one's header but other bits (or the header
+// Update recorded of an installed filter with keys added in place since,
+// and bits it lacks), and neither Options.AcceptRebuild nor Force is
+// set: one of them was changed without a new revision, or the installed
+// one, not yet confirmed, came from someone on the path.
 var ErrSameHeader = perr.New("the server's filter has the installed one's header but other bits")
 
 // ErrLockIn is wrapped by the error Update returns when the server's
@@ -84,11 +86,22 @@ func (up *updater) checkFuture(h pkbf.Header) error {
 		text.Updated(h.Updated), MaxClockSkew, time.Now().UTC().Format(time.RFC3339)))
 }
 
-// sameHeaderError refuses a filter with the installed header and other
-// bits.
+// sameHeaderError refuses a filter with the installed header (or the
+// header Update recorded of a filter with keys added in place since) and
+// other bits.
 func (up *updater) sameHeaderError(h pkbf.Header) error {
-	return perr.Kind(ErrSameHeader, up.errorf("the filter has the header of the installed filter %s (revision %d updated %s) and other bits: one was changed without a new revision; not installed (accept-rebuild installs it)",
-		up.path, h.Revision, text.Updated(h.Updated)))
+	what := "the header of the installed filter " + up.path
+	bits := "other bits"
+	if *up.old != h {
+		what = "the header update recorded of the installed filter " + up.path
+		bits = "bits the installed filter lacks (keys were added to it in place since)"
+	}
+	why := "one was changed without a new revision"
+	if up.state.Header == headerHex(h) && !up.state.Confirmed {
+		why += ", or the installed one came from someone on the path to the server (no pin vouches for it, and no later download had confirmed it)"
+	}
+	return perr.Kind(ErrSameHeader, up.errorf("the filter has %s (revision %d updated %s) and %s: %s; not installed (accept-rebuild installs it)",
+		what, h.Revision, text.Updated(h.Updated), bits, why))
 }
 
 // checkAge refuses a header updated more than Options.MaxAge ago; what

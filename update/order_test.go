@@ -165,6 +165,7 @@ func TestMaxAge(t *testing.T) {
 	if res, err := Update(context.Background(), ts.URL, path, fastOpts(nil)); err != nil || !res.Updated {
 		t.Fatalf("without MaxAge: %+v, %v", res, err)
 	}
+	confirm(t, ts.URL, path)
 	if _, err := Update(context.Background(), ts.URL, path, opts); !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "the installed filter, which the server says is current, was updated") {
 		t.Fatalf("a 304 for a stale installed filter: %v, want ErrStale", err)
 	}

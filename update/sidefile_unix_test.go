@@ -175,6 +175,7 @@ func TestSideFilesKeepNoCredentials(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("the installed filter: %v, %v; want mode 0644", fi, err)
 	}
+	confirm(t, url, path)
 	if res, err := Update(context.Background(), url, path, opts); err != nil || res.Updated || !askedForHeader(s.lastRequest()) {
 		t.Fatalf("the next run: %+v, %v; want a request for the header and no update", res, err)
 	}

@@ -26,6 +26,14 @@ type state struct {
 	Header   string `json:"header,omitempty"`
 	File     string `json:"file,omitempty"`
 	Verified string `json:"verified,omitempty"`
+	// Confirmed is set when something other than the answer that
+	// installed the file vouches for its bytes: a pin that its server
+	// could not make up, or a later run's whole download of the server's
+	// filter under the recorded header, every bit of it in the installed
+	// filter. Until then no run takes the server's header alone for
+	// "current": one interception could have paired the publisher's next
+	// header with other bits.
+	Confirmed bool `json:"confirmed,omitempty"`
 	// Of .FILTER.download: the URL and validators of the response it is
 	// part of, which bind a resumed download's parts (If-Range).
 	PartialURL          string `json:"partial_url,omitempty"`

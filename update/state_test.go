@@ -228,7 +228,8 @@ func TestRefusedForValidatorsAskedWithout(t *testing.T) {
 			}
 			partial(makeFilter(t, 2, ago(time.Hour), 12, "a", "b"))
 			s.mu.Lock()
-			s.handler = func(w http.ResponseWriter, r *http.Request) {
+			var refuse http.HandlerFunc
+			refuse = func(w http.ResponseWriter, r *http.Request) {
 				if r.Header.Get("If-Range") != "" {
 					http.Error(w, "no", code)
 					return
@@ -237,7 +238,13 @@ func TestRefusedForValidatorsAskedWithout(t *testing.T) {
 				s.handler = nil
 				s.mu.Unlock()
 				s.ServeHTTP(w, r)
+				if r.Header.Get("Range") == "bytes=0-23" { // the request for the server's header, before the resumption
+					s.mu.Lock()
+					s.handler = refuse
+					s.mu.Unlock()
+				}
 			}
+			s.handler = refuse
 			s.mu.Unlock()
 			var logged []string
 			opts := fastOpts(nil)

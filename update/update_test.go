@@ -40,6 +40,12 @@ func TestInstallThenUpToDate(t *testing.T) {
 	}
 	fi1, _ := os.Stat(path)
 
+	// Unpinned, the next run downloads the filter whole to confirm it;
+	// the run after asks for the header alone.
+	confirm(t, ts.URL+"/filter.pkbf", path)
+	if h := s.lastRequest(); h.Get("Range") != "" {
+		t.Errorf("the confirming run asked for %q, want the whole file", h.Get("Range"))
+	}
 	res, err = Update(context.Background(), ts.URL+"/filter.pkbf", path, fastOpts(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +97,9 @@ func TestSameFilterAgain(t *testing.T) {
 	checkFiles(t, dir, false)
 }
 
-// Two updates of one path at once: one downloads, the other waits and
-// finds the filter current.
+// Two updates of one path at once: one downloads, the others wait; the
+// first of them confirms it with a whole download, the rest find it
+// current from its header.
 func TestConcurrentUpdates(t *testing.T) {
 	body := makeFilter(t, 1, 1e9, 24, "c")
 	s, ts := newServer(t, body)
@@ -120,8 +127,8 @@ func TestConcurrentUpdates(t *testing.T) {
 			full++
 		}
 	}
-	if full != 1 {
-		t.Errorf("%d requests for the whole filter, want 1", full)
+	if full != 2 { // the install and the next run's confirmation
+		t.Errorf("%d requests for the whole filter, want 2", full)
 	}
 }
 

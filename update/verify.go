@@ -187,6 +187,34 @@ func countSet(f *os.File, size uint64) (uint64, error) {
 	return set, nil
 }
 
+// bitsNotInstalled counts the bits set in the download, whose header is
+// h, that the installed filter, of h's parameters, lacks.
+func (up *updater) bitsNotInstalled(h pkbf.Header) (uint64, error) {
+	nf, err := openRegular(up.download, os.O_RDONLY, 0)
+	if err != nil {
+		return 0, perr.Errorf("update: %w", err)
+	}
+	defer nf.Close()
+	size := h.Bits() / 8
+	nr := io.NewSectionReader(nf, pkbf.HeaderSize, int64(size))
+	or := io.NewSectionReader(up.installed, pkbf.HeaderSize, int64(size))
+	nb, ob := make([]byte, min(scanChunk, size)), make([]byte, min(scanChunk, size))
+	var extra uint64
+	for left := size; left > 0; {
+		n := min(left, uint64(len(nb)))
+		if _, err := io.ReadFull(nr, nb[:n]); err != nil {
+			return 0, perr.Errorf("update: reading %s: %w", up.download, err)
+		}
+		if _, err := io.ReadFull(or, ob[:n]); err != nil {
+			return 0, perr.Errorf("update: reading %s: %w", up.path, err)
+		}
+		_, d := countBits(ob[:n], nb[:n]) // the download's bits the installed data lacks
+		extra += d
+		left -= n
+	}
+	return extra, nil
+}
+
 // The fill check. A filter of m bits into which n distinct keys were
 // added with k probes each has about E = m·(1 - e^(-kn/m)) bits set,
 // exactly m·(1 - (1-1/m)^(kn)) for random probes: the classic model, in
