@@ -62,6 +62,8 @@ func TestCreate(t *testing.T) {
 // two entries each, keep the filter within the rate asked for. --entries
 // counts entries: the same keys in a filter sized for 1,000 entries pass
 // it, as its help says, and add --fp-rate says so (issue 43, item 11).
+// The keys are random: a few of them may already answer "probably" in the
+// filter sized by entries, so its count and rate vary a little.
 func TestCreateKeysSizesForKeys(t *testing.T) {
 	dir := t.TempDir()
 	var pems bytes.Buffer
@@ -89,7 +91,7 @@ func TestCreateKeysSizesForKeys(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "from 1000 keys") {
 			t.Fatalf("add: %+v", r)
 		}
-		warned := strings.HasPrefix(r.stderr, "pkbf: warning: "+path+": ") && strings.Contains(r.stderr, "entries give an estimated false-positive rate of 0.028")
+		warned := strings.HasPrefix(r.stderr, "pkbf: warning: "+path+": ") && strings.Contains(r.stderr, "entries give an estimated false-positive rate of 0.0") && strings.Contains(r.stderr, ", past 0.01: ")
 		if warned == tc.withinFP {
 			t.Errorf("create %s 1000 --fp-rate 0.01, then add --fp-rate 0.01 of 1,000 P-256 keys: warned %v; stderr %q", tc.flag, warned, r.stderr)
 		}
