@@ -9,6 +9,7 @@ import (
 	"math/big"
 
 	ctx509 "github.com/google/certificate-transparency-go/x509"
+	"github.com/pkbf/pkbf/keys"
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -81,7 +82,7 @@ func asTLSClientsRead(spki []byte) (der []byte, ok bool) {
 			return nil, false
 		}
 	}
-	der, err = x509.MarshalPKIXPublicKey(key)
+	der, err = keys.MarshalPublicKey(key)
 	return der, err == nil
 }
 

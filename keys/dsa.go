@@ -2,6 +2,9 @@ package keys
 
 import (
 	"bytes"
+	//lint:ignore SA1019 crypto/x509 still reads DSA keys, which pkbf must look up
+	"crypto/dsa"
+	"crypto/x509"
 	"math/big"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -78,6 +81,23 @@ func dsaPrivateSPKI(der []byte) ([]byte, error) {
 		return nil, keyErrorf("DSA private key version is %d, want 0", version)
 	}
 	return dsaSPKI(p, q, g, y), nil
+}
+
+// MarshalPublicKey returns the SubjectPublicKeyInfo of a key crypto/x509
+// parsed, in the form pkbf looks keys up under: x509.MarshalPKIXPublicKey's,
+// and for a DSA key, which that cannot encode, OpenSSL's from its p, q, g
+// and y. A program that takes a key as crypto/x509 reads an SPKI that
+// [SPKI] refuses (a NULL after the BIT STRING, bytes after the key) checks
+// the key under this encoding.
+func MarshalPublicKey(pub any) ([]byte, error) {
+	k, ok := pub.(*dsa.PublicKey)
+	if !ok {
+		return x509.MarshalPKIXPublicKey(pub)
+	}
+	if k.P == nil || k.Q == nil || k.G == nil || k.Y == nil {
+		return nil, keyErrorf("DSA public key lacks p, q, g or y")
+	}
+	return dsaSPKI(signedMagnitude(k.P), signedMagnitude(k.Q), signedMagnitude(k.G), signedMagnitude(k.Y)), nil
 }
 
 // dsaSPKI builds the SPKI of a DSA key from the contents of its INTEGERs.

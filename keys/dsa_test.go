@@ -1,8 +1,18 @@
 package keys
 
 import (
+	"bytes"
+	//lint:ignore SA1019 DSA keys as crypto/x509 reads them
+	"crypto/dsa"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"errors"
 	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,5 +76,54 @@ func TestDSAParamsOnlyPQG(t *testing.T) {
 		if c.ok && (err != nil || len(canonical) == 0) || !c.ok && !errors.Is(err, ErrInvalidKey) {
 			t.Errorf("%s: %x, %v; want it read: %v", c.name, canonical, err, c.ok)
 		}
+	}
+}
+
+// MarshalPublicKey writes a DSA key crypto/x509 read as OpenSSL writes it
+// (the oracle: openssl pkey -pubout of a key it made), and any other key
+// as crypto/x509 does; a DSA key lacking a number is an error.
+func TestMarshalPublicKey(t *testing.T) {
+	openssl, err := exec.LookPath("openssl")
+	if err != nil {
+		if os.Getenv("PKBF_REQUIRE_TLS_PEERS") != "" {
+			t.Fatal("openssl is not on PATH")
+		}
+		t.Skip("openssl is not on PATH: DSA SPKIs are not compared with its writing")
+	}
+	dir := t.TempDir()
+	params, priv, pub := filepath.Join(dir, "p.pem"), filepath.Join(dir, "k.pem"), filepath.Join(dir, "pub.der")
+	for _, args := range [][]string{
+		{"genpkey", "-genparam", "-algorithm", "DSA", "-pkeyopt", "dsa_paramgen_bits:2048", "-out", params},
+		{"genpkey", "-paramfile", params, "-out", priv},
+		{"pkey", "-in", priv, "-pubout", "-outform", "DER", "-out", pub},
+	} {
+		if out, err := exec.Command(openssl, args...).CombinedOutput(); err != nil {
+			t.Fatalf("openssl %v: %v\n%s", args, err, out)
+		}
+	}
+	want, err := os.ReadFile(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := x509.ParsePKIXPublicKey(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := MarshalPublicKey(k)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("DSA: %x, %v\nopenssl: %x", got, err, want)
+	}
+	if c, err := Canonical(got); err != nil || !bytes.Equal(c, got) {
+		t.Fatalf("DSA: not canonical: %x, %v", c, err)
+	}
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	wantEC, _ := x509.MarshalPKIXPublicKey(&ec.PublicKey)
+	if got, err := MarshalPublicKey(&ec.PublicKey); err != nil || !bytes.Equal(got, wantEC) {
+		t.Fatalf("P-256: %x, %v, want crypto/x509's %x", got, err, wantEC)
+	}
+	lacking := *k.(*dsa.PublicKey)
+	lacking.G = nil
+	if _, err := MarshalPublicKey(&lacking); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("DSA without g: %v, want ErrInvalidKey", err)
 	}
 }

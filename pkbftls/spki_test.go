@@ -3,6 +3,7 @@ package pkbftls_test
 import (
 	"bytes"
 	"crypto"
+	//lint:ignore SA1019 DSA keys as crypto/x509 reads them
 	"crypto/dsa"
 	"crypto/ecdh"
 	"crypto/ecdsa"

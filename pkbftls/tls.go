@@ -81,19 +81,14 @@ package pkbftls
 
 import (
 	"bytes"
-	"crypto/dsa"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/asn1"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"golang.org/x/crypto/cryptobyte"
-	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/keycheck"
@@ -301,7 +296,7 @@ func verdict(f keycheck.KeyChecker, c *x509.Certificate) keycheck.Verdict {
 	if v.Err == nil || !errors.Is(v.Err, keys.ErrInvalidKey) || c.PublicKey == nil {
 		return v
 	}
-	der, err := marshalPublicKey(c.PublicKey)
+	der, err := keys.MarshalPublicKey(c.PublicKey)
 	if err != nil || bytes.Equal(der, c.RawSubjectPublicKeyInfo) {
 		return v
 	}
@@ -310,36 +305,6 @@ func verdict(f keycheck.KeyChecker, c *x509.Certificate) keycheck.Verdict {
 	}
 	return v
 }
-
-// marshalPublicKey is the SPKI of a key crypto/x509 read from a
-// certificate. Of the keys it reads (RSA, ECDSA, Ed25519, X25519, DSA,
-// and from Go 1.27 ML-DSA), it cannot write DSA ones: their SPKI is
-// built as OpenSSL and the reference implementation write it (RFC 3279
-// section 2.3.2: p, q and g as the parameters, y in the BIT STRING).
-func marshalPublicKey(pub any) ([]byte, error) {
-	k, ok := pub.(*dsa.PublicKey)
-	if !ok {
-		return x509.MarshalPKIXPublicKey(pub)
-	}
-	var y cryptobyte.Builder
-	y.AddASN1BigInt(k.Y)
-	var b cryptobyte.Builder
-	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
-		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
-			b.AddASN1ObjectIdentifier(oidDSA)
-			b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
-				b.AddASN1BigInt(k.P)
-				b.AddASN1BigInt(k.Q)
-				b.AddASN1BigInt(k.G)
-			})
-		})
-		b.AddASN1BitString(y.BytesOrPanic())
-	})
-	return b.Bytes()
-}
-
-// oidDSA is id-dsa (RFC 3279 section 2.3.2).
-var oidDSA = asn1.ObjectIdentifier{1, 2, 840, 10040, 4, 1}
 
 // index returns the place of c among certs, or -1: crypto/tls puts the
 // peer's certificates themselves in its chains, the platforms' verifiers
