@@ -434,7 +434,7 @@ func LiveOptions(path string, interval time.Duration, logger *log.Logger) pkbf.L
 			logger.Printf("reloaded %s: revision %d, %d entries", path, h.Revision, h.EntryCount)
 		},
 		OnChange: func(was, h pkbf.Header) {
-			logger.Printf("%s changed in place: revision %d -> %d, %d -> %d entries, updated %s (keys added in place, or a filter copied over it)",
+			logger.Printf("%s changed in place: revision %d -> %d, %d -> %d entries, updated %s (keys added in place)",
 				path, was.Revision, h.Revision, was.EntryCount, h.EntryCount, text.Updated(h.Updated))
 		},
 		OnError: func(err error) { logger.Printf("%s", perr.Text(err)) },
