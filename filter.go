@@ -386,9 +386,6 @@ func (f *Filter) fileHeader() (h Header, err error) {
 	if m == nil {
 		return f.hdr, nil
 	}
-	if e := f.refused.Load(); e != nil {
-		return Header{}, *e
-	}
 	if err := m.Lock(false); err != nil {
 		return Header{}, err
 	}
@@ -411,6 +408,9 @@ func (f *Filter) fileHeader() (h Header, err error) {
 	}
 	if detail := f.opened.notGrownTo(h); detail != "" {
 		return Header{}, fileChanged{path: path, detail: detail}.err()
+	}
+	if e := f.refused.Load(); e != nil {
+		return Header{}, *e
 	}
 	return h, nil
 }
