@@ -633,6 +633,7 @@ func (s *Service) metrics(w http.ResponseWriter, r *http.Request) {
 		{"pkbf_body_bytes_held", "gauge", "Bytes of request bodies and answers held, of --max-body-memory.", float64(s.bodies.held())},
 		{"pkbf_reloads_total", "counter", "Switches to a new filter file.", float64(st.Reloads)},
 		{"pkbf_reload_errors_total", "counter", "New filter files that could not be loaded.", float64(st.Errors)},
+		{"pkbf_reload_failing", "gauge", "1 from a file at the filter path that could not be loaded (the copy in use still answers) until one is, else 0.", b2f(st.LastError != nil)},
 		{"pkbf_filter_pending_closes", "gauge", "Replaced filter files still being released (the kernel can take seconds for a large one).", float64(st.PendingCloses)},
 		{"pkbf_filter_entries", "gauge", "Entries in the filter's header.", float64(st.Header.EntryCount)},
 		{"pkbf_filter_revision", "gauge", "Revision in the filter's header.", float64(st.Header.Revision)},
@@ -643,4 +644,12 @@ func (s *Service) metrics(w http.ResponseWriter, r *http.Request) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", m.name, m.help, m.name, m.kind, m.name, strconv.FormatFloat(m.value, 'f', -1, 64))
 	}
+}
+
+// b2f is 1 for true, 0 for false: a Prometheus gauge of a condition.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
