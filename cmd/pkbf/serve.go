@@ -43,7 +43,7 @@ func (fl *serveFlags) command(stdout, stderr io.Writer) *command {
 	c.StringVar(&fl.listen, "listen", "127.0.0.1:8080", "listen on `ADDR` (host:port; :0 picks a free port)")
 	c.DurationVar(&fl.poll, "poll", time.Second, "check the filter path for a new file every `DURATION` (SIGHUP checks at once)")
 	c.DurationVar(&fl.verify, "verify", time.Minute, "compare the filter file with the copy in use every `DURATION`, to follow writers that change no time of the file")
-	c.IntVar(&fl.maxConns, "max-conns", d.MaxConns, "hold at most `N` connections at once, and N requests over all of them (HTTP/2 carries up to 16 a connection); more are answered 503")
+	c.IntVar(&fl.maxConns, "max-conns", d.MaxConns, "hold at most `N` connections at once (the one idle the longest makes room for a new one), and N requests over all of them (HTTP/2 carries up to 16 a connection); more are answered 503")
 	c.IntVar(&fl.maxInFlight, "max-in-flight", d.MaxInFlight, "check at most `N` requests at once; others wait")
 	c.IntVar(&fl.maxKeys, "max-keys", d.MaxKeys, "refuse requests holding more than `N` keys, certificates and requests (413)")
 	c.StringVar(&fl.tlsCert, "tls-cert", "", "serve HTTPS with the certificate (and its chain) in PEM `FILE`; with --tls-key")

@@ -244,8 +244,9 @@ func TestServeHTTP2StreamsBounded(t *testing.T) {
 	base := "https://" + addr
 	held, refused := metric(t, client, base, "pkbf_requests_in_flight"), metric(t, client, base, "pkbf_requests_refused_total")
 	t.Logf("peak RSS %d MiB; %v requests in flight, %v refused", rss>>20, held, refused)
-	if held < 1 || held > 1024 || refused < 1 {
-		t.Errorf("/metrics: %v requests in flight, %v refused; want some and at most --max-conns (1024), and the rest refused", held, refused)
+	// The request to /metrics counts too, in the room kept for monitoring.
+	if held < 1 || held > 1024+1 || refused < 1 {
+		t.Errorf("/metrics: %v requests in flight, %v refused; want some and at most --max-conns (1024) and itself, and the rest refused", held, refused)
 	}
 	checkServeRSS(t, rss, "under 200 x 250 HTTP/2 streams")
 }
