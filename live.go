@@ -1,6 +1,7 @@
 package pkbf
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -27,8 +28,8 @@ import (
 // [Filter.FileChanged] of the copy in use reports it until the file is
 // whole again or another is renamed over the path. A file that cannot be
 // loaded leaves the copy in use answering too ([LiveOptions.OnError]). A
-// new copy is read again at the next polls until two reads agree, and the
-// file is compared with the copy every [LiveOptions.VerifyInterval]: a
+// new copy is compared with the file at each poll for 2 s and until they
+// agree, and the file with the copy every [LiveOptions.VerifyInterval]: a
 // writer that holds no lock and changes no time of the file (through a
 // mapping, or one long write(2)) is followed within that, and a copy
 // never lacks a key the one before held.
@@ -99,9 +100,8 @@ func (c *liveCopy) Close() error { return c.f.Close() }
 // it is read. Call [Live.Close] to stop following and release the filter.
 func OpenLive(path string, opts LiveOptions) (*Live, error) {
 	l := &Live{path: path, opts: opts, turn: make(chan struct{}, 1), stop: make(chan struct{})}
-	if l.watch.Verify = opts.VerifyInterval; l.watch.Verify == 0 {
-		l.watch.Verify = time.Minute
-	}
+	// Confirm: a writer stalled mid-write for longer than a poll is followed.
+	l.watch.Verify, l.watch.Confirm = cmp.Or(opts.VerifyInterval, time.Minute), 2*time.Second
 	lf, err := l.load()
 	if err != nil {
 		return nil, err

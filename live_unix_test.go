@@ -262,6 +262,42 @@ func TestLiveReadsATornCopyAgain(t *testing.T) {
 	}
 }
 
+// A writer that holds no lock may stall mid-write for longer than a poll
+// (the red team's slow pwrite(2), its source pages faulting from a busy
+// disk): two reads a poll apart then agree on a torn copy. A new copy is
+// compared with the file at each look until one at least
+// mapfile.Watch.Confirm after it was read agrees, so the rest of the
+// write is seen then, not at the next verification.
+func TestLiveReadsAStalledWriterAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.pkbf")
+	writeVersion(t, path, 1)
+	l, err := OpenLive(path, LiveOptions{Interval: -1, VerifyInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.watch.Confirm = time.Hour // longer than the test: every look compares
+	newKeys := testKeys("new", 200)
+	g := grownVersion(t, newKeys)
+	m := mapShared(t, path)
+	half := HeaderSize + (len(g)-HeaderSize)/2
+	copy(m[:half], g[:half])
+	if err := l.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if n := present(l, newKeys); n == len(newKeys) {
+		t.Fatalf("the copy of a half-written file answers for all %d new keys: no torn copy to test", n)
+	}
+	l.Reload() // the writer stalls: the file and the copy agree
+	copy(m[half:], g[half:])
+	if err := l.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if n := present(l, newKeys); n != len(newKeys) {
+		t.Errorf("once the stalled writer is done, the Live answers for %d of its %d keys", n, len(newKeys))
+	}
+}
+
 // The red team's A2: a writer through a shared mapping whose pages were
 // already dirty changes no time of the file, and a write of bits alone
 // no header. The Live reads the file and compares it with its copy every
@@ -276,6 +312,7 @@ func TestLiveVerifiesWritesThatChangeNoTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	l.watch.Confirm = 0 // the copy is trusted at the first look that agrees
 	newKeys := testKeys("new", 200)
 	g := grownVersion(t, newKeys)
 	m := mapShared(t, path)

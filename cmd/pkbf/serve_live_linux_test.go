@@ -280,7 +280,9 @@ func TestServeFollowsWritesThatChangeNoTime(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond) // many polls: the half-written copy, read again and agreeing
+	// Many polls: the half-written copy, read again and agreeing, past the
+	// 2 s after a new copy in which every poll compares it with the file.
+	time.Sleep(2500 * time.Millisecond)
 	var before, after unix.Stat_t
 	unix.Stat(path, &before)
 	copy(m, filterAB)

@@ -4,19 +4,24 @@ import "time"
 
 // A Watch tells a program that follows the file at a path, reading it into
 // copies ([Copy]), when to read it again: when the path names another
-// file or the file's stamp changed; at each look while the copy in use has
-// not been read again and found the same (a writer that holds no lock may
-// have been at work during the read, and change no time after it: the
-// rest of one long write(2), a write through a mapping whose pages it had
-// written before); every Verify, to see such writes at all; and for a
-// file whose read failed, only once it changes or Verify comes round. The
+// file or the file's stamp changed; at each look until the copy in use is
+// found the same at a look Confirm or more after it was read (a writer
+// that holds no lock may have been at work during the read, and change no
+// time after it: the rest of one long write(2), a write through a mapping
+// whose pages it had written before); every Verify, to see such writes at
+// all; and for a file whose read failed, only once it changes or Verify comes round. The
 // zero Watch never verifies. It is not safe for concurrent use.
 type Watch struct {
 	Verify time.Duration // how often the file in use is read and compared with its copy; <= 0 never
+	// Confirm is how long after a new copy was read the file is still
+	// compared with it at each look, until a look agrees: a writer that
+	// holds no lock may stall mid-write for longer than one look.
+	Confirm time.Duration
 
 	failed      Stamp  // the last file (and its state) whose read failed
 	failedMsg   string // its error
-	unconfirmed bool   // the copy in use is from one read of its file
+	unconfirmed bool   // the copy in use has not been found the same Confirm after it was read
+	readAt      time.Time
 	verifiedAt  time.Time
 }
 
@@ -34,7 +39,7 @@ func (w *Watch) Due(id, cur Stamp, copy *File, sameHeader func() bool) bool {
 			return false
 		}
 		if same, err := copy.SameContent(); err == nil && same {
-			w.unconfirmed = false
+			w.unconfirmed = time.Since(w.readAt) < w.Confirm
 			return false
 		}
 	}
@@ -43,7 +48,7 @@ func (w *Watch) Due(id, cur Stamp, copy *File, sameHeader func() bool) bool {
 
 // Read records that a new copy is in use, read once.
 func (w *Watch) Read() {
-	w.failed, w.failedMsg, w.unconfirmed = Stamp{}, "", true
+	w.failed, w.failedMsg, w.unconfirmed, w.readAt = Stamp{}, "", true, time.Now()
 	if w.verifiedAt.IsZero() {
 		w.verifiedAt = time.Now()
 	}
