@@ -83,6 +83,9 @@ type core struct {
 	opened Header        // the header when the file was opened
 	shared bool          // a Writable's data: Add sets its words meanwhile (see dataByte)
 
+	// A Live's refusal of a change to this copy's file, FileChanged's.
+	refused atomic.Pointer[error]
+
 	// ProbablyBatch's running mean of the bits its keys needed tested in
 	// turn, in 16ths: it sets how deep batches fetch (see probe.Depth).
 	batchVisits atomic.Uint32
@@ -216,6 +219,9 @@ func open(path string, how int, c *core) error {
 	}
 	if !fi.Mode().IsRegular() {
 		defer file.Close()
+		if how == forLive { // a FIFO or a device can wait for ever
+			return fileError(path, perr.Errorf("%w: %s, not a regular file: a live filter follows regular files only", ErrInvalidFile, mapfile.Kind(fi.Mode())))
+		}
 		h, data, err := readStream(file, path, fi.Mode())
 		if err == nil {
 			c.init(h, data)
@@ -362,10 +368,11 @@ func (c *core) release() error {
 // FileChanged returns nil while the file behind a filter from [Open] or
 // [Live.Do] is, as far as can be told, the one that was opened: the same
 // size and parameters, counters that only went forward (keys added in
-// place); otherwise an error wrapping [ErrFileChanged] that says what
-// changed. It reads the header under a shared flock(2), is safe to call
-// concurrently with queries, and returns nil for a filter not read from
-// a file.
+// place), and for a Live's copy no change in place the Live refused (see
+// [OpenLive]); otherwise an error wrapping [ErrFileChanged] that says
+// what changed. It reads the header under a shared flock(2), is safe to
+// call concurrently with queries, and returns nil for a filter not read
+// from a file.
 func (f *Filter) FileChanged() error {
 	_, err := f.fileHeader()
 	return err
@@ -396,17 +403,30 @@ func (f *Filter) fileHeader() (h Header, err error) {
 		return Header{}, err
 	}
 	h, herr := ParseHeader(hb[:])
-	was := f.opened
-	switch {
-	case herr != nil:
+	if herr != nil {
 		return Header{}, fileChanged{path: path, detail: "its header is no longer valid: " + perr.Text(herr)}.err()
-	case h.HashCount != was.HashCount || h.HashLength != was.HashLength:
-		return Header{}, fileChanged{path: path, detail: fmt.Sprintf("hash count and length are now %d and %d, were %d and %d", h.HashCount, h.HashLength, was.HashCount, was.HashLength)}.err()
-	case h.Revision < was.Revision || h.EntryCount < was.EntryCount || uint64(h.Updated.Unix()) < uint64(was.Updated.Unix()):
-		return Header{}, fileChanged{path: path, detail: fmt.Sprintf("revision %d, %d entries, updated %s; it had revision %d, %d entries, updated %s",
-			h.Revision, h.EntryCount, h.Updated.Format(time.RFC3339), was.Revision, was.EntryCount, was.Updated.Format(time.RFC3339))}.err()
+	}
+	if detail := f.opened.notGrownTo(h); detail != "" {
+		return Header{}, fileChanged{path: path, detail: detail}.err()
+	}
+	if e := f.refused.Load(); e != nil {
+		return Header{}, *e
 	}
 	return h, nil
+}
+
+// notGrownTo returns "" when h is a header that adding keys in place to a
+// filter of header was can make (the same hash count and length, counters
+// that did not go back), else what differs.
+func (was Header) notGrownTo(h Header) string {
+	switch {
+	case h.HashCount != was.HashCount || h.HashLength != was.HashLength:
+		return fmt.Sprintf("hash count and length are now %d and %d, were %d and %d", h.HashCount, h.HashLength, was.HashCount, was.HashLength)
+	case h.Revision < was.Revision || h.EntryCount < was.EntryCount || uint64(h.Updated.Unix()) < uint64(was.Updated.Unix()):
+		return fmt.Sprintf("revision %d, %d entries, updated %s; it had revision %d, %d entries, updated %s",
+			h.Revision, h.EntryCount, h.Updated.Format(time.RFC3339), was.Revision, was.EntryCount, was.Updated.Format(time.RFC3339))
+	}
+	return ""
 }
 
 // Header returns the filter's header, as it was when the filter was read.

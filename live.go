@@ -1,14 +1,16 @@
 package pkbf
 
 import (
+	"cmp"
 	"errors"
-	"math/rand/v2"
-	"sync"
+	"fmt"
 	"sync/atomic"
 	"time"
 
+	"github.com/pkbf/pkbf/internal/bitwords"
 	"github.com/pkbf/pkbf/internal/mapfile"
 	"github.com/pkbf/pkbf/internal/perr"
+	"github.com/pkbf/pkbf/internal/swap"
 )
 
 // A Live filter follows a filter path for the life of a program: its
@@ -17,43 +19,56 @@ import (
 //
 // A Live answers from a copy of the file in memory of its own, read under
 // the file's shared flock(2) and validated as [Open] validates a file: no
-// write to the file (cp or dd over it) changes an answer. It polls the
-// path (every [LiveOptions.Interval], and at [Live.Reload]), and when the
-// path names another file or the file changed, switches to a new copy
-// once it is read and valid; a file that is not leaves the old copy
-// answering ([LiveOptions.OnError], [Live.Stats]). A copy takes the file's
-// size, outside the Go heap; twice that during a switch. Queries are safe
-// for concurrent use, lock-free and allocation-free.
+// write to the file changes an answer. It polls the path (every
+// [LiveOptions.Interval], and at [Live.Reload]) and switches to a new
+// copy, once read and valid, when the path names another regular file or
+// the file gained keys in place: the same hash count and length, counters
+// not gone back, every bit of the copy in use still set. Any other change
+// in place (zeros or another filter written over it) is refused, and
+// [Filter.FileChanged] of the copy in use reports it until the file is
+// whole again or another is renamed over the path. A file that cannot be
+// loaded leaves the copy in use answering too ([LiveOptions.OnError]). A
+// new copy is compared with the file at each poll for 2 s and until they
+// agree, and the file with the copy every [LiveOptions.VerifyInterval]: a
+// writer that holds no lock and changes no time of the file (through a
+// mapping, or one long write(2)) is followed within that, and a copy
+// never lacks a key the one before held.
+//
+// A copy takes the file's size, outside the Go heap; twice that during a
+// switch. Queries are safe for concurrent use, lock-free and
+// allocation-free.
 type Live struct {
-	path string
-	opts LiveOptions
-
-	cur       atomic.Pointer[liveFilter]
-	mu        sync.Mutex // serializes reloads
-	stop      chan struct{}
-	done      chan struct{}
-	closed    atomic.Bool
-	reloads   atomic.Int64
-	errs      atomic.Int64
-	lastErr   atomic.Pointer[error]
-	closing   atomic.Int64  // retired filters whose close is under way
-	slowClose func()        // tests: runs before each close, as a slow kernel
-	failed    mapfile.Stamp // the last file (and its state) that failed to load
-	statErr   string        // the error of the last stat that failed, reported once
+	path     string
+	opts     LiveOptions
+	cur      *swap.Value[*liveCopy]
+	turn     chan struct{} // holds a token while a reload runs: one at a time
+	stop     chan struct{}
+	closed   atomic.Bool
+	reloads  atomic.Int64
+	errs     atomic.Int64
+	lastErr  atomic.Pointer[error]
+	slowLoad func()        // tests: runs before each load reads, as a file system that does not answer
+	watch    mapfile.Watch // the reload's, with the turn
 }
 
-// LiveOptions configure a [Live] filter. The zero value polls every second.
+// LiveOptions configure a [Live] filter. The zero value polls every
+// second and compares the file with the copy every minute.
 type LiveOptions struct {
 	// Interval is how often the path is checked for a new file; 0 means
 	// one second, a negative value never (call Reload).
 	Interval time.Duration
+	// VerifyInterval is how often, at the polls, the file in use is read
+	// and compared with the copy, to follow writes that changed no time of
+	// the file (each costs a read of the file); 0 means a minute, a
+	// negative value never.
+	VerifyInterval time.Duration
 	// OnReload, if not nil, is called after a switch to a new file.
 	OnReload func(Header)
-	// OnError, if not nil, is called when a new file cannot be loaded;
-	// the old one stays in use.
+	// OnError, if not nil, is called when a new file or content cannot be
+	// loaded, or a change in place is refused; the old copy stays in use.
 	OnError func(error)
 	// OnChange, if not nil, is called after a switch to new content of the
-	// same file (keys added in place, or another filter copied over it).
+	// same file: keys added in place.
 	OnChange func(old, new Header)
 }
 
@@ -70,83 +85,37 @@ type LiveStats struct {
 	PendingCloses int64
 }
 
-// liveShards is how many counters share a filter's references, each on a
-// cache line of its own: one counter shared by every core costs more than
-// the query itself (BenchmarkLive).
-const liveShards = 16
-
-// liveFilter is one file's filter with the count of queries using it.
-type liveFilter struct {
+// liveCopy is one file's filter, as a Live read it.
+type liveCopy struct {
 	f        *Filter
 	id       mapfile.Stamp
 	loadedAt time.Time
-	refs     [liveShards]struct {
-		n atomic.Int64
-		_ [56]byte // a cache line each
-	}
-	retired atomic.Bool
-	closed  atomic.Bool
-	live    *Live // that follows it
 }
 
-// inUse returns the number of references, summed over the shards: only
-// exact once the filter is retired (no new reference can last then).
-func (lf *liveFilter) inUse() int64 {
-	var n int64
-	for i := range lf.refs {
-		n += lf.refs[i].n.Load()
-	}
-	return n
-}
+func (c *liveCopy) Close() error { return c.f.Close() }
 
-// release drops a reference taken on shard, closing the filter when it was
-// the last on a retired one.
-func (lf *liveFilter) release(shard uint32) {
-	lf.refs[shard].n.Add(-1)
-	if lf.retired.Load() && lf.inUse() == 0 {
-		lf.close()
-	}
-}
-
-// close releases the filter's mapping and file on a goroutine of its own:
-// the last close of a file that was renamed over can keep the kernel busy
-// for many seconds (discarding a GiB's blocks, on a file system mounted
-// with discard), and the caller may be a query, a reload or the goroutine
-// that handles a program's signals.
-func (lf *liveFilter) close() {
-	if lf.closed.CompareAndSwap(false, true) {
-		lf.live.closing.Add(1)
-		go func() {
-			defer lf.live.closing.Add(-1)
-			if slow := lf.live.slowClose; slow != nil {
-				slow()
-			}
-			lf.f.Close()
-		}()
-	}
-}
-
-// OpenLive reads the filter at path into a copy, validated as [Open]
-// validates a file, and follows it. It returns Open's error if the first
-// file cannot be loaded, or if it keeps changing while it is read. Call
-// [Live.Close] to stop following and release the filter.
+// OpenLive reads the filter at path, a regular file, into a copy,
+// validated as [Open] validates a file, and follows it. It returns Open's
+// error if the first file cannot be loaded, or if it keeps changing while
+// it is read. Call [Live.Close] to stop following and release the filter.
 func OpenLive(path string, opts LiveOptions) (*Live, error) {
-	l := &Live{path: path, opts: opts, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &Live{path: path, opts: opts, turn: make(chan struct{}, 1), stop: make(chan struct{})}
+	// Confirm: a writer stalled mid-write for longer than a poll is followed.
+	l.watch.Verify, l.watch.Confirm = cmp.Or(opts.VerifyInterval, time.Minute), 2*time.Second
 	lf, err := l.load()
 	if err != nil {
 		return nil, err
 	}
-	l.cur.Store(lf)
+	l.cur = swap.New(lf)
+	l.watch.Read()
 	interval := opts.Interval
 	if interval == 0 {
 		interval = time.Second
 	}
 	if interval < 0 {
-		close(l.done)
 		return l, nil
 	}
 	go func() {
-		defer close(l.done)
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
@@ -163,61 +132,81 @@ func OpenLive(path string, opts LiveOptions) (*Live, error) {
 
 // load reads the file at the path into a copy. The path is looked at
 // first: a change after that makes the next poll read it again.
-func (l *Live) load() (*liveFilter, error) {
+func (l *Live) load() (*liveCopy, error) {
 	id, err := mapfile.StatPath(l.path)
 	if err != nil {
 		return nil, osError(l.path, err)
+	}
+	if l.slowLoad != nil {
+		l.slowLoad()
 	}
 	f := new(Filter)
 	if err := open(l.path, forLive, &f.core); err != nil {
 		return nil, err
 	}
-	return &liveFilter{f: f, id: id, loadedAt: time.Now(), live: l}, nil
+	return &liveCopy{f: f, id: id, loadedAt: time.Now()}, nil
 }
 
-// Reload checks the path now and switches to a new file there, or to new
-// content of the file in use, if there is one and it is valid. It returns
+// errLiveClosed is Reload's error once Close has begun.
+var errLiveClosed = perr.New("Reload on a closed Live filter")
+
+// Reload checks the path now and switches to a new file there, or to keys
+// added to the file in use, if there is one and it is valid. It returns
 // nil when there was nothing to do or the switch was made, and the error
-// otherwise (the copy in use stays).
+// otherwise (the copy in use stays). It waits for a reload under way, or
+// for Close.
 func (l *Live) Reload() error {
 	if l.closed.Load() {
-		return perr.New("Reload on a closed Live filter")
+		return errLiveClosed
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	old := l.cur.Load()
+	select {
+	case l.turn <- struct{}{}:
+	case <-l.stop:
+		return errLiveClosed
+	}
+	defer func() { <-l.turn }()
+	return l.reload()
+}
+
+func (l *Live) reload() error {
+	ref := l.cur.Acquire() // Close may retire it meanwhile
+	defer ref.Release()
+	old := ref.Value()
 	id, err := mapfile.StatPath(l.path)
 	if err != nil {
-		if err.Error() == l.statErr {
-			return err // the path is still missing: reported already
-		}
-		l.statErr = err.Error()
 		return l.fail(id, err)
 	}
-	l.statErr = ""
-	if id.Unchanged(old.id) {
-		// A writer through a mapping (keys added in place) may leave
-		// the times as they were: the header, under the lock, says.
-		if h, err := old.f.fileHeader(); err == nil && h == old.f.Header() {
-			return nil
-		}
-	}
-	if id.Unchanged(l.failed) {
-		return nil // this file failed already; try again when it changes
+	sameHeader := func() bool { h, err := old.f.fileHeader(); return err == nil && h == old.f.Header() }
+	if !l.watch.Due(id, old.id, old.f.copied, sameHeader) {
+		return nil
 	}
 	lf, err := l.load()
-	if errors.Is(err, mapfile.ErrChanging) {
-		return l.fail(mapfile.Stamp{}, err) // being written: read again at the next poll
+	inPlace := id.SameFile(old.id)
+	if err == nil {
+		inPlace = lf.id.SameFile(old.id)
 	}
-	if err != nil {
+	if err == nil && inPlace {
+		if err = grownInPlace(l.path, old.f, lf.f); err != nil {
+			lf.Close()
+		}
+	}
+	switch {
+	case errors.Is(err, mapfile.ErrChanging):
+		return l.fail(mapfile.Stamp{}, err) // being written: read again at the next poll
+	case err != nil:
+		if inPlace {
+			// The file of the copy in use is damaged: FileChanged says so.
+			if !errors.Is(err, ErrFileChanged) {
+				err = fileChanged{path: l.path, what: "changed in place", detail: perr.Text(err)}.err()
+			}
+			old.f.refused.Store(&err)
+		}
 		return l.fail(id, err)
 	}
-	l.cur.Store(lf)
-	old.retired.Store(true)
-	if old.inUse() == 0 {
-		old.close()
+	if !l.cur.Swap(lf) {
+		return errLiveClosed
 	}
-	l.failed = mapfile.Stamp{}
+	l.watch.Read()
 	l.lastErr.Store(nil)
 	if lf.id.SameFile(old.id) {
 		if l.opts.OnChange != nil {
@@ -232,9 +221,27 @@ func (l *Live) Reload() error {
 	return nil
 }
 
+// grownInPlace returns nil when new, read from old's file, is what adding
+// keys to old in place makes (the same hash count and length, counters
+// not gone back, every bit of old still set), else an error wrapping
+// ErrFileChanged that says what differs.
+func grownInPlace(path string, old, new *Filter) error {
+	detail := old.Header().notGrownTo(new.Header())
+	if lost := bitwords.Lost(old.data, new.data); detail == "" && lost > 0 {
+		detail = fmt.Sprintf("%d of the %d bits set in the copy in use are clear in it", lost, bitwords.Count(old.data))
+	}
+	if detail == "" {
+		return nil
+	}
+	return fileChanged{path: path, what: "changed in place", detail: detail, advice: "a filter changed in place may only gain keys: rename a new filter over the path instead"}.err()
+}
+
 func (l *Live) fail(id mapfile.Stamp, err error) error {
+	news := l.watch.Failed(id, perr.Text(err))
 	err = perr.Errorf("reloading %s (the filter loaded before stays in use): %w", l.path, err)
-	l.failed = id
+	if !news {
+		return err // the same failure, read again: reported already
+	}
 	l.errs.Add(1)
 	l.lastErr.Store(&err)
 	if l.opts.OnError != nil {
@@ -243,53 +250,36 @@ func (l *Live) fail(id mapfile.Stamp, err error) error {
 	return err
 }
 
-// acquire takes a reference on the current filter. The check after the
-// increment makes sure the filter was not retired in between: a Reload
-// swaps the pointer before it looks at the references, so a query that
-// still sees its filter current has a reference Reload will wait for.
-// The shard is chosen at random (the runtime's per-thread generator), so
-// that queries on different cores rarely share a cache line.
-func (l *Live) acquire() (*liveFilter, uint32) {
-	shard := rand.Uint32() % liveShards
-	for {
-		lf := l.cur.Load()
-		lf.refs[shard].n.Add(1)
-		if l.cur.Load() == lf {
-			return lf, shard
-		}
-		lf.release(shard)
-	}
-}
-
 // Probably is [Filter.Probably] on the current file.
 func (l *Live) Probably(spki []byte) bool {
-	lf, shard := l.acquire()
-	defer lf.release(shard)
-	return lf.f.Probably(spki)
+	r := l.cur.Acquire()
+	defer r.Release()
+	return r.Value().f.Probably(spki)
 }
 
 // ProbablyBatch is [Filter.ProbablyBatch] on the current file: every key of
 // the batch is answered by the same file.
 func (l *Live) ProbablyBatch(spkis [][]byte, out []bool) {
-	lf, shard := l.acquire()
-	defer lf.release(shard)
-	lf.f.ProbablyBatch(spkis, out)
+	r := l.cur.Acquire()
+	defer r.Release()
+	r.Value().f.ProbablyBatch(spkis, out)
 }
 
 // Do calls fn with the current filter, which stays valid (and current for
 // fn, even if a reload happens meanwhile) until fn returns. fn must not
 // keep the filter.
 func (l *Live) Do(fn func(*Filter)) {
-	lf, shard := l.acquire()
-	defer lf.release(shard)
-	fn(lf.f)
+	r := l.cur.Acquire()
+	defer r.Release()
+	fn(r.Value().f)
 }
 
 // Stats returns the current file's header and the reloads so far.
 func (l *Live) Stats() LiveStats {
-	lf, shard := l.acquire()
-	defer lf.release(shard)
-	s := LiveStats{Path: l.path, Header: lf.f.Header(), LoadedAt: lf.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load(), PendingCloses: l.closing.Load()}
+	r := l.cur.Acquire()
+	defer r.Release()
+	c := r.Value()
+	s := LiveStats{Path: l.path, Header: c.f.Header(), LoadedAt: c.loadedAt, Reloads: l.reloads.Load(), Errors: l.errs.Load(), PendingCloses: l.cur.Closing()}
 	if e := l.lastErr.Load(); e != nil {
 		s.LastError = *e
 	}
@@ -298,23 +288,13 @@ func (l *Live) Stats() LiveStats {
 
 // Close stops following the path and releases the filter once the queries
 // in flight finish; files are released in the background, without
-// blocking Close. Queries after Close panic.
+// blocking Close, and a reload under way is not waited for (its copy is
+// released when it ends). Queries after Close panic.
 func (l *Live) Close() error {
 	if !l.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	select {
-	case <-l.done:
-	default:
-		close(l.stop)
-		<-l.done
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lf := l.cur.Load()
-	lf.retired.Store(true)
-	if lf.inUse() == 0 {
-		lf.close()
-	}
+	close(l.stop)
+	l.cur.Close()
 	return nil
 }

@@ -55,9 +55,9 @@ func filesOpenIn(t *testing.T, dir string) int {
 // waitClosed waits for the retired filters' closes under way to finish.
 func waitClosed(t *testing.T, l *Live) {
 	t.Helper()
-	for start := time.Now(); l.closing.Load() != 0; time.Sleep(time.Millisecond) {
+	for start := time.Now(); l.cur.Closing() != 0; time.Sleep(time.Millisecond) {
 		if time.Since(start) > 10*time.Second {
-			t.Fatalf("%d closes still under way after 10 s", l.closing.Load())
+			t.Fatalf("%d closes still under way after 10 s", l.cur.Closing())
 		}
 	}
 }
@@ -254,7 +254,7 @@ func liveSlowCloseBlocksNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
-	l.slowClose = func() { <-release }
+	l.cur.SlowClose = func() { <-release }
 	writeVersion(t, path, 1)
 	reloaded := make(chan error, 1)
 	go func() { reloaded <- l.Reload() }()
@@ -282,9 +282,10 @@ func liveSlowCloseBlocksNothing(t *testing.T) {
 	waitClosed(t, l)
 }
 
-// A same-size filter copied over the file in place changes the answers
-// without a new file: OnChange says so, and Stats has the new header.
-// A reload error is forgotten once a good file is loaded.
+// A same-size filter holding every key of the file's, copied over it in
+// place, changes the answers without a new file (as keys added in place
+// do): OnChange says so, and Stats has the new header. A reload error is
+// forgotten once a good file is loaded.
 func TestLiveChangeInPlace(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.pkbf")
@@ -297,9 +298,13 @@ func TestLiveChangeInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	newer := filepath.Join(dir, "newer")
-	writeVersion(t, newer, 3)
-	b, _ := os.ReadFile(newer)
+	f, _ := New(4, 14)
+	for _, k := range []string{"common key", "marker 1", "filler 0", "marker 3", "filler 1"} {
+		f.Add([]byte(k))
+	}
+	var newer bytes.Buffer
+	f.WriteTo(&newer)
+	b := newer.Bytes()
 	fw, err := os.OpenFile(path, os.O_WRONLY, 0) // cp over it: same inode, same size
 	if err != nil {
 		t.Fatal(err)
@@ -331,5 +336,81 @@ func TestLiveChangeInPlace(t *testing.T) {
 	}
 	if st := l.Stats(); st.LastError != nil || st.Errors != 1 || st.Reloads != 1 {
 		t.Errorf("after a good file followed a bad one: %+v", st)
+	}
+}
+
+// The red team's A3: a reload that does not end (a read the file system
+// never answers) holds up neither Close nor a Reload waiting for its turn
+// once Close has begun; its copy, when it ends, is released, never used.
+// Before, Close waited for the reload, and so did serve's SIGHUP and its
+// shutdown. The watchdogs only catch a hang; their bound is no assertion
+// on how long anything took.
+func TestLiveCloseWaitsForNoReload(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.pkbf")
+	writeVersion(t, path, 1)
+	l, err := OpenLive(path, LiveOptions{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, block := make(chan struct{}), make(chan struct{})
+	l.slowLoad = func() { close(entered); <-block }
+	writeVersion(t, path, 2)
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- l.Reload() }()
+	<-entered
+	go func() { second <- l.Reload() }()
+	closed := make(chan struct{})
+	go func() { l.Close(); close(closed) }()
+	for _, w := range []struct {
+		what string
+		done <-chan struct{}
+	}{{"Close", closed}, {"a Reload waiting for its turn", errDone(second)}} {
+		select {
+		case <-w.done:
+		case <-time.After(time.Minute):
+			close(block)
+			t.Fatalf("%s waits for a reload that does not end", w.what)
+		}
+	}
+	close(block)
+	if err := <-first; err == nil {
+		t.Error("the reload that ended after Close switched to its copy")
+	}
+	waitClosed(t, l)
+	if n := filesOpenIn(t, dir); n != 0 {
+		t.Errorf("%d filter files open after Close and the reload's end, want 0", n)
+	}
+}
+
+// errDone returns a channel closed once an error arrives on c.
+func errDone(c <-chan error) <-chan struct{} {
+	done := make(chan struct{})
+	go func() { <-c; close(done) }()
+	return done
+}
+
+// BenchmarkLiveVerify256MiB times what a Live's verification costs every
+// LiveOptions.VerifyInterval on a 256 MiB filter: the file read (from the
+// page cache) in chunks under its shared lock and compared with the copy.
+func BenchmarkLiveVerify256MiB(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "f.pkbf")
+	if err := Create(path, 4, 31); err != nil {
+		b.Fatal(err)
+	}
+	l, err := OpenLive(path, LiveOptions{Interval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	ref := l.cur.Acquire()
+	defer ref.Release()
+	copied := ref.Value().f.copied
+	b.SetBytes(int64(copied.Size()))
+	b.ReportAllocs()
+	for b.Loop() {
+		if same, err := copied.SameContent(); err != nil || !same {
+			b.Fatalf("the file and its copy: same %v, %v", same, err)
+		}
 	}
 }

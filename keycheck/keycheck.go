@@ -93,6 +93,10 @@ type Options struct {
 	// Passphrases are tried, after the empty one, on encrypted PKCS#12
 	// files (keys.Scanner.SetPassphrases).
 	Passphrases []string
+	// KDFWork, if set, is asked before each key derivation of a PKCS#12
+	// file the inputs hold, from the goroutine that reads them
+	// (keys.Scanner.SetKDFWork): a server bounds a request's work with it.
+	KDFWork func(iterations int) error
 	// Workers is how many goroutines decode and look up keys: 0 means
 	// GOMAXPROCS, and with Confirm at least 8, as they wait on the
 	// network. With 1, all the work runs in the caller's goroutine, with

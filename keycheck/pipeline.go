@@ -240,6 +240,7 @@ func (rd *reader) input(in Input) {
 	sc := scanners.Get().(*keys.Scanner)
 	sc.Reset(&idleReader{r: rc, idle: rd.flush})
 	sc.SetPassphrases(rd.r.opts.Passphrases...)
+	sc.SetKDFWork(rd.r.opts.KDFWork)
 	sc.SetRawAlloc(func(n int) []byte {
 		rd.allocAt = rd.sent
 		return rd.b.alloc(n)
@@ -265,6 +266,7 @@ func (rd *reader) input(in Input) {
 	sc.Reset(nil)
 	sc.SetRawAlloc(nil)
 	sc.SetPassphrases() // not kept alive in the pool
+	sc.SetKDFWork(nil)
 	scanners.Put(sc)
 }
 

@@ -305,10 +305,10 @@ func TestCostLimits(t *testing.T) {
 	}
 	defer func(n int) { maxPKCS12Iterations = n }(maxPKCS12Iterations)
 	maxPKCS12Iterations = 1000 // the same code at a size a test can afford
-	if _, ok, err := pkcs12MACPassword(macData(1000), nil, []string{""}, newKDFBudget()); err != nil || ok {
+	if _, ok, err := pkcs12MACPassword(macData(1000), nil, []string{""}, newKDFBudget(nil)); err != nil || ok {
 		t.Errorf("MAC with the most iterations allowed: %v, %v (want a mismatch, no error)", ok, err)
 	}
-	if _, _, err := pkcs12MACPassword(macData(1001), nil, []string{""}, newKDFBudget()); err == nil || !strings.Contains(err.Error(), "out of range") {
+	if _, _, err := pkcs12MACPassword(macData(1001), nil, []string{""}, newKDFBudget(nil)); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Errorf("MAC with one iteration too many: %v", err)
 	}
 	params := func(bits int) []byte {

@@ -57,7 +57,7 @@ const maxContainerParts = 10000
 
 // containerParts expands a PEM block or DER object that is a container.
 // An error reading the container is one part with that error.
-func containerParts(kind keyKind, raw []byte, passphrases []string) ([]part, bool) {
+func containerParts(kind keyKind, raw []byte, passphrases []string, kdfWork func(int) error) ([]part, bool) {
 	switch {
 	case kind == kindPEM:
 		typ := pemType(raw)
@@ -87,7 +87,7 @@ func containerParts(kind keyKind, raw []byte, passphrases []string) ([]part, boo
 	case firstTag == der.TagOID:
 		return partsOrError(pkcs7Parts(raw))
 	case firstTag == der.TagInteger && isPKCS12(body):
-		return partsOrError(pkcs12Parts(raw, passphrases))
+		return partsOrError(pkcs12Parts(raw, passphrases, kdfWork))
 	}
 	return nil, false
 }

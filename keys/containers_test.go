@@ -61,10 +61,10 @@ func TestContainerPartsLimit(t *testing.T) {
 		})
 		return pfx(bytes.Repeat(b.BytesOrPanic(), n))
 	}
-	if parts, err := pkcs12Parts(keyBags(maxContainerParts), nil); err != nil || len(parts) != maxContainerParts {
+	if parts, err := pkcs12Parts(keyBags(maxContainerParts), nil, nil); err != nil || len(parts) != maxContainerParts {
 		t.Errorf("PKCS#12 of %d keys: %d parts, %v", maxContainerParts, len(parts), err)
 	}
-	if _, err := pkcs12Parts(keyBags(maxContainerParts+1), nil); err == nil || !strings.Contains(err.Error(), "more than 10000 certificates and keys") {
+	if _, err := pkcs12Parts(keyBags(maxContainerParts+1), nil, nil); err == nil || !strings.Contains(err.Error(), "more than 10000 certificates and keys") {
 		t.Errorf("PKCS#12 of %d keys: %v, want it refused", maxContainerParts+1, err)
 	}
 }

@@ -40,10 +40,15 @@ var maxPKCS12Iterations = 1 << 21
 const pkcs12WorkRuns = 4
 
 // A kdfBudget is what is left of a PKCS#12 file's key-derivation
-// iterations.
-type kdfBudget struct{ left int }
+// iterations, with the caller's own bound (Scanner.SetKDFWork), if any.
+type kdfBudget struct {
+	left   int
+	shared func(iterations int) error
+}
 
-func newKDFBudget() *kdfBudget { return &kdfBudget{left: pkcs12WorkRuns * maxPKCS12Iterations} }
+func newKDFBudget(shared func(int) error) *kdfBudget {
+	return &kdfBudget{left: pkcs12WorkRuns * maxPKCS12Iterations, shared: shared}
+}
 
 // spend takes from the budget for runs derivations of the given iteration
 // count, or says why they may not run: what names them in the message.
@@ -53,6 +58,11 @@ func (b *kdfBudget) spend(what string, iterations, runs int) error {
 	}
 	if iterations*runs > b.left {
 		return errTooCostly
+	}
+	if b.shared != nil {
+		if err := b.shared(iterations * runs); err != nil {
+			return keyErrorf("PKCS#12 file's key derivations refused: %w", err)
+		}
 	}
 	b.left -= iterations * runs
 	return nil
@@ -65,8 +75,9 @@ var errTooCostly = keyErrorf("PKCS#12 file asks for more key derivations than pk
 // pkcs12Parts reads the certificates and keys of a PKCS#12 file (RFC
 // 7292). Encrypted parts are decrypted with the empty password first, then
 // with each of passphrases; the file's MAC, where it has one, tells which
-// is right. Private keys give their public keys as [SPKI] does.
-func pkcs12Parts(der []byte, passphrases []string) ([]part, error) {
+// is right. Private keys give their public keys as [SPKI] does. kdfWork,
+// if not nil, is asked before each key derivation.
+func pkcs12Parts(der []byte, passphrases []string, kdfWork func(int) error) ([]part, error) {
 	s := cryptobyte.String(der)
 	var pfx, authSafe, contentType, content, data cryptobyte.String
 	var version int
@@ -88,7 +99,7 @@ func pkcs12Parts(der []byte, passphrases []string) ([]part, error) {
 		return nil, keyErrorf("PKCS#12 authenticated safe is malformed")
 	}
 	candidates := append([]string{""}, passphrases...)
-	budget := newKDFBudget()
+	budget := newKDFBudget(kdfWork)
 	if hasMAC {
 		pw, ok, err := pkcs12MACPassword(macData, data, candidates, budget)
 		if err != nil {

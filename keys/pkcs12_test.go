@@ -96,7 +96,7 @@ func TestPKCS12WorkBudget(t *testing.T) {
 		{"half as many bags, two passwords each", pkcs12WorkRuns / 2, []string{"x"}, false},
 		{"one bag more, two passwords each", pkcs12WorkRuns/2 + 1, []string{"x"}, true},
 	} {
-		parts, err := pkcs12Parts(pfx(bags(tc.bags)...), tc.passphrases)
+		parts, err := pkcs12Parts(pfx(bags(tc.bags)...), tc.passphrases, nil)
 		if tc.refused {
 			if err != errTooCostly {
 				t.Errorf("%s: %d parts, error %v; want it refused as too costly", tc.name, len(parts), err)
@@ -110,6 +110,53 @@ func TestPKCS12WorkBudget(t *testing.T) {
 			if !errors.Is(p.err, ErrEncryptedKey) {
 				t.Errorf("%s: %s: %v, want an encrypted-key error", tc.name, p.what, p.err)
 			}
+		}
+	}
+}
+
+// SetKDFWork is asked before each key derivation of every PKCS#12 file a
+// Scanner reads, with its iterations; its error refuses the derivation,
+// and the file's error wraps it: a caller bounds the work of all the files
+// of an input (pkbf serve, a request's).
+func TestScannerKDFWork(t *testing.T) {
+	defer func(n int) { maxPKCS12Iterations = n }(maxPKCS12Iterations)
+	maxPKCS12Iterations = 1000 // the same code at a size a test can afford
+	var input []byte
+	for range 5 {
+		input = append(input, pfx(shroudedBag(1000))...)
+	}
+	errSpent := errors.New("spent")
+	spent, left := 0, 3000
+	s := NewScanner(bytes.NewReader(input))
+	s.SetKDFWork(func(iterations int) error {
+		if iterations > left {
+			return errSpent
+		}
+		spent, left = spent+iterations, left-iterations
+		return nil
+	})
+	var refused, encrypted int
+	for s.Scan() {
+		k := s.Key()
+		_, err := k.SPKI()
+		switch {
+		case errors.Is(err, errSpent) && errors.Is(err, ErrInvalidKey):
+			refused++
+		case errors.Is(err, ErrEncryptedKey):
+			encrypted++
+		default:
+			t.Errorf("key at %d: %v", k.Offset, err)
+		}
+	}
+	// Each file derives one key (PBKDF2, one block) for its bag.
+	if spent != 3000 || encrypted != 3 || refused != 2 {
+		t.Errorf("%d iterations spent, %d files read, %d refused; want 3000, 3 and 2", spent, encrypted, refused)
+	}
+	s.Reset(bytes.NewReader(input))
+	s.SetKDFWork(nil)
+	for s.Scan() {
+		if k := s.Key(); errors.Is(k.err, errSpent) {
+			t.Fatal("a derivation was refused without SetKDFWork")
 		}
 	}
 }

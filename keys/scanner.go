@@ -62,6 +62,7 @@ type Scanner struct {
 	scratch     []byte // the PEM block being read, reused
 	queue       []Key  // the objects of a container, still to report
 	passphrases []string
+	kdfWork     func(int) error
 	bufSize     int                // of r's buffer: see bufferSize
 	slab        []byte             // where small objects' Raw are cut from: see alloc
 	rawAlloc    func(n int) []byte // SetRawAlloc's, or nil
@@ -118,6 +119,15 @@ func (s *Scanner) SetRawAlloc(alloc func(n int) []byte) { s.rawAlloc = alloc }
 // encrypted containers (PKCS#12 files). Call it before the first Scan.
 func (s *Scanner) SetPassphrases(passphrases ...string) { s.passphrases = passphrases }
 
+// SetKDFWork makes the Scanner ask spend before each key derivation of a
+// PKCS#12 file it reads (its MAC, an encrypted part, each passphrase
+// tried), with the iterations it would run, beside each file's own bound:
+// a caller bounds the work of all the files of an input, or of many, and
+// how many derive keys at once. An error from spend refuses the
+// derivation, and the file's error wraps it. Call it before the first
+// Scan; nil removes it.
+func (s *Scanner) SetKDFWork(spend func(iterations int) error) { s.kdfWork = spend }
+
 // textLine is one line of text input, without its line ending.
 type textLine struct {
 	text    []byte
@@ -134,10 +144,10 @@ func NewScanner(r io.Reader) *Scanner {
 }
 
 // Reset makes s read keys from r as a new Scanner would, keeping its
-// settings (SetPassphrases, SetRawAlloc) and its read buffer: a program
-// that scans many small inputs, a request or a certificate at a time,
-// reuses one Scanner instead of making a 64 KiB buffer for each. Keys
-// already returned stay valid.
+// settings (SetPassphrases, SetKDFWork, SetRawAlloc) and its read
+// buffer: a program that scans many small inputs, a request or a
+// certificate at a time, reuses one Scanner instead of making a 64 KiB
+// buffer for each. Keys already returned stay valid.
 func (s *Scanner) Reset(r io.Reader) {
 	in, size := s.in, s.bufSize
 	if need := bufferSize(r); need > size || !s.ownIn {
@@ -146,7 +156,7 @@ func (s *Scanner) Reset(r io.Reader) {
 		in.Reset(r)
 	}
 	*s = Scanner{r: in, in: in, ownIn: in != r, lines: s.lines, bufSize: size,
-		scratch: s.scratch[:0], slab: s.slab, passphrases: s.passphrases, rawAlloc: s.rawAlloc}
+		scratch: s.scratch[:0], slab: s.slab, passphrases: s.passphrases, kdfWork: s.kdfWork, rawAlloc: s.rawAlloc}
 	if s.lines != nil && s.lines.Size() != size {
 		s.lines = nil
 	}
@@ -233,7 +243,7 @@ func (s *Scanner) emit(kind keyKind, line int, offset int64, raw []byte, err err
 		k.Block = s.blocks
 	}
 	if err == nil {
-		if parts, ok := containerParts(kind, raw, s.passphrases); ok {
+		if parts, ok := containerParts(kind, raw, s.passphrases, s.kdfWork); ok {
 			if s.rawAlloc != nil { // the parts may outlive the caller's memory
 				k.Raw = bytes.Clone(raw)
 			}

@@ -219,7 +219,7 @@ func derSPKIInfo(encoded []byte, info *spkiInfo) ([]byte, error) {
 		return nil, encryptedErrorf("DER input is an encrypted PKCS#8 key: pkbf decrypts no private keys but PKCS#12 files: check its public key or certificate instead")
 	case firstTag == der.TagInteger && secondTag == der.TagSequence:
 		if isPKCS12(body) {
-			return singleSPKI(pkcs12Parts(encoded, nil))
+			return singleSPKI(pkcs12Parts(encoded, nil, nil))
 		}
 		return pkcs8SPKI(encoded)
 	case firstTag == der.TagInteger && secondTag == der.TagOctetString:

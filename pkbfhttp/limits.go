@@ -2,6 +2,7 @@ package pkbfhttp
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -148,12 +150,22 @@ func (b *budget) give(n int64) {
 }
 
 // Listener wraps ln so that at most [Limits.MaxConns] connections it
-// accepted are open at once: one more is answered 503 and closed at once,
-// instead of waiting for a free one with its memory held. Serve s
-// through it.
+// accepted are open at once. At the limit, the connection idle the
+// longest is closed to let a new one in; with none idle, the new one is
+// refused at once (answered 503 over plain HTTP, closed over TLS, whose
+// client could not read a plaintext answer), instead of waiting for a
+// free one with its memory held. Near the limit, connections idle for
+// [busyIdle] are closed as new ones arrive. Serve s through it, with the
+// server [Service.Server] returns, which tells it which connections are
+// idle.
 func (s *Service) Listener(ln net.Listener) net.Listener {
 	return &connLimiter{Listener: ln, s: s}
 }
+
+// busyIdle is how long a connection may stay idle while the connections
+// open are near [Limits.MaxConns] (seven eighths of it): the server's
+// idle timeout is longer.
+const busyIdle = 5 * time.Second
 
 type connLimiter struct {
 	net.Listener
@@ -166,12 +178,20 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.s.conns.Add(1) <= int64(l.s.limits.MaxConns) {
-			return &countedConn{Conn: c, s: l.s}, nil
+		s, max := l.s, int64(l.s.limits.MaxConns)
+		n := s.conns.Add(1)
+		if n > max*7/8 {
+			s.open.evictIdle(n > max)
+			n = s.conns.Load()
 		}
-		l.s.conns.Add(-1)
-		l.s.connsRefused.Add(1)
-		refuseConn(c)
+		if n <= max {
+			cc := &countedConn{Conn: c, s: s}
+			s.open.add(cc)
+			return cc, nil
+		}
+		s.conns.Add(-1)
+		s.connsRefused.Add(1)
+		refuseConn(c, s.tlsSeen.Load())
 	}
 }
 
@@ -183,21 +203,94 @@ var tooManyConns = func() string {
 }()
 
 // refuseConn answers 503 on c and closes it, without waiting for the
-// client: the write is small enough for the socket's buffer.
-func refuseConn(c net.Conn) {
-	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	io.WriteString(c, tooManyConns)
+// client: the write is small enough for the socket's buffer. Over TLS it
+// only closes c: a TLS client would read plaintext as a broken handshake.
+func refuseConn(c net.Conn, overTLS bool) {
+	if !overTLS {
+		c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		io.WriteString(c, tooManyConns)
+	}
 	c.Close()
 }
 
 // countedConn gives its place back when closed.
 type countedConn struct {
 	net.Conn
-	s    *Service
-	once sync.Once
+	s         *Service
+	once      sync.Once
+	idleSince atomic.Int64 // when it went idle, in Unix nanoseconds; 0 while not idle
 }
 
 func (c *countedConn) Close() error {
-	c.once.Do(func() { c.s.conns.Add(-1) })
+	c.once.Do(func() {
+		c.s.open.remove(c)
+		c.s.conns.Add(-1)
+	})
 	return c.Conn.Close()
+}
+
+// openConns are the connections a Listener holds, for eviction.
+type openConns struct {
+	mu    sync.Mutex
+	conns map[*countedConn]struct{}
+}
+
+func (o *openConns) add(c *countedConn) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.conns == nil {
+		o.conns = make(map[*countedConn]struct{})
+	}
+	o.conns[c] = struct{}{}
+}
+
+func (o *openConns) remove(c *countedConn) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.conns, c)
+}
+
+// evictIdle closes the connections idle for busyIdle or more and, if
+// full, the one idle the longest (if any is idle).
+func (o *openConns) evictIdle(full bool) {
+	now := time.Now().UnixNano()
+	var victims []*countedConn
+	var oldest *countedConn
+	o.mu.Lock()
+	for c := range o.conns {
+		since := c.idleSince.Load()
+		switch {
+		case since == 0:
+		case now-since >= int64(busyIdle):
+			victims = append(victims, c)
+		case oldest == nil || since < oldest.idleSince.Load():
+			oldest = c
+		}
+	}
+	o.mu.Unlock()
+	if full && len(victims) == 0 && oldest != nil {
+		victims = append(victims, oldest)
+	}
+	for _, c := range victims {
+		c.s.connsEvicted.Add(1)
+		c.Close()
+	}
+}
+
+// connState tracks which connections are idle, for the Listener; the
+// server calls it as each connection changes state (http.Server.ConnState).
+func (s *Service) connState(c net.Conn, state http.ConnState) {
+	if t, ok := c.(*tls.Conn); ok {
+		s.tlsSeen.Store(true)
+		c = t.NetConn()
+	}
+	cc, ok := c.(*countedConn)
+	if !ok {
+		return
+	}
+	if state == http.StateIdle {
+		cc.idleSince.Store(time.Now().UnixNano())
+	} else {
+		cc.idleSince.Store(0)
+	}
 }

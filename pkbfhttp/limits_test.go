@@ -336,3 +336,45 @@ func TestServeAnswerCharged(t *testing.T) {
 		}
 	}
 }
+
+// An invalid file renamed over the path leaves /healthz 200: the copy in
+// use is intact, and every instance out of rotation for one bad
+// publication would be an outage (red team L1). /v1/status says why,
+// and /metrics' pkbf_reload_failing is 1 until a valid file is loaded.
+func TestServeHealthAfterBadPublication(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.pkbf")
+	good := testkit.ReadFile(t, exampleFilter)
+	os.WriteFile(path, good, 0o644)
+	live, err := pkbf.OpenLive(path, pkbf.LiveOptions{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	srv := httptest.NewServer(newService(t, live, Limits{MaxBody: 1 << 20, MaxInFlight: 4, MaxKeys: 10000}))
+	defer srv.Close()
+	publish := func(b []byte) error {
+		tmp := filepath.Join(dir, "new")
+		os.WriteFile(tmp, b, 0o644)
+		os.Rename(tmp, path)
+		return live.Reload()
+	}
+	if err := publish(make([]byte, len(good))); err == nil {
+		t.Fatal("a file of zeros was loaded")
+	}
+	if code, body := get(t, srv.URL+"/healthz"); code != 200 {
+		t.Errorf("/healthz after a bad publication: %d %q, want 200", code, body)
+	}
+	if _, body := get(t, srv.URL+"/v1/status"); !strings.Contains(body, `"last_reload_error"`) {
+		t.Errorf("status after a bad publication: %s", body)
+	}
+	if _, body := get(t, srv.URL+"/metrics"); !strings.Contains(body, "\npkbf_reload_failing 1\n") {
+		t.Errorf("metrics after a bad publication lack pkbf_reload_failing 1:\n%s", body)
+	}
+	if err := publish(good); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, srv.URL+"/metrics"); !strings.Contains(body, "\npkbf_reload_failing 0\n") {
+		t.Errorf("metrics after a good publication lack pkbf_reload_failing 0:\n%s", body)
+	}
+}

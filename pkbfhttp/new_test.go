@@ -30,9 +30,10 @@ func TestNewLimits(t *testing.T) {
 		err  string
 	}{
 		{"zero: the defaults", Limits{}, DefaultLimits, ""},
-		{"a large body: memory for it", Limits{MaxBody: 100 << 20}, Limits{MaxBody: 100 << 20, MaxBodyMemory: 100 << 20, MaxConns: 1024, MaxInFlight: 32, MaxKeys: 10000}, ""},
-		{"small memory: the body within it", Limits{MaxBodyMemory: 1 << 20}, Limits{MaxBody: 1 << 20, MaxBodyMemory: 1 << 20, MaxConns: 1024, MaxInFlight: 32, MaxKeys: 10000}, ""},
+		{"a large body: memory for it", Limits{MaxBody: 100 << 20}, Limits{MaxBody: 100 << 20, MaxBodyMemory: 100 << 20, MaxConns: 1024, MaxInFlight: 32, MaxKeys: 10000, MaxKDFWork: 4 << 21}, ""},
+		{"small memory: the body within it", Limits{MaxBodyMemory: 1 << 20}, Limits{MaxBody: 1 << 20, MaxBodyMemory: 1 << 20, MaxConns: 1024, MaxInFlight: 32, MaxKeys: 10000, MaxKDFWork: 4 << 21}, ""},
 		{"negative", Limits{MaxKeys: -1}, Limits{}, "negative limit"},
+		{"negative key derivation", Limits{MaxKDFWork: -1}, Limits{}, "negative limit"},
 		{"body over memory", Limits{MaxBody: 2 << 20, MaxBodyMemory: 1 << 20}, Limits{}, "no body that size could ever be taken"},
 	} {
 		s, err := New(live, Options{Limits: tc.l})

@@ -90,10 +90,13 @@ type Limits struct {
 	// then large ones may fill it all, and the budget is that large at
 	// least). It may not be less than MaxBody.
 	MaxBodyMemory int64
-	// MaxConns is the most connections [Service.Listener] holds at once;
-	// one more is answered 503 and closed. It also bounds the requests
-	// that may carry a body (all but GET and HEAD) handled at once, over
-	// all connections and HTTP/2 streams: one more is answered 503.
+	// MaxConns is the most connections [Service.Listener] holds at once:
+	// at the limit the one idle the longest makes room for a new one, and
+	// with none idle the new one is refused. It also bounds the requests
+	// handled at once, over all connections and HTTP/2 streams, from
+	// their headers until their answers are sent: one more is answered
+	// 503, but for 16 more to /healthz, /readyz, /metrics and /v1/status,
+	// kept for them.
 	MaxConns int
 	// MaxInFlight is the most requests checked at once; others wait. A
 	// check gives its slot back once its answer is made, before the
@@ -102,10 +105,18 @@ type Limits struct {
 	// MaxKeys is the most keys, certificates and requests in one request
 	// body; a request with more gets 413.
 	MaxKeys int
+	// MaxKDFWork is the most iterations of key derivation the PKCS#12
+	// files of one request body may ask for in all (their MACs, encrypted
+	// parts, each run of PBKDF2 or the PKCS#12 KDF); a request asking for
+	// more gets 413. A request that derives keys at all holds one of a few
+	// slots of its own while it is checked (an eighth of MaxInFlight, at
+	// least one), or gets 503: costly requests cannot keep ordinary checks
+	// waiting.
+	MaxKDFWork int
 }
 
 // DefaultLimits are the limits a zero [Limits] field takes.
-var DefaultLimits = Limits{MaxBody: 8 << 20, MaxBodyMemory: 64 << 20, MaxConns: 1024, MaxInFlight: 32, MaxKeys: 10000}
+var DefaultLimits = Limits{MaxBody: 8 << 20, MaxBodyMemory: 64 << 20, MaxConns: 1024, MaxInFlight: 32, MaxKeys: 10000, MaxKDFWork: 4 << 21}
 
 // Options configure a [Service].
 type Options struct {
@@ -159,6 +170,13 @@ type Service struct {
 
 	// Counters, exposed by /metrics.
 	requests, badRequests, keys, hits, weakKeys, keyErrors, filterErrors, abandoned, busy, connsRefused, requestsRefused atomic.Int64
+
+	// Counters of the connection and key-derivation limits, for /metrics.
+	connsEvicted, kdfRefused atomic.Int64
+
+	costly  chan struct{} // the slots of requests that derive keys
+	open    openConns     // the connections Listener holds
+	tlsSeen atomic.Bool   // whether the server's connections are TLS
 }
 
 // New returns a Service answering from live under opts. It returns an
@@ -166,13 +184,13 @@ type Service struct {
 // body that size could ever be taken).
 func New(live *pkbf.Live, opts Options) (*Service, error) {
 	l, d := opts.Limits, DefaultLimits
-	if l.MaxBody < 0 || l.MaxBodyMemory < 0 || l.MaxConns < 0 || l.MaxInFlight < 0 || l.MaxKeys < 0 {
+	if l.MaxBody < 0 || l.MaxBodyMemory < 0 || l.MaxConns < 0 || l.MaxInFlight < 0 || l.MaxKeys < 0 || l.MaxKDFWork < 0 {
 		return nil, perr.Errorf("negative limit: %+v", l)
 	}
 	if l.MaxBodyMemory == 0 {
 		l.MaxBodyMemory = max(l.MaxBody, d.MaxBodyMemory)
 	}
-	for _, f := range []struct{ v, d *int }{{&l.MaxConns, &d.MaxConns}, {&l.MaxInFlight, &d.MaxInFlight}, {&l.MaxKeys, &d.MaxKeys}} {
+	for _, f := range []struct{ v, d *int }{{&l.MaxConns, &d.MaxConns}, {&l.MaxInFlight, &d.MaxInFlight}, {&l.MaxKeys, &d.MaxKeys}, {&l.MaxKDFWork, &d.MaxKDFWork}} {
 		if *f.v == 0 {
 			*f.v = *f.d
 		}
@@ -184,7 +202,7 @@ func New(live *pkbf.Live, opts Options) (*Service, error) {
 		return nil, perr.Errorf("the body limit %d is more than the body memory %d: no body that size could ever be taken", l.MaxBody, l.MaxBodyMemory)
 	}
 	s := &Service{live: live, limits: l, slots: make(chan struct{}, l.MaxInFlight), bodies: newBudget(l.MaxBodyMemory, l.MaxBody),
-		started: time.Now(), mux: http.NewServeMux(), webhook: opts.StepCA, weak: opts.Weak}
+		started: time.Now(), mux: http.NewServeMux(), webhook: opts.StepCA, weak: opts.Weak, costly: make(chan struct{}, max(1, l.MaxInFlight/8))}
 	if s.webhook == nil {
 		s.webhook = stepca.Disabled(webhookDisabled)
 	}
@@ -193,36 +211,70 @@ func New(live *pkbf.Live, opts Options) (*Service, error) {
 	s.mux.HandleFunc("/readyz", s.readyz)
 	s.mux.HandleFunc("/v1/status", s.status)
 	s.mux.HandleFunc("/metrics", s.metrics)
-	s.mux.Handle(StepCAPath, s.webhook)
+	s.mux.HandleFunc(StepCAPath, s.stepCA)
 	return s, nil
 }
 
-// ServeHTTP answers one request. The requests that may carry a body (all
-// but GET and HEAD) are bounded across connections and HTTP/2 streams:
-// past [Limits.MaxConns] of them at once, one more is answered 503 at
-// once.
+// ServeHTTP answers one request. Requests are bounded across connections
+// and HTTP/2 streams, from their headers until their answers are sent:
+// past [Limits.MaxConns] of them at once (and opsReserve more for
+// monitoring), one more is answered 503 at once.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		if s.inFlight.Add(1) > int64(s.limits.MaxConns) {
-			s.inFlight.Add(-1)
-			s.requestsRefused.Add(1)
-			w.Header().Set("Retry-After", "1")
-			s.httpError(w, http.StatusServiceUnavailable, "too many requests at once: try again shortly")
+	limit, h2 := int64(s.limits.MaxConns), r.ProtoMajor == 2
+	read := r.Method != http.MethodGet && r.Method != http.MethodHead
+	if !read && opsPaths[r.URL.Path] {
+		limit += opsReserve
+	}
+	if h2 && !read {
+		r.Body.Close() // HTTP/2 keeps no DATA a handler will not read
+	}
+	if s.inFlight.Add(1) > limit {
+		s.inFlight.Add(-1)
+		s.requestsRefused.Add(1)
+		w.Header().Set("Retry-After", "1")
+		if h2 { // a body could wait for a window the client never opens
+			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		defer s.inFlight.Add(-1)
+		s.httpError(w, http.StatusServiceUnavailable, "too many requests at once: try again shortly")
+		return
 	}
+	defer s.inFlight.Add(-1)
 	s.mux.ServeHTTP(w, r)
+	if h2 {
+		// The answer leaves within the count: an HTTP/2 stream whose
+		// client opens no window for it holds its place until the write
+		// timeout resets it, not after.
+		r.Body.Close()
+		http.NewResponseController(w).Flush()
+	}
 }
 
-// maxStreams is the most requests one HTTP/2 connection may have open at
-// once (Go's default is 250): a connection counts once against MaxConns,
-// its requests each against the bound ServeHTTP keeps.
-const maxStreams = 16
+// opsReserve is how many requests to opsPaths are handled beyond
+// MaxConns: a flood of checks leaves monitoring its answers.
+const opsReserve = 16
+
+var opsPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/v1/status": true}
+
+// What an HTTP/2 connection may hold: maxStreams requests open at once
+// (Go's default is 250; a connection counts once against MaxConns, its
+// requests each against the bound ServeHTTP keeps), h2Window bytes of
+// request bodies not read yet (the least HTTP/2 allows; Go's default is 1
+// MiB), frames of h2Frame bytes (the least; Go's default is 1 MiB) and a
+// header table of h2Table bytes. Headers are at most maxHeader bytes, in
+// HTTP/1 too.
+const (
+	maxStreams = 16
+	h2Window   = 64 << 10
+	h2Frame    = 16 << 10
+	h2Table    = 4 << 10
+	maxHeader  = 16 << 10
+)
 
 // Server returns an http.Server for s with every timeout a public-facing
-// server needs, logging its errors to logger (nil: the log package's).
-// Set its TLSConfig for HTTPS.
+// server needs and HTTP/2's memory bounded, logging its errors to logger
+// (nil: the log package's). Its ConnState tells [Service.Listener] which
+// connections are idle. Set its TLSConfig for HTTPS.
 func (s *Service) Server(logger *log.Logger) *http.Server {
 	return &http.Server{
 		Handler:           s,
@@ -230,9 +282,11 @@ func (s *Service) Server(logger *log.Logger) *http.Server {
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeader,
 		ErrorLog:          logger,
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams},
+		ConnState:         s.connState,
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxStreams, MaxReceiveBufferPerConnection: h2Window, MaxReceiveBufferPerStream: h2Window,
+			MaxReadFrameSize: h2Frame, MaxDecoderHeaderTableSize: h2Table, MaxEncoderHeaderTableSize: h2Table},
 	}
 }
 
@@ -302,7 +356,7 @@ func (s *Service) check(w http.ResponseWriter, r *http.Request) {
 	s.checking.Add(1)
 	a := &answer{budget: s.bodies, base: int64(cap(body))}
 	defer a.release()
-	found, status, reason := s.answer(ctx, body, a)
+	found, status, reason, kdfErr := s.answer(ctx, body, a)
 	// The check is done: its slot and its body's room go to others
 	// while the answer is written, however slowly the client reads.
 	s.checking.Add(-1)
@@ -311,6 +365,15 @@ func (s *Service) check(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case status == http.StatusRequestEntityTooLarge:
 		s.httpError(w, status, fmt.Sprintf("the request body holds more than %d keys, certificates and requests: send them in several requests", s.limits.MaxKeys))
+		return
+	case errors.Is(kdfErr, errKDFTooMuch):
+		s.kdfRefused.Add(1)
+		s.httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body's PKCS#12 files ask for more than %d iterations of key derivation in all: send fewer of them a request", s.limits.MaxKDFWork))
+		return
+	case errors.Is(kdfErr, errKDFBusy):
+		s.kdfRefused.Add(1)
+		w.Header().Set("Retry-After", "1")
+		s.httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("the server is checking as many requests that derive keys for PKCS#12 files as it may at once (%d): try again shortly", cap(s.costly)))
 		return
 	case ctx.Err() != nil:
 		s.stopped(w, ctx)
@@ -356,13 +419,16 @@ func (s *Service) stopped(w http.ResponseWriter, ctx context.Context) {
 // writes the answer's body into a, stopping when a has no room (see
 // a.refused). It returns how many of the body's objects could be read as
 // keys, and a status: 413 past the key limit, 503 when the filter's file
-// failed while in use (reason then says why), else 0.
-func (s *Service) answer(ctx context.Context, body []byte, a *answer) (found, status int, reason string) {
+// failed while in use (reason then says why), else 0; or an error
+// wrapping errKDFBusy or errKDFTooMuch.
+func (s *Service) answer(ctx context.Context, body []byte, a *answer) (found, status int, reason string, kdfErr error) {
 	request := keycheck.Bytes("request", body)
 	objects := 0
+	kdf := &kdfWork{s: s, left: s.limits.MaxKDFWork}
+	defer kdf.release()
 	s.live.Do(func(f *pkbf.Filter) { // one file answers the whole request
 		// One goroutine a request: requests run in parallel already.
-		for v := range keycheck.New(f, keycheck.Options{Workers: 1, Weak: s.weak}).Check(ctx, request) {
+		for v := range keycheck.New(f, keycheck.Options{Workers: 1, Weak: s.weak, KDFWork: kdf.spend}).Check(ctx, request) {
 			if objects++; objects > s.limits.MaxKeys {
 				status = http.StatusRequestEntityTooLarge
 				return
@@ -370,6 +436,9 @@ func (s *Service) answer(ctx context.Context, body []byte, a *answer) (found, st
 			switch {
 			case errors.Is(v.Err, pkbf.ErrFileChanged):
 				status, reason = http.StatusServiceUnavailable, perr.Text(v.Err)
+				return
+			case errors.Is(v.Err, errKDFBusy), errors.Is(v.Err, errKDFTooMuch):
+				kdfErr = v.Err
 				return
 			case v.Err != nil:
 				s.keyErrors.Add(1)
@@ -392,7 +461,79 @@ func (s *Service) answer(ctx context.Context, body []byte, a *answer) (found, st
 			}
 		}
 	})
-	return found, status, reason
+	return found, status, reason, kdfErr
+}
+
+// What a request whose PKCS#12 files ask for too much key derivation gets.
+var (
+	errKDFBusy    = perr.New("busy")
+	errKDFTooMuch = perr.New("too much")
+)
+
+// kdfWork is a request's PKCS#12 key-derivation work: the iterations left
+// of Limits.MaxKDFWork, and whether it holds one of the slots of the
+// requests that derive keys.
+type kdfWork struct {
+	s    *Service
+	left int
+	slot bool
+}
+
+func (k *kdfWork) spend(iterations int) error {
+	if !k.slot {
+		select {
+		case k.s.costly <- struct{}{}:
+			k.slot = true
+		default:
+			return errKDFBusy
+		}
+	}
+	if iterations > k.left {
+		return errKDFTooMuch
+	}
+	k.left -= iterations
+	return nil
+}
+
+func (k *kdfWork) release() {
+	if k.slot {
+		<-k.s.costly
+		k.slot = false
+	}
+}
+
+// webhookCopies is how many times its body a webhook call may hold at
+// once: the handler reads it whole (io.ReadAll grows its buffer by
+// copying it), then decodes the key from it.
+const webhookCopies = 3
+
+// stepCA answers step-ca's webhook with its body charged to the budget of
+// bodies held: webhookCopies times its declared length (MaxBody's when it
+// is chunked), taken before the handler reads it and given back once it
+// has answered. The handler reads no more than that.
+func (s *Service) stepCA(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost { // refused, unread
+		s.webhook.ServeHTTP(w, r)
+		return
+	}
+	n := r.ContentLength
+	switch {
+	case n < 0:
+		n = s.limits.MaxBody
+	case n > s.limits.MaxBody:
+		n = 0 // refused, unread
+	}
+	charge := min(webhookCopies*n, s.bodies.most())
+	if !s.bodies.take(charge, charge > smallBody) {
+		s.busy.Add(1)
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Retry-After", "1")
+		s.httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("the server holds as many request bodies as it may (%d bytes in all): try again shortly", s.limits.MaxBodyMemory))
+		return
+	}
+	defer s.bodies.give(charge)
+	r.Body = http.MaxBytesReader(w, r.Body, n)
+	s.webhook.ServeHTTP(w, r)
 }
 
 // filterErr reports whether the file of the filter in use is still valid:
@@ -436,17 +577,19 @@ func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // LiveOptions are options for pkbf.OpenLive(path, ...) that check path
-// every interval and log to logger each switch to a new file, each change
-// of the file in use in place, and each file that could not be loaded (the
-// old one is kept), as pkbf serve does.
-func LiveOptions(path string, interval time.Duration, logger *log.Logger) pkbf.LiveOptions {
+// every poll, compare the file with the copy in use every verify, and log
+// to logger each switch to a new file, each change of the file in use in
+// place, and each file that could not be loaded (the old one is kept), as
+// pkbf serve does.
+func LiveOptions(path string, poll, verify time.Duration, logger *log.Logger) pkbf.LiveOptions {
 	return pkbf.LiveOptions{
-		Interval: interval,
+		Interval:       poll,
+		VerifyInterval: verify,
 		OnReload: func(h pkbf.Header) {
 			logger.Printf("reloaded %s: revision %d, %d entries", path, h.Revision, h.EntryCount)
 		},
 		OnChange: func(was, h pkbf.Header) {
-			logger.Printf("%s changed in place: revision %d -> %d, %d -> %d entries, updated %s (keys added in place, or a filter copied over it)",
+			logger.Printf("%s changed in place: revision %d -> %d, %d -> %d entries, updated %s (keys added in place)",
 				path, was.Revision, h.Revision, was.EntryCount, h.EntryCount, text.Updated(h.Updated))
 		},
 		OnError: func(err error) { logger.Printf("%s", perr.Text(err)) },
@@ -494,8 +637,10 @@ func (s *Service) metrics(w http.ResponseWriter, r *http.Request) {
 		{"pkbf_requests_busy_total", "counter", "Requests refused with 503 because request bodies held all of --max-body-memory.", float64(s.busy.Load())},
 		{"pkbf_connections_refused_total", "counter", "Connections refused with 503 because --max-conns were open.", float64(s.connsRefused.Load())},
 		{"pkbf_requests_refused_total", "counter", "Requests refused with 503 because --max-conns requests were in flight (HTTP/2 carries several a connection).", float64(s.requestsRefused.Load())},
+		{"pkbf_connections_evicted_total", "counter", "Idle connections closed to make room for new ones near --max-conns.", float64(s.connsEvicted.Load())},
+		{"pkbf_requests_kdf_refused_total", "counter", "Requests refused because their PKCS#12 files asked for too much key derivation (413), or every slot for such requests was taken (503).", float64(s.kdfRefused.Load())},
 		{"pkbf_connections", "gauge", "Connections open.", float64(s.conns.Load())},
-		{"pkbf_requests_in_flight", "gauge", "Requests that may carry a body (all but GET and HEAD) being handled, of --max-conns.", float64(s.inFlight.Load())},
+		{"pkbf_requests_in_flight", "gauge", "Requests being handled, until their answers are sent, of --max-conns.", float64(s.inFlight.Load())},
 		{"pkbf_requests_receiving", "gauge", "Requests to /v1/check reading their bodies.", float64(s.receiving.Load())},
 		{"pkbf_requests_waiting", "gauge", "Requests to /v1/check waiting for a check slot, of --max-in-flight.", float64(s.waiting.Load())},
 		{"pkbf_requests_checking", "gauge", "Requests to /v1/check being checked.", float64(s.checking.Load())},
@@ -503,6 +648,7 @@ func (s *Service) metrics(w http.ResponseWriter, r *http.Request) {
 		{"pkbf_body_bytes_held", "gauge", "Bytes of request bodies and answers held, of --max-body-memory.", float64(s.bodies.held())},
 		{"pkbf_reloads_total", "counter", "Switches to a new filter file.", float64(st.Reloads)},
 		{"pkbf_reload_errors_total", "counter", "New filter files that could not be loaded.", float64(st.Errors)},
+		{"pkbf_reload_failing", "gauge", "1 from a file at the filter path that could not be loaded (the copy in use still answers) until one is, else 0.", b2f(st.LastError != nil)},
 		{"pkbf_filter_pending_closes", "gauge", "Replaced filter files still being released (the kernel can take seconds for a large one).", float64(st.PendingCloses)},
 		{"pkbf_filter_entries", "gauge", "Entries in the filter's header.", float64(st.Header.EntryCount)},
 		{"pkbf_filter_revision", "gauge", "Revision in the filter's header.", float64(st.Header.Revision)},
@@ -514,4 +660,12 @@ func (s *Service) metrics(w http.ResponseWriter, r *http.Request) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", m.name, m.help, m.name, m.kind, m.name, strconv.FormatFloat(m.value, 'f', -1, 64))
 	}
+}
+
+// b2f is 1 for true, 0 for false: a Prometheus gauge of a condition.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

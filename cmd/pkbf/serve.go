@@ -28,7 +28,7 @@ import (
 
 type serveFlags struct {
 	listen                                string
-	poll                                  time.Duration
+	poll, verify                          time.Duration
 	maxBody, maxMemory                    sizeFlag
 	maxConns, maxInFlight, maxKeys        int
 	tlsCert, tlsKey, clientCA, clientName string
@@ -43,7 +43,8 @@ func (fl *serveFlags) command(stdout, stderr io.Writer) *command {
 	fl.maxBody, fl.maxMemory = sizeFlag(d.MaxBody), sizeFlag(d.MaxBodyMemory)
 	c.StringVar(&fl.listen, "listen", "127.0.0.1:8080", "listen on `ADDR` (host:port; :0 picks a free port)")
 	c.DurationVar(&fl.poll, "poll", time.Second, "check the filter path for a new file every `DURATION` (SIGHUP checks at once)")
-	c.IntVar(&fl.maxConns, "max-conns", d.MaxConns, "hold at most `N` connections at once, and N requests over all of them (HTTP/2 carries up to 16 a connection); more are answered 503")
+	c.DurationVar(&fl.verify, "verify", time.Minute, "compare the filter file with the copy in use every `DURATION`, to follow writers that change no time of the file")
+	c.IntVar(&fl.maxConns, "max-conns", d.MaxConns, "hold at most `N` connections at once (the one idle the longest makes room for a new one), and N requests over all of them (HTTP/2 carries up to 16 a connection); more are answered 503")
 	c.IntVar(&fl.maxInFlight, "max-in-flight", d.MaxInFlight, "check at most `N` requests at once; others wait")
 	c.IntVar(&fl.maxKeys, "max-keys", d.MaxKeys, "refuse requests holding more than `N` keys, certificates and requests (413)")
 	c.StringVar(&fl.tlsCert, "tls-cert", "", "serve HTTPS with the certificate (and its chain) in PEM `FILE`; with --tls-key")
@@ -106,7 +107,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	logger := log.New(stderr, "pkbf: serve: ", log.LstdFlags)
 	webhook.Logger = logger
 	path := c.Arg(0)
-	live, err := pkbf.OpenLive(path, pkbfhttp.LiveOptions(path, fl.poll, logger))
+	live, err := pkbf.OpenLive(path, pkbfhttp.LiveOptions(path, fl.poll, fl.verify, logger))
 	if err != nil {
 		return trouble(stderr, err)
 	}
@@ -131,6 +132,23 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	// A reload reads files, maybe slowly: beside the loop, which stays free
+	// for Ctrl-C and SIGTERM; SIGHUPs during one make one more after it.
+	reload := make(chan struct{}, 1)
+	go func() {
+		for range reload {
+			if err := live.Reload(); err == nil {
+				logger.Printf("SIGHUP: %s checked", path)
+			}
+			if cert != nil {
+				if err := cert.Reload(); err != nil {
+					logger.Printf("SIGHUP: keeping the certificate in use: %s", message(flagged(err, &fl)))
+				} else {
+					logger.Printf("SIGHUP: %s reloaded", cert.CertFile())
+				}
+			}
+		}
+	}()
 	srv := svc.Server(logger)
 	served := make(chan error, 1)
 	scheme := "http"
@@ -150,15 +168,9 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			errorf(stderr, "%v", err)
 			return exitTrouble
 		case <-hup:
-			if err := live.Reload(); err == nil {
-				logger.Printf("SIGHUP: %s checked", path)
-			}
-			if cert != nil {
-				if err := cert.Reload(); err != nil {
-					logger.Printf("SIGHUP: keeping the certificate in use: %s", message(flagged(err, &fl)))
-				} else {
-					logger.Printf("SIGHUP: %s reloaded", cert.CertFile())
-				}
+			select {
+			case reload <- struct{}{}:
+			default: // one is waiting already
 			}
 		case <-ctx.Done():
 			return drain(svc, srv, context.Cause(ctx), logger)

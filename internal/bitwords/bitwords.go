@@ -83,3 +83,17 @@ func Count(b []byte) uint64 {
 	}
 	return set
 }
+
+// Lost returns the number of bits set in old and clear in b, two filters'
+// data of one length.
+func Lost(old, b []byte) uint64 {
+	var lost uint64
+	for len(b) >= 8 && len(old) >= 8 {
+		lost += uint64(bits.OnesCount64(binary.LittleEndian.Uint64(old) &^ binary.LittleEndian.Uint64(b)))
+		old, b = old[8:], b[8:]
+	}
+	for i := range min(len(old), len(b)) {
+		lost += uint64(bits.OnesCount8(old[i] &^ b[i]))
+	}
+	return lost
+}

@@ -69,3 +69,26 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+// Lost counts the bits old has and b lacks, and no other, at every length.
+func TestLost(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for n := range 40 {
+		old, b := make([]byte, n), make([]byte, n)
+		want := uint64(0)
+		for i := range old {
+			old[i], b[i] = byte(rng.Uint32()), byte(rng.Uint32())
+			for bit := range 8 {
+				if old[i]>>bit&1 == 1 && b[i]>>bit&1 == 0 {
+					want++
+				}
+			}
+		}
+		if got := Lost(old, b); got != want {
+			t.Fatalf("Lost of %d bytes = %d, want %d", n, got, want)
+		}
+		if got := Lost(old, old); got != 0 {
+			t.Fatalf("Lost of %d bytes from themselves = %d", n, got)
+		}
+	}
+}

@@ -10,6 +10,7 @@
 package mapfile
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -218,6 +219,39 @@ func (m *File) free() {
 		munmap(m.b)
 	}
 	m.b, m.own = nil, false
+}
+
+// compareChunk is how much of the file SameContent reads at a time.
+const compareChunk = 1 << 20
+
+// SameContent reports whether the file's bytes now are those of the copy
+// ([Copy]): read under the file's shared lock, as Copy reads, a chunk at
+// a time, and compared. A writer that holds no lock and writes through a
+// mapping whose pages it had written before changes no time of the file:
+// reading it is the only way to see its bytes. Errors are the read's.
+func (m *File) SameContent() (bool, error) {
+	if held, err := lockShared(m.file); err != nil {
+		return false, err
+	} else if held {
+		defer unlock(m.file)
+	}
+	if s, err := stampOf(m.file); err != nil || s.size != int64(m.size) {
+		return false, err
+	}
+	buf := make([]byte, min(compareChunk, m.size))
+	for off := 0; off < m.size; off += len(buf) {
+		b := buf[:min(len(buf), m.size-off)]
+		if _, err := m.file.ReadAt(b, int64(off)); err != nil {
+			if err == io.EOF { // cut short since its size was taken
+				return false, nil
+			}
+			return false, &fs.PathError{Op: "read", Path: m.path, Err: err}
+		}
+		if !bytes.Equal(b, m.b[off:off+len(b)]) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // ReadStart reads the first len(b) bytes of the file as it is now: from
