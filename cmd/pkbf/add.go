@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/cli"
 	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 )
@@ -56,7 +53,7 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// A first Ctrl-C stops after the key in progress; a second quits at
 	// once, which is safe too: each add sets the key's bits before the
 	// header, and the mapped file keeps every write made.
-	ctx, release := interruptContext()
+	ctx, release := cli.InterruptContext()
 	defer release()
 	stdinHint(names, stdin, stderr)
 	scr := newScreen(stdout, stderr)
@@ -100,24 +97,4 @@ func runAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	return exitOK
-}
-
-// interruptContext returns a context that a first interrupt (Ctrl-C) or
-// SIGTERM cancels, with the signal as its cause; the signal's default
-// action is back before the context ends, so a second one quits at once,
-// even while the input is blocked. Call release when done. pkbf-ct
-// handles interrupts the same way.
-func interruptContext() (ctx context.Context, release func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case sig := <-sigs:
-			signal.Stop(sigs)
-			cancel(fmt.Errorf("%v signal received", sig))
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() { signal.Stop(sigs); cancel(context.Canceled) }
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/cli"
 	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/keys"
 	"github.com/pkbf/pkbf/pwnedkeys"
@@ -83,7 +84,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// A first Ctrl-C stops the check and prints the verdicts made; a
 	// second quits at once, even while the input is blocked.
-	ctx, release := interruptContext()
+	ctx, release := cli.InterruptContext()
 	defer release()
 	stdinHint(names, stdin, stderr)
 	scr := newScreen(stdout, stderr)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/cli"
 )
 
 type mergeFlags struct{ force bool }
@@ -36,7 +37,7 @@ func runMerge(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	// A first Ctrl-C stops between chunks (Merge removes its temporary
 	// file); a second quits at once, even while an input blocks.
-	ctx, release := interruptContext()
+	ctx, release := cli.InterruptContext()
 	defer release()
 	start := time.Now()
 	h, err := pkbf.Merge(ctx, out, inputs...)

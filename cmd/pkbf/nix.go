@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pkbf/pkbf/internal/cli"
 	"github.com/pkbf/pkbf/nixbloom"
 )
 
@@ -132,7 +133,7 @@ func runNixCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// Ctrl-C ends the check as it ends pkbf check: "interrupted", exit
 	// 130; the timeout is a failure of the cache (exit 2).
-	interrupt, release := interruptContext()
+	interrupt, release := cli.InterruptContext()
 	defer release()
 	ctx := interrupt
 	if fl.timeout > 0 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pkbf/pkbf"
+	"github.com/pkbf/pkbf/internal/cli"
 	"github.com/pkbf/pkbf/internal/perr"
 	"github.com/pkbf/pkbf/keycheck"
 	"github.com/pkbf/pkbf/pkbfhttp"
@@ -127,7 +128,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	// Ctrl-C and SIGTERM drain, as they stop every other command; a
 	// second one quits at once. SIGHUP checks the filter and the
 	// certificate files.
-	ctx, release := interruptContext()
+	ctx, release := cli.InterruptContext()
 	defer release()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

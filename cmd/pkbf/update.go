@@ -136,7 +136,7 @@ func runUpdate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	// A first Ctrl-C stops the download (kept, to be resumed); a second
 	// quits at once. Either way the installed filter is untouched.
-	ctx, release := interruptContext()
+	ctx, release := cli.InterruptContext()
 	defer release()
 	start := time.Now()
 	res, err := update.Update(ctx, rawURL, path, opts)
