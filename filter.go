@@ -415,16 +415,16 @@ func (f *Filter) fileHeader() (h Header, err error) {
 	return h, nil
 }
 
-// notGrownTo returns "" when h is a header that adding keys in place to a
-// filter of header was can make (the same hash count and length, counters
+// notGrownTo returns "" when now is a header that adding keys in place to
+// a filter of header h can make (the same hash count and length, counters
 // that did not go back), else what differs.
-func (was Header) notGrownTo(h Header) string {
+func (h Header) notGrownTo(now Header) string {
 	switch {
-	case h.HashCount != was.HashCount || h.HashLength != was.HashLength:
-		return fmt.Sprintf("hash count and length are now %d and %d, were %d and %d", h.HashCount, h.HashLength, was.HashCount, was.HashLength)
-	case h.Revision < was.Revision || h.EntryCount < was.EntryCount || uint64(h.Updated.Unix()) < uint64(was.Updated.Unix()):
+	case now.HashCount != h.HashCount || now.HashLength != h.HashLength:
+		return fmt.Sprintf("hash count and length are now %d and %d, were %d and %d", now.HashCount, now.HashLength, h.HashCount, h.HashLength)
+	case now.Revision < h.Revision || now.EntryCount < h.EntryCount || uint64(now.Updated.Unix()) < uint64(h.Updated.Unix()):
 		return fmt.Sprintf("revision %d, %d entries, updated %s; it had revision %d, %d entries, updated %s",
-			h.Revision, h.EntryCount, h.Updated.Format(time.RFC3339), was.Revision, was.EntryCount, was.Updated.Format(time.RFC3339))
+			now.Revision, now.EntryCount, now.Updated.Format(time.RFC3339), h.Revision, h.EntryCount, h.Updated.Format(time.RFC3339))
 	}
 	return ""
 }
