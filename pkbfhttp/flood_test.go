@@ -270,6 +270,9 @@ func TestServeIdleConnectionsMakeRoom(t *testing.T) {
 // client would read as a broken handshake (red team C2: curl exit 35).
 func TestServeRefusalOverTLS(t *testing.T) {
 	s := newService(t, openExample(t), Limits{MaxBody: 1 << 20, MaxConns: 1, MaxInFlight: 4, MaxKeys: 10000})
+	release := make(chan struct{})
+	defer close(release)
+	s.mux.HandleFunc("/test/hold", func(w http.ResponseWriter, r *http.Request) { <-release })
 	key, cert := testkit.Cert(t, "127.0.0.1", nil, nil, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -280,11 +283,53 @@ func TestServeRefusalOverTLS(t *testing.T) {
 	go srv.ServeTLS(s.Listener(ln), "", "")
 	defer srv.Close()
 	addr := ln.Addr().String()
-	rawRequest(t, addr, "") // in its handshake: not idle, held
-	if !waitFor(func() bool { return s.conns.Load() == 1 }) {
-		t.Fatal("the first connection is not held")
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	go client.Get("https://" + addr + "/test/hold") // busy: held, not evicted
+	if !waitFor(func() bool { return s.inFlight.Load() == 1 }) {
+		t.Fatal("the first connection's request is not held")
 	}
 	if got := reply(rawRequest(t, addr, "")); got != "" || s.connsRefused.Load() != 1 {
 		t.Errorf("a connection past the limit over TLS: %q (%d refused), want it closed unanswered", got, s.connsRefused.Load())
+	}
+}
+
+// Connections that send nothing, not even a TLS handshake, are idle from
+// the moment they are accepted: at the limit they make room as idle
+// keep-alives do (red team R5 A1: 1,024 silent connections, each closed
+// after 5 s and opened again, refused every other client, step-ca's
+// webhook included).
+func TestServeSilentConnectionsMakeRoom(t *testing.T) {
+	key, cert := testkit.Cert(t, "127.0.0.1", nil, nil, nil)
+	for _, overTLS := range []bool{false, true} {
+		s := newService(t, openExample(t), Limits{MaxBody: 1 << 20, MaxConns: 3, MaxInFlight: 4, MaxKeys: 10000})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := s.Server(log.New(io.Discard, "", 0))
+		base := "http://" + ln.Addr().String()
+		if overTLS {
+			srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{cert.Raw}, PrivateKey: key}}}
+			go srv.ServeTLS(s.Listener(ln), "", "")
+			base = "https://" + ln.Addr().String()
+		} else {
+			go srv.Serve(s.Listener(ln))
+		}
+		defer srv.Close()
+		for range 3 {
+			rawRequest(t, ln.Addr().String(), "")
+		}
+		if !waitFor(func() bool { return s.conns.Load() == 3 }) {
+			t.Fatalf("TLS %v: %d connections held, want the 3 silent ones", overTLS, s.conns.Load())
+		}
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		resp, err := client.Get(base + "/healthz")
+		if err != nil {
+			t.Fatalf("TLS %v: a client beside 3 silent connections at the limit: %v", overTLS, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || s.connsEvicted.Load() != 1 {
+			t.Errorf("TLS %v: a client beside 3 silent connections: %s, %d evicted; want 200 and 1", overTLS, resp.Status, s.connsEvicted.Load())
+		}
 	}
 }

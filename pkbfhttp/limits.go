@@ -151,7 +151,9 @@ func (b *budget) give(n int64) {
 
 // Listener wraps ln so that at most [Limits.MaxConns] connections it
 // accepted are open at once. At the limit, the connection idle the
-// longest is closed to let a new one in; with none idle, the new one is
+// longest is closed to let a new one in (a connection is idle from its
+// acceptance until its first request, its TLS handshake included, and
+// between requests); with none idle, the new one is
 // refused at once (answered 503 over plain HTTP, closed over TLS, whose
 // client could not read a plaintext answer), instead of waiting for a
 // free one with its memory held. Near the limit, connections idle for
@@ -186,6 +188,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		}
 		if n <= max {
 			cc := &countedConn{Conn: c, s: s}
+			cc.idleSince.Store(time.Now().UnixNano()) // until its first request
 			s.open.add(cc)
 			return cc, nil
 		}
@@ -288,9 +291,11 @@ func (s *Service) connState(c net.Conn, state http.ConnState) {
 	if !ok {
 		return
 	}
-	if state == http.StateIdle {
+	switch state {
+	case http.StateNew: // idle since it was accepted
+	case http.StateIdle:
 		cc.idleSince.Store(time.Now().UnixNano())
-	} else {
+	default:
 		cc.idleSince.Store(0)
 	}
 }

@@ -177,8 +177,8 @@ func TestChunkedBodyAllocatesLinearly(t *testing.T) {
 	}
 }
 
-// One connection more than --max-conns is answered 503 and closed, not
-// left waiting with its memory held.
+// One connection more than --max-conns, with every connection busy, is
+// answered 503 and closed, not left waiting with its memory held.
 func TestServeConnectionLimit(t *testing.T) {
 	live, err := pkbf.OpenLive(exampleFilter, pkbf.LiveOptions{Interval: -1})
 	if err != nil {
@@ -190,15 +190,18 @@ func TestServeConnectionLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	release := make(chan struct{})
+	defer close(release)
+	s.mux.HandleFunc("/test/hold", func(w http.ResponseWriter, r *http.Request) { <-release })
 	srv := s.Server(log.New(io.Discard, "", 0))
 	go srv.Serve(s.Listener(ln))
 	defer srv.Close()
 	addr := ln.Addr().String()
 	for range 3 {
-		rawRequest(t, addr, "") // idle, held
+		rawRequest(t, addr, "GET /test/hold HTTP/1.1\r\nHost: x\r\n\r\n") // busy, held
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for s.conns.Load() != 3 && time.Now().Before(deadline) {
+	for s.inFlight.Load() != 3 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	extra := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
