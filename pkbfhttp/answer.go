@@ -3,6 +3,7 @@ package pkbfhttp
 import (
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/pkbf/pkbf/keycheck"
 )
@@ -70,6 +71,16 @@ func (a *answer) take(n int64) bool {
 		return true
 	}
 	return false
+}
+
+// stallWriter gives each write to w stallTimeout to be taken by the
+// client: an answer's 64 KiB pieces, so a client reading 6.4 KB/s or more
+// gets the whole answer, however long, within the count of its request.
+type stallWriter struct{ w http.ResponseWriter }
+
+func (s stallWriter) Write(b []byte) (int, error) {
+	http.NewResponseController(s.w).SetWriteDeadline(time.Now().Add(stallTimeout))
+	return s.w.Write(b)
 }
 
 // writeTo writes the answer to w, giving the room of each piece back once

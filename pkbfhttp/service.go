@@ -240,15 +240,27 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.inFlight.Add(-1)
+	rc := http.NewResponseController(w)
+	if !read { // their handlers answer at once
+		rc.SetWriteDeadline(time.Now().Add(stallTimeout))
+	}
 	s.mux.ServeHTTP(w, r)
 	if h2 {
 		// The answer leaves within the count: an HTTP/2 stream whose
-		// client opens no window for it holds its place until the write
-		// timeout resets it, not after.
+		// client opens no window for it holds its place until the
+		// deadline resets it, not after.
 		r.Body.Close()
-		http.NewResponseController(w).Flush()
+		rc.SetWriteDeadline(time.Now().Add(stallTimeout))
+		rc.Flush()
 	}
 }
+
+// stallTimeout is how long an answer, or each piece of a long one, may
+// wait for its client to take it (over HTTP/2, to open a window for it):
+// a client that reads nothing holds its request's place that long, not
+// the whole write timeout, so that requests sent once cannot hold every
+// place for a minute (red team R5 B1).
+const stallTimeout = 10 * time.Second
 
 // opsReserve is how many requests to opsPaths are handled beyond
 // MaxConns: a flood of checks leaves monitoring its answers.
@@ -403,7 +415,7 @@ func (s *Service) check(w http.ResponseWriter, r *http.Request) {
 	}
 	s.answering.Add(1)
 	defer s.answering.Add(-1)
-	a.writeTo(w)
+	a.writeTo(stallWriter{w})
 }
 
 // stopped answers a request whose work stopped: 503 if it ran out of

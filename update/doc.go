@@ -108,10 +108,11 @@
 // which anyone can read, over the installed bits, say. It cannot make a
 // later call say "up to date": the next call that reaches the publisher
 // installs the publisher's filter, or refuses it, as every call after
-// does, until the publisher's next filter or [Options.AcceptRebuild].
-// Interceptions of two calls in a row, the install and the next, can
-// keep a filter's keys out under "up to date" until the publisher's
-// next filter.
+// does, until the publisher's first filter dated after the intercepted
+// one (which may be dated up to [MaxClockSkew] ahead) or
+// [Options.AcceptRebuild]. Interceptions of two calls in a row, the
+// install and the next, can keep a filter's keys out under "up to date"
+// until that filter.
 //
 // Validators. The ETag and Last-Modified of a download's response are
 // kept only to resume it (If-Range binds its parts to one file), and only

@@ -293,3 +293,42 @@ func TestServeHTTP2GetStreamsBounded(t *testing.T) {
 	}
 	checkServeRSS(t, rss, "under 1 000 x 16 HTTP/2 GET streams whose answers cannot be sent")
 }
+
+// Red team R5, B1: HTTP/2 streams whose client opens no window for their
+// answers, sent once, hold every request's place, monitoring's too, for
+// as long as an answer may wait for its client (10 s), not the whole
+// write timeout (60 s); then checks are answered again.
+func TestServeStalledStreamsLetGo(t *testing.T) {
+	dir := t.TempDir()
+	k, c := testkit.Cert(t, "127.0.0.1", nil, nil, func(c *x509.Certificate) { c.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)} })
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, addr, _ := startServe(t, "--max-conns", "8", "--tls-cert", testkit.WritePEM(t, dir, "serve.crt", "CERTIFICATE", c.Raw), "--tls-key", testkit.WritePEM(t, dir, "serve.key", "PRIVATE KEY", der), exampleFilter)
+	block := hpackLiteral(nil, ":method", "GET")
+	block = hpackLiteral(block, ":scheme", "https")
+	block = hpackLiteral(block, ":path", "/metrics")
+	block = hpackLiteral(block, ":authority", "127.0.0.1")
+	start := time.Now()
+	h2FloodWith(t, addr, 2, 16, block, []byte{0, 4, 0, 0, 0, 0}, 0) // SETTINGS_INITIAL_WINDOW_SIZE 0: 32 streams, 24 places
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	status := func() int {
+		resp, err := client.Get("https://" + addr + "/healthz")
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := status(); got != http.StatusServiceUnavailable {
+		t.Fatalf("/healthz with every place held by stalled streams: %d, want 503", got)
+	}
+	for status() != http.StatusOK {
+		if time.Since(start) > 40*time.Second {
+			t.Fatal("/healthz still refused 40 s after the stalled streams were sent: they hold their places past the 10 s an answer may wait")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("answered again %v after the streams were sent", time.Since(start).Round(100*time.Millisecond))
+}
