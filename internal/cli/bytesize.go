@@ -1,7 +1,7 @@
-// Package cli is what pkbf's commands (pkbf-ct's too) read and do that no
-// library has reason to: numbers of bytes as people type them on a command
-// line (1024, 64KiB, 1M, 64 GiB), what a mistyped name was probably meant
-// to be, and how a first and a second Ctrl-C end a run.
+// Package cli is what pkbf's commands read and do that no library has
+// reason to: numbers of bytes as people type them on a command line (1024,
+// 64KiB, 1M, 64 GiB), what a mistyped name was probably meant to be, and
+// how a first and a second Ctrl-C end a run.
 package cli
 
 import (

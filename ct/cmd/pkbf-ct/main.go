@@ -11,6 +11,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto"
 	"crypto/x509"
 	"encoding/base64"
@@ -23,15 +24,16 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/term"
 
 	"github.com/pkbf/pkbf"
 	"github.com/pkbf/pkbf/ct"
-	"github.com/pkbf/pkbf/internal/cli"
 	"github.com/pkbf/pkbf/keycheck"
 )
 
@@ -147,7 +149,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	filterPath, logURL := positional[0], positional[1]
 
-	ctx, stop := cli.InterruptContext()
+	ctx, stop := interruptContext()
 	defer stop()
 	fail := func(format string, args ...any) int {
 		if ctx.Err() != nil {
@@ -280,6 +282,28 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		positional, args = append(positional, rest[0]), rest[1:]
 	}
+}
+
+// interruptContext returns a context that the first interrupt (Ctrl-C)
+// or SIGTERM cancels, with the signal as its cause; the signals have
+// their default action again before the context ends, so that a second
+// one ends the process at once, even while it waits on something that
+// does not heed the context. Call stop when done. (pkbf's commands do the
+// same with internal/cli's, which module ct does not import: see
+// TestNoInternalPackages.)
+func interruptContext() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-sigs:
+			signal.Stop(sigs)
+			cancel(fmt.Errorf("%v signal received", sig))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel(context.Canceled) }
 }
 
 // openFilter opens FILTER: "-" is standard input, read as a stream.
