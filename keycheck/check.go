@@ -71,6 +71,9 @@ type slot struct {
 	other     []byte   // an EC key's other point form, or nil
 	encodings [][]byte // AddKeys: every encoding to add
 	added     int      // AddKeys: the encodings new to the filter
+	// formsErr says why a key is looked up as given only: not found so,
+	// it has no answer, and this is its error.
+	formsErr error
 }
 
 const (
@@ -179,8 +182,9 @@ func (r *run) emit(b *batch, yield func(Verdict, int) bool) bool {
 // decodeForLookup reads s's key and, in the same parse, the other
 // encodings a filter may hold it under (keys.Key.Forms, building them in
 // dst's spare capacity). A key whose SPKI is read but cannot be
-// re-encoded is looked up as given only; a bare modulus is kept for the
-// weak-key checks.
+// re-encoded is looked up as given only, and gets that error if the
+// filter lacks those bytes, as CheckKey gives it; a bare modulus is kept
+// for the weak-key checks.
 func (s *slot) decodeForLookup(dst []byte) {
 	if n, ok := s.key.Modulus(); ok {
 		s.modulus = n
@@ -191,7 +195,7 @@ func (s *slot) decodeForLookup(dst []byte) {
 		return
 	}
 	if s.Err != nil {
-		s.canonical, s.other, s.Err = s.spki, nil, nil
+		s.canonical, s.other, s.formsErr, s.Err = s.spki, nil, s.Err, nil
 	}
 	s.Key.SSHFingerprint, s.Key.Comment = s.key.SSHFingerprint()
 }
@@ -283,6 +287,11 @@ func (r *run) lookupFilter(b *batch) bool {
 	}
 	for j, i := range owners {
 		b.slots[i].Probably = b.slots[i].Probably || found[j]
+	}
+	for i := range b.slots {
+		if s := &b.slots[i]; s.formsErr != nil && !s.Probably && s.Err == nil {
+			s.Err, s.lookedUp = s.formsErr, false // no "no"
+		}
 	}
 	return true
 }

@@ -3,10 +3,13 @@ package keycheck
 import (
 	"bytes"
 	"context"
+	//lint:ignore SA1019 DSA keys as crypto/x509 reads them
+	"crypto/dsa"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/asn1"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +26,8 @@ import (
 	"github.com/pkbf/pkbf/internal/testkit"
 	"github.com/pkbf/pkbf/internal/xxh64"
 	"github.com/pkbf/pkbf/keys"
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
 // Check answers exactly as Contains, key by key, for every key file in
@@ -436,5 +441,70 @@ func TestHashPaths(t *testing.T) {
 		}
 		t.Run(map[bool]string{true: "vector", false: "scalar"}[vector], TestCheckAgreesWithContains)
 		restore()
+	}
+}
+
+// A key pkbf cannot re-encode, looked up as given and not found, has no
+// answer: Check gives it the error CheckKey gives, never a "no"; found
+// as given, it is probably in the filter. Such keys: an algorithm pkbf
+// does not know, and a DSA key without domain parameters (its issuer's),
+// which a filter may hold with them (red team R5 F1: an OpenSSL DSA key
+// in a filter was a definite "no" without its parameters).
+func TestNoAnswerWithoutEveryEncoding(t *testing.T) {
+	var params dsa.Parameters
+	if err := dsa.GenerateParameters(&params, rand.Reader, dsa.L1024N160); err != nil {
+		t.Fatal(err)
+	}
+	priv := dsa.PrivateKey{PublicKey: dsa.PublicKey{Parameters: params}}
+	if err := dsa.GenerateKey(&priv, rand.Reader); err != nil {
+		t.Fatal(err)
+	}
+	withParams, err := keys.MarshalPublicKey(&priv.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spki := func(alg func(*cryptobyte.Builder), key func(*cryptobyte.Builder)) []byte {
+		var b cryptobyte.Builder
+		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+			b.AddASN1(cbasn1.SEQUENCE, alg)
+			var k cryptobyte.Builder
+			key(&k)
+			b.AddASN1BitString(k.BytesOrPanic())
+		})
+		return b.BytesOrPanic()
+	}
+	noParams := spki(func(b *cryptobyte.Builder) { b.AddASN1ObjectIdentifier(asn1.ObjectIdentifier{1, 2, 840, 10040, 4, 1}) },
+		func(b *cryptobyte.Builder) { b.AddASN1BigInt(priv.Y) })
+	unknown := spki(func(b *cryptobyte.Builder) { b.AddASN1ObjectIdentifier(asn1.ObjectIdentifier{1, 2, 3, 4}) },
+		func(b *cryptobyte.Builder) { b.AddBytes([]byte{1, 2, 3}) })
+	for _, tc := range []struct {
+		name     string
+		key      []byte
+		filter   []byte // what the filter holds
+		probably bool
+	}{
+		{"DSA without parameters, the filter holding it with them", noParams, withParams, false},
+		{"DSA without parameters, the filter holding it so", noParams, noParams, true},
+		{"an unknown algorithm, the filter lacking it", unknown, withParams, false},
+		{"an unknown algorithm, the filter holding it as given", unknown, unknown, true},
+	} {
+		w := newFilter(t, 4, 16)
+		if _, err := w.Add(tc.filter); err != nil {
+			t.Fatal(err)
+		}
+		c := New(w, Options{})
+		var got []Verdict
+		for v := range c.Check(t.Context(), Bytes(tc.name, tc.key)) {
+			got = append(got, v)
+		}
+		for i, v := range []Verdict{got[0], c.CheckKey(tc.key)} {
+			call := [...]string{"Check", "CheckKey"}[i]
+			switch {
+			case tc.probably && (v.Err != nil || !v.Probably):
+				t.Errorf("%s: %s: %v, %v; want probably", tc.name, call, v.Probably, v.Err)
+			case !tc.probably && !errors.Is(v.Err, keys.ErrUnsupportedKey):
+				t.Errorf("%s: %s: probably %v, error %v; want an error wrapping keys.ErrUnsupportedKey, no answer", tc.name, call, v.Probably, v.Err)
+			}
+		}
 	}
 }

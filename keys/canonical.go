@@ -84,9 +84,28 @@ func sameSlice(a, b []byte) bool {
 // compressed one is (it is decompressed). New encodings are appended to
 // dst, which may be a caller's buffer, so that a lookup of a key in a
 // common form allocates nothing. Errors wrap [ErrInvalidKey].
+//
+// A DSA key without domain parameters (its issuer's, RFC 3279 section
+// 2.3.2) is an error wrapping [ErrUnsupportedKey] here, not in [Encodings]:
+// a filter may hold it with parameters pkbf cannot know, so it can be
+// looked up only as given, and not finding it is no answer.
 func Forms(dst, spki []byte) (canonical, other []byte, err error) {
-	return forms(spki, false, dst)
+	var info spkiInfo
+	if err := parseSPKIInto(&info, spki); err != nil {
+		return nil, nil, err
+	}
+	return lookupForms(spki, &info, dst)
 }
+
+// lookupForms is formsFrom as a lookup needs it (see [Forms]).
+func lookupForms(spki []byte, info *spkiInfo, dst []byte) (canonical, other []byte, err error) {
+	if bytes.Equal(info.algorithm, oidDSA) && len(info.params) == 0 {
+		return nil, nil, errInheritedDSAParams
+	}
+	return formsFrom(spki, info, false, true, dst)
+}
+
+var errInheritedDSAParams = unsupportedErrorf("DSA key without domain parameters (its issuer's): a filter may hold it with them, which pkbf cannot know")
 
 // forms returns the canonical encoding of the key in spki (spki itself when
 // it is canonical) and, for EC keys, the compressed point form on the same

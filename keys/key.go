@@ -116,7 +116,7 @@ func (k *Key) Forms(dst []byte) (spki, canonical, other []byte, err error) {
 			return spki, nil, nil, err
 		}
 	}
-	if canonical, other, err = formsFrom(spki, &info, false, true, dst); err != nil {
+	if canonical, other, err = lookupForms(spki, &info, dst); err != nil {
 		return spki, nil, nil, err
 	}
 	return spki, canonical, other, nil
