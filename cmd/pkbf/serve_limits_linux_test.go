@@ -288,8 +288,12 @@ func TestServeHTTP2GetStreamsBounded(t *testing.T) {
 	held, refused := metric(t, client, base, "pkbf_requests_in_flight"), metric(t, client, base, "pkbf_requests_refused_total")
 	t.Logf("peak RSS %d MiB; %v requests in flight, %v refused", rss>>20, held, refused)
 	// The request to /metrics counts too, in the room kept for monitoring.
-	if held < 1000 || held > 1024+1 || refused < 1 {
-		t.Errorf("/metrics: %v requests in flight, %v refused; want --max-conns (1024) and itself, and the rest refused", held, refused)
+	// The streams held let go 10 s after they were sent (an answer's
+	// stall limit), which a slow flood (the race detector's) outlasts: so
+	// what shows that every GET counts is how many were refused (none
+	// before), at most 1,024 places taken by each 10 s of the flood.
+	if held > 1024+1 || refused < 10000 {
+		t.Errorf("/metrics: %v requests in flight, %v refused; want at most --max-conns (1024) and itself, and most of the 16,000 refused", held, refused)
 	}
 	checkServeRSS(t, rss, "under 1 000 x 16 HTTP/2 GET streams whose answers cannot be sent")
 }
